@@ -1,0 +1,1 @@
+"""Drafting methods; each module registers itself with ``@register_method``."""

@@ -1,0 +1,130 @@
+"""Configuration as dataclasses: the run config, and filling any config dataclass from dicts/YAML."""
+from __future__ import annotations
+
+import dataclasses
+import os
+import types
+import typing
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TypeVar
+
+import yaml
+
+C = TypeVar("C")
+
+SHARED_DATA_DIR = Path(__file__).resolve().parent.parent.parent / "shared" / "data"
+
+
+class ConfigError(ValueError):
+    """Invalid configuration value or key (reported as a one-line error by the CLI)."""
+
+
+def default_data_dir() -> Path | None:
+    """``$SPECBENCH_DATA_DIR``, else ``../shared/data`` beside the checkout when present, else None (hub)."""
+    env = os.environ.get("SPECBENCH_DATA_DIR")
+    if env:
+        return Path(env)
+    return SHARED_DATA_DIR if SHARED_DATA_DIR.is_dir() else None
+
+
+def cache_dir() -> Path:
+    """Root of specbench's caches (models, datastores, checkpoints): ``$SPECBENCH_CACHE``."""
+    return Path(os.environ.get("SPECBENCH_CACHE", Path.home() / ".cache" / "specbench"))
+
+
+def _coerce(name: str, value: Any, typ: Any) -> Any:
+    origin = typing.get_origin(typ)
+    if origin in (typing.Union, types.UnionType):
+        args = [a for a in typing.get_args(typ) if a is not type(None)]
+        if value is None or (isinstance(value, str) and value.lower() in ("none", "null")):
+            return None
+        return _coerce(name, value, args[0])
+    if origin in (tuple, list):
+        (inner, *_) = typing.get_args(typ) or (str,)
+        items = value.split(",") if isinstance(value, str) else list(value)
+        out = [_coerce(name, v, inner) for v in items if v != ""]
+        return tuple(out) if origin is tuple else out
+    try:
+        if typ is bool:
+            if isinstance(value, str):
+                if value.lower() in ("1", "true", "yes", "on"):
+                    return True
+                if value.lower() in ("0", "false", "no", "off"):
+                    return False
+                raise ValueError(value)
+            return bool(value)
+        if typ in (int, float, str):
+            return typ(value)
+    except (TypeError, ValueError):
+        raise ConfigError(f"{name}: cannot read {value!r} as {typ.__name__}") from None
+    return value
+
+
+def from_dict(cls: type[C], values: dict[str, Any], where: str = "") -> C:
+    """Build dataclass ``cls`` from ``values``, coercing strings; unknown keys raise ConfigError."""
+    hints = typing.get_type_hints(cls)
+    names = {f.name for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
+    unknown = sorted(set(values) - names)
+    if unknown:
+        raise ConfigError(f"{where or cls.__name__}: unknown key(s) {', '.join(unknown)} (known: {', '.join(sorted(names))})")
+    kwargs = {k: _coerce(f"{where}{k}", v, hints[k]) for k, v in values.items()}
+    obj = cls(**kwargs)
+    validate = getattr(obj, "validate", None)
+    if validate is not None:
+        validate()
+    return obj
+
+
+def load_yaml(path: str | Path) -> dict[str, Any]:
+    """Read a YAML mapping; a clear ConfigError when missing or not a mapping."""
+    p = Path(path)
+    if not p.is_file():
+        raise ConfigError(f"config file not found: {p}")
+    try:
+        data = yaml.safe_load(p.read_text()) or {}
+    except yaml.YAMLError as e:
+        raise ConfigError(f"{p}: invalid YAML ({str(e).splitlines()[0]})") from None
+    if not isinstance(data, dict):
+        raise ConfigError(f"{p}: expected a mapping at the top level")
+    return data
+
+
+@dataclass
+class RunConfig:
+    """Everything that defines a benchmark run (written into the manifest)."""
+
+    methods: tuple[str, ...] = ("ar", "pld")
+    tasks: tuple[str, ...] = ("all",)
+    limit: int | None = None
+    max_new_tokens: int = 128
+    repeats: int = 1
+    warmup: int = 1
+    model: str = "embedded"
+    dtype: str = "float32"
+    device: str = "auto"
+    data_dir: str | None = None
+    out_dir: str = "results"
+    run_name: str | None = None
+    seed: int = 0
+    allow_mismatch: bool = False
+    tie_threshold: float = 1e-4
+    method_options: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    def validate(self) -> None:
+        if self.limit is not None and self.limit < 1:
+            raise ConfigError(f"--limit must be a positive integer, got {self.limit}")
+        if self.max_new_tokens < 1:
+            raise ConfigError(f"--max-new-tokens must be a positive integer, got {self.max_new_tokens}")
+        if self.repeats < 1:
+            raise ConfigError(f"--repeats must be a positive integer, got {self.repeats}")
+        if self.warmup < 0:
+            raise ConfigError(f"--warmup must be >= 0, got {self.warmup}")
+        if self.dtype not in ("float32", "float16", "bfloat16"):
+            raise ConfigError(f"--dtype must be float32, float16 or bfloat16, got {self.dtype!r}")
+        if self.device not in ("auto", "cpu", "cuda") and not self.device.startswith("cuda:"):
+            raise ConfigError(f"--device must be auto, cpu or cuda, got {self.device!r}")
+        if not self.methods:
+            raise ConfigError("--methods is empty")
+        if not 0 <= self.tie_threshold < 1:
+            raise ConfigError(f"--tie-threshold must be in [0, 1), got {self.tie_threshold}")

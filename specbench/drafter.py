@@ -1,0 +1,70 @@
+"""The drafter interface: methods only *propose* drafts; the engine does everything else.
+
+Glossary (used across the engine, records and reports):
+- root / t0: the model's greedy next token, already certain when a step starts.
+- draft token: a token a drafter proposes after the root (a node of a ``DraftTree``).
+- accepted token: a draft token on the longest root-to-node path matching the model's greedy choices.
+- bonus token: the model's greedy token after the last accepted position; it becomes the next root.
+- tau: tokens emitted per forward pass (accepted + 1), averaged over the forward passes.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Protocol, runtime_checkable
+
+import torch
+
+from specbench.engine.tree import DraftTree
+
+
+@dataclass
+class DraftContext:
+    """What a drafter may read at a step (all read-only).
+
+    ``tokens`` is prompt + generated text and ends with the root t0; ``hidden`` is the target's last
+    hidden state (after the final norm) at the position whose greedy prediction is the root, so
+    ``argmax(lm_head(hidden)) == tokens[-1]``. ``max_depth`` is how many draft tokens can still be
+    used before ``max_new_tokens`` is reached.
+    """
+
+    tokens: list[int]
+    prompt_len: int
+    hidden: torch.Tensor  # [hidden_size]
+    model: Any
+    max_depth: int
+
+
+@dataclass
+class StepResult:
+    """What the engine tells a drafter after verification: which of its nodes were accepted."""
+
+    tree: DraftTree | None
+    accepted_nodes: list[int]  # tree node indices on the accepted path, root excluded
+    bonus: int
+
+
+@runtime_checkable
+class Drafter(Protocol):
+    """A drafting method. ``propose`` returns a ``DraftTree`` (a chain is a tree) or ``None``."""
+
+    def begin(self, prompt_ids: list[int]) -> None:
+        """Called once before each generation (reset per-sequence state)."""
+
+    def propose(self, ctx: DraftContext) -> DraftTree | None:
+        """Draft continuations of ``ctx.tokens`` (which ends with the root)."""
+
+    def observe(self, result: StepResult) -> None:
+        """Called after each verification step (optional bookkeeping)."""
+
+
+class BaseDrafter:
+    """Convenience base with no-op ``begin``/``observe``; subclasses implement ``propose``."""
+
+    def begin(self, prompt_ids: list[int]) -> None:
+        return None
+
+    def propose(self, ctx: DraftContext) -> DraftTree | None:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def observe(self, result: StepResult) -> None:
+        return None

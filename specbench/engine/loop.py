@@ -1,0 +1,124 @@
+"""The decode loop shared by every method (the autoregressive baseline is the same loop, no drafts).
+
+Each generation: prefill the prompt (its greedy token is the first root), then repeat
+1. draft: the drafter proposes a tree continuing ``context + [root]``;
+2. verify: one forward over ``[root] + tree`` with a tree mask and depth-based positions;
+3. accept: the longest path matching the model's argmax, plus the bonus token;
+4. trim: the KV cache keeps the context plus the accepted path;
+5. stop: EOS (any of the stop ids) or ``max_new_tokens``; output never overshoots and ends at EOS.
+
+Per forward pass (prefill included) the engine records the tokens emitted (``accept_lengths``,
+accepted + 1, so AR is all ones), the draft size in nodes, and draft / verify seconds.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Callable
+
+import torch
+from transformers import DynamicCache
+
+from specbench.drafter import DraftContext, Drafter, StepResult
+from specbench.engine.cache import trim_cache
+from specbench.engine.tree import compile_tree
+from specbench.engine.verify import TargetModel, accept_greedy
+
+
+@dataclass
+class Generation:
+    """One generation's output and per-forward-pass statistics."""
+
+    output_ids: list[int]
+    accept_lengths: list[int] = field(default_factory=list)
+    draft_sizes: list[int] = field(default_factory=list)
+    draft_times_s: list[float] = field(default_factory=list)
+    verify_times_s: list[float] = field(default_factory=list)
+
+    @property
+    def forward_passes(self) -> int:
+        return len(self.accept_lengths)
+
+
+def _synchronizer(device: torch.device) -> Callable[[], None]:
+    if device.type == "cuda":
+        return torch.cuda.synchronize
+    return lambda: None
+
+
+class Engine:
+    """Greedy draft -> verify decoding of one target model; the only code that runs the model."""
+
+    def __init__(self, model: torch.nn.Module, stop_ids: set[int]) -> None:
+        self.target = TargetModel(model)
+        self.model = model
+        self.stop_ids = set(stop_ids)
+        self._sync = _synchronizer(self.target.device)
+
+    @torch.inference_mode()
+    def generate(self, prompt_ids: list[int], drafter: Drafter | None, max_new_tokens: int) -> Generation:
+        """Greedy-decode up to ``max_new_tokens`` after ``prompt_ids``; identical output for any drafter."""
+        if max_new_tokens < 1:
+            raise ValueError("max_new_tokens must be >= 1")
+        if not prompt_ids:
+            raise ValueError("empty prompt")
+        target, sync, now = self.target, self._sync, time.perf_counter
+        cache = DynamicCache(config=self.model.config)
+        if drafter is not None:
+            drafter.begin(list(prompt_ids))
+
+        t = now()
+        ids = torch.tensor([prompt_ids], dtype=torch.long, device=target.device)
+        hidden, logits = target.forward(ids, cache, 0)
+        root = int(logits[-1].argmax())
+        sync()
+        gen = Generation(output_ids=[root], accept_lengths=[1], draft_sizes=[0], draft_times_s=[0.0])
+        gen.verify_times_s.append(now() - t)
+        last_hidden = hidden[-1]
+        tokens = list(prompt_ids) + [root]
+        out = gen.output_ids
+
+        while root not in self.stop_ids and len(out) < max_new_tokens:
+            budget = max_new_tokens - len(out)  # tokens this step may still emit
+            # 1. draft
+            t = now()
+            tree = None
+            if drafter is not None and budget > 1:
+                ctx = DraftContext(tokens, len(prompt_ids), last_hidden, self.model, budget - 1)
+                tree = drafter.propose(ctx)
+                if tree is not None:
+                    tree = tree.truncated(budget - 1) if len(tree) else None
+            sync()
+            t_draft = now() - t
+            # 2. verify
+            t = now()
+            n_ctx = len(tokens) - 1
+            compiled = compile_tree(root, tree, target.device)
+            hidden, logits = target.forward(
+                compiled.input_ids, cache, n_ctx, compiled.position_offsets, compiled.ancestor_mask
+            )
+            # 3. accept
+            ver = accept_greedy(compiled, logits, hidden)
+            # 4. trim
+            if len(ver.rows) < compiled.input_ids.shape[1]:
+                trim_cache(cache, n_ctx, ver.rows)
+            sync()
+            gen.verify_times_s.append(now() - t)
+            gen.draft_times_s.append(t_draft)
+            gen.draft_sizes.append(0 if tree is None else len(tree))
+            # 5. emit and stop
+            emitted = ver.accepted + [ver.bonus]
+            for i, tok in enumerate(emitted):
+                if tok in self.stop_ids:
+                    emitted = emitted[: i + 1]
+                    break
+            out.extend(emitted)
+            tokens.extend(emitted)
+            gen.accept_lengths.append(len(emitted))
+            root = ver.bonus
+            last_hidden = ver.hidden[ver.rows[-1]]
+            if drafter is not None:
+                drafter.observe(StepResult(tree, [r - 1 for r in ver.rows[1:]], ver.bonus))
+            if emitted[-1] in self.stop_ids:
+                break
+        return gen

@@ -1,0 +1,130 @@
+"""Draft trees: what a drafter proposes, and the compiled form the engine verifies.
+
+A tree holds draft tokens that continue ``context + [root]`` where ``root`` (t0) is the model's
+greedy next token, already certain. Each node has a parent index; ``-1`` means "child of the root".
+A chain is the degenerate tree whose parents are ``[-1, 0, 1, ...]``.
+
+Example: chains ``[5, 6, 7]`` and ``[5, 8]`` merge into tokens ``[5, 6, 7, 8]`` with parents
+``[-1, 0, 1, 0]``: the shared prefix ``5`` is verified once.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Sequence
+
+import numpy as np
+import torch
+
+
+@dataclass(frozen=True)
+class DraftTree:
+    """Draft tokens with a parent index per node (``-1`` = the root t0); parents precede children."""
+
+    tokens: tuple[int, ...]
+    parents: tuple[int, ...]
+
+    def __post_init__(self) -> None:
+        if len(self.tokens) != len(self.parents):
+            raise ValueError("tokens and parents must have the same length")
+        for i, p in enumerate(self.parents):
+            if not -1 <= p < i:
+                raise ValueError(f"node {i} has parent {p}; parents must precede their children")
+
+    def __len__(self) -> int:
+        return len(self.tokens)
+
+    @property
+    def is_chain(self) -> bool:
+        return all(p == i - 1 for i, p in enumerate(self.parents))
+
+    @staticmethod
+    def chain(tokens: Sequence[int]) -> "DraftTree":
+        """A single chain: ``chain([4, 2, 3])`` -> tokens (4, 2, 3), parents (-1, 0, 1)."""
+        toks = tuple(int(t) for t in tokens)
+        return DraftTree(toks, tuple(range(-1, len(toks) - 1)))
+
+    @staticmethod
+    def from_chains(chains: Sequence[Sequence[int]]) -> "DraftTree":
+        """Merge chains into a prefix tree (a trie); shared prefixes become shared nodes."""
+        tokens: list[int] = []
+        parents: list[int] = []
+        children: dict[tuple[int, int], int] = {}
+        for chain in chains:
+            node = -1
+            for tok in chain:
+                key = (node, int(tok))
+                nxt = children.get(key)
+                if nxt is None:
+                    nxt = len(tokens)
+                    tokens.append(int(tok))
+                    parents.append(node)
+                    children[key] = nxt
+                node = nxt
+        return DraftTree(tuple(tokens), tuple(parents))
+
+    def depths(self) -> list[int]:
+        """Depth of each node (children of the root have depth 1)."""
+        depth: list[int] = []
+        for p in self.parents:
+            depth.append(1 if p < 0 else depth[p] + 1)
+        return depth
+
+    def truncated(self, max_depth: int, max_nodes: int | None = None) -> "DraftTree":
+        """Drop nodes deeper than ``max_depth`` (and beyond ``max_nodes``), keeping parents valid."""
+        depth = self.depths()
+        keep: list[int] = []
+        new_index: dict[int, int] = {-1: -1}
+        for i, p in enumerate(self.parents):
+            if depth[i] > max_depth or p not in new_index:
+                continue
+            if max_nodes is not None and len(keep) >= max_nodes:
+                break
+            new_index[i] = len(keep)
+            keep.append(i)
+        if len(keep) == len(self.tokens):
+            return self
+        return DraftTree(tuple(self.tokens[i] for i in keep), tuple(new_index[self.parents[i]] for i in keep))
+
+    def path_to(self, node: int) -> list[int]:
+        """Token ids on the path root -> ``node`` (excluding the root)."""
+        path: list[int] = []
+        while node >= 0:
+            path.append(self.tokens[node])
+            node = self.parents[node]
+        return path[::-1]
+
+
+@dataclass
+class CompiledTree:
+    """The tensors one verification pass needs for ``[t0] + tree`` (n = len(tree) + 1 query rows).
+
+    ``parents`` and ``children`` index the query rows: row 0 is t0, row i + 1 is tree node i.
+    """
+
+    input_ids: torch.Tensor  # [1, n]
+    position_offsets: torch.Tensor  # [n] depth of each row (t0 = 0)
+    ancestor_mask: torch.Tensor | None  # [n, n] bool, row attends to column; None for a chain
+    parents: list[int]  # [n] parent row per row (-1 for t0)
+    children: list[dict[int, int]]  # per row: token -> child row
+
+
+def compile_tree(root: int, tree: DraftTree | None, device: torch.device) -> CompiledTree:
+    """Lay out ``[root] + tree`` for one forward pass: ids, depths and the ancestor mask."""
+    tokens = [root] + (list(tree.tokens) if tree is not None else [])
+    n = len(tokens)
+    parents = [-1] + ([p + 1 for p in tree.parents] if tree is not None else [])
+    children: list[dict[int, int]] = [{} for _ in range(n)]
+    for row in range(1, n):
+        children[parents[row]].setdefault(tokens[row], row)
+    input_ids = torch.tensor([tokens], dtype=torch.long, device=device)
+    if tree is None or tree.is_chain:
+        offsets = torch.arange(n, device=device)
+        return CompiledTree(input_ids, offsets, None, parents, children)
+    depth = [0] * n
+    anc = np.eye(n, dtype=bool)
+    for row in range(1, n):
+        p = parents[row]
+        depth[row] = depth[p] + 1
+        anc[row] |= anc[p]
+    mask = torch.from_numpy(anc).to(device)
+    return CompiledTree(input_ids, torch.tensor(depth, device=device), mask, parents, children)

@@ -1,0 +1,78 @@
+"""One forward pass over ``[t0] + tree`` and greedy acceptance of the longest matching path."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from specbench.engine.tree import CompiledTree
+
+
+@dataclass
+class Verification:
+    """Outcome of verifying one compiled tree."""
+
+    rows: list[int]  # accepted query rows, starting with row 0 (the root)
+    accepted: list[int]  # accepted draft tokens (root excluded)
+    bonus: int  # the model's greedy token after the last accepted row
+    hidden: torch.Tensor  # [n, hidden] final-norm hidden states of all rows
+
+
+class TargetModel:
+    """Runs a Hugging Face causal LM as ``base model -> hidden states -> output head``.
+
+    Splitting the head off gives drafters the final-norm hidden state for free. Works for any
+    causal LM whose forward accepts a 4D additive attention mask and ``position_ids``.
+    """
+
+    def __init__(self, model: torch.nn.Module) -> None:
+        self.model = model
+        self.base = model.base_model
+        self.head = model.get_output_embeddings()
+        if self.head is None:
+            raise TypeError(f"{type(model).__name__} has no output embeddings (not a causal LM?)")
+        self.device = next(model.parameters()).device
+        self.dtype = next(model.parameters()).dtype
+        self._min = torch.finfo(self.dtype).min
+
+    def forward(
+        self,
+        input_ids: torch.Tensor,  # [1, n]
+        cache: object,
+        n_ctx: int,
+        position_offsets: torch.Tensor | None = None,  # [n]
+        ancestor_mask: torch.Tensor | None = None,  # [n, n] bool
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """Run ``input_ids`` after ``n_ctx`` cached positions; returns (hidden [n, h], logits [n, V])."""
+        n = input_ids.shape[1]
+        mask = None
+        if ancestor_mask is not None:
+            mask = torch.zeros(1, 1, n, n_ctx + n, dtype=self.dtype, device=self.device)
+            mask[0, 0, :, n_ctx:].masked_fill_(~ancestor_mask, self._min)
+        positions = None
+        if position_offsets is not None:
+            positions = (position_offsets + n_ctx).unsqueeze(0)
+        out = self.base(
+            input_ids=input_ids,
+            attention_mask=mask,
+            position_ids=positions,
+            past_key_values=cache,
+            use_cache=True,
+        )
+        hidden = out.last_hidden_state[0]
+        return hidden, self.head(hidden)
+
+
+def accept_greedy(compiled: CompiledTree, logits: torch.Tensor, hidden: torch.Tensor) -> Verification:
+    """Follow the model's argmax from the root down the tree while a child matches it."""
+    pred = logits.argmax(dim=-1).tolist()  # [n]; the only host sync of the step
+    row = 0
+    rows = [0]
+    while True:
+        nxt = compiled.children[row].get(pred[row])
+        if nxt is None:
+            break
+        rows.append(nxt)
+        row = nxt
+    accepted = [pred[r] for r in rows[:-1]]  # child tokens equal the parent's argmax
+    return Verification(rows=rows, accepted=accepted, bonus=pred[row], hidden=hidden)

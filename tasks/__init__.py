@@ -1,0 +1,1 @@
+"""Task loaders; each module registers itself with ``@register_task``."""

@@ -1,0 +1,51 @@
+"""Shared fixtures: tiny random models of several families (no download) and the embedded model."""
+from __future__ import annotations
+
+import pytest
+import torch
+from transformers import (
+    GPT2Config,
+    GPT2LMHeadModel,
+    GPTNeoXConfig,
+    GPTNeoXForCausalLM,
+    LlamaConfig,
+    LlamaForCausalLM,
+    Qwen2Config,
+    Qwen2ForCausalLM,
+)
+
+TINY_VOCAB = 64
+
+
+def make_tiny_model(family: str = "llama", seed: int = 0, vocab: int = TINY_VOCAB) -> torch.nn.Module:
+    """A 2-layer randomly initialised causal LM of ``family`` (llama, qwen2, gpt2, neox) in fp32."""
+    torch.manual_seed(seed)
+    common = dict(vocab_size=vocab, max_position_embeddings=1024, bos_token_id=None, eos_token_id=None, pad_token_id=None)
+    if family == "llama":
+        cfg = LlamaConfig(hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2, **common)
+        model = LlamaForCausalLM(cfg)
+    elif family == "qwen2":
+        cfg = Qwen2Config(hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2, **common)
+        model = Qwen2ForCausalLM(cfg)
+    elif family == "gpt2":
+        cfg = GPT2Config(vocab_size=vocab, n_embd=32, n_layer=2, n_head=4, n_positions=1024, bos_token_id=None, eos_token_id=None)
+        model = GPT2LMHeadModel(cfg)
+    elif family == "neox":
+        cfg = GPTNeoXConfig(hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=4, **common)
+        model = GPTNeoXForCausalLM(cfg)
+    else:
+        raise ValueError(family)
+    return model.eval()
+
+
+@pytest.fixture(scope="session")
+def tiny_llama() -> torch.nn.Module:
+    return make_tiny_model("llama")
+
+
+@pytest.fixture(scope="session")
+def embedded():
+    """The embedded SmolLM2-135M (fp32, CPU), converted and cached on first use."""
+    from specbench.model import load_model
+
+    return load_model("embedded", "float32", "cpu")
