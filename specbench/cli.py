@@ -1,0 +1,56 @@
+"""``specbench`` console entry: subcommands are discovered from ``specbench/commands/*.py``.
+
+Each command module defines ``register(subparsers) -> None``, adding a parser whose ``func(args)``
+returns the exit code. User errors (bad names, values, files) print one line and exit 2.
+"""
+from __future__ import annotations
+
+import argparse
+import importlib
+import pkgutil
+import sys
+
+from specbench.config import ConfigError
+from specbench.registry import UnknownNameError
+
+USER_ERRORS = (ConfigError, UnknownNameError, FileNotFoundError, NotADirectoryError)
+
+
+class UserError(Exception):
+    """A one-line error caused by the user's input (exit code 2)."""
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # one line + exit 2, as argparse does, without the usage dump
+        print(f"{self.prog}: error: {message}", file=sys.stderr)
+        raise SystemExit(2)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="specbench", description="Benchmark speculative decoding methods on your hardware.")
+    subs = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    subs.required = True
+    import specbench.commands as commands
+
+    for mod in sorted(pkgutil.iter_modules(commands.__path__), key=lambda m: m.name):
+        if not mod.name.startswith("_"):
+            importlib.import_module(f"specbench.commands.{mod.name}").register(subs)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Parse ``argv`` and run the chosen subcommand; returns the process exit code."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return int(args.func(args) or 0)
+    except (UserError, *USER_ERRORS) as e:
+        print(f"specbench {args.command}: error: {e}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("\ninterrupted; records written so far are kept (re-run the same command to resume)", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())
