@@ -80,6 +80,7 @@ METHODS: Registry[MethodSpec] = Registry("method")
 TASKS: Registry[Any] = Registry("task")
 CORPORA: Registry[Callable[..., Iterator[str]]] = Registry("corpus")
 DATASTORE_ACTIONS: Registry[DatastoreAction] = Registry("datastore action")
+DATASTORE_BUILDERS: Registry[Callable[[Any], int]] = Registry("datastore kind")
 
 
 def register_method(name: str, config_cls: type) -> Callable:
@@ -115,8 +116,19 @@ def register_corpus(name: str) -> Callable:
 
 
 def register_datastore_action(action: DatastoreAction) -> DatastoreAction:
+    """Add a ``specbench datastore <name>`` subcommand (e.g. CREST's ``compact``)."""
     DATASTORE_ACTIONS.add(action.name, action)
     return action
+
+
+def register_datastore_builder(kind: str) -> Callable:
+    """Decorator for ``build(args) -> exit code`` behind ``specbench datastore build --kind KIND``."""
+
+    def wrap(fn: Callable[[Any], int]) -> Callable[[Any], int]:
+        DATASTORE_BUILDERS.add(kind, fn)
+        return fn
+
+    return wrap
 
 
 _loaded = False

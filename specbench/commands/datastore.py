@@ -1,19 +1,48 @@
-"""``specbench datastore <action>``: datastore tooling contributed by methods (build, compact, ...).
+"""``specbench datastore <action>``: ``build`` (dispatching on ``--kind``) plus actions methods register.
 
-Methods register actions with ``register_datastore_action(DatastoreAction(...))``; ``build`` is shared
-and dispatches on ``--kind`` to a registered builder.
+Builders register with ``@register_datastore_builder("rest")`` and receive the parsed args; method-
+specific settings come as repeated ``--set KEY=VALUE``. Other actions (e.g. ``compact``) register a
+``DatastoreAction``.
 """
 from __future__ import annotations
 
 import argparse
 
-from specbench.registry import DATASTORE_ACTIONS
+from specbench.config import default_data_dir
+from specbench.registry import DATASTORE_ACTIONS, DATASTORE_BUILDERS
+
+
+def _run_build(args: argparse.Namespace) -> int:
+    return DATASTORE_BUILDERS.get(args.kind)(args)
+
+
+def parse_sets(pairs: list[str] | None) -> dict[str, str]:
+    """``["k=5000", "m=10"]`` -> ``{"k": "5000", "m": "10"}``; a malformed pair is a ValueError."""
+    out: dict[str, str] = {}
+    for item in pairs or []:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise ValueError(f"--set expects KEY=VALUE, got {item!r}")
+        out[key.strip()] = value.strip()
+    return out
 
 
 def register(subs: argparse._SubParsersAction) -> None:
     p = subs.add_parser("datastore", help="build and manage retrieval datastores")
     actions = p.add_subparsers(dest="action", metavar="ACTION", parser_class=type(p))
     actions.required = True
+    b = actions.add_parser("build", help="build a datastore of a given kind from registered corpora")
+    b.add_argument("--kind", required=True, help=f"datastore kind: {', '.join(DATASTORE_BUILDERS.names())}")
+    b.add_argument("--corpus", required=True, help="comma-separated corpus names (see specbench corpora)")
+    b.add_argument("--out", required=True, help="output directory")
+    b.add_argument("--max-tokens", type=int, default=None, help="stop after this many corpus tokens")
+    b.add_argument("--id", action="store_true", help="(dresd) index the target's own greedy answers")
+    b.add_argument("--model", default="embedded", help="target model (HF id, directory or 'embedded')")
+    b.add_argument("--dtype", default="float32", choices=["float32", "float16", "bfloat16"])
+    b.add_argument("--device", default="auto")
+    b.add_argument("--data-dir", default=None, help="data dir (default: $SPECBENCH_DATA_DIR or ../shared/data)")
+    b.add_argument("--set", action="append", metavar="KEY=VALUE", help="kind-specific setting (repeatable)")
+    b.set_defaults(func=_run_build, default_data_dir=default_data_dir)
     for name in DATASTORE_ACTIONS.names():
         action = DATASTORE_ACTIONS.get(name)
         ap = actions.add_parser(name, help=action.help)
