@@ -1,0 +1,65 @@
+"""Head checkpoints: ``head.safetensors`` (the head's own weights, fp32) + ``config.json``.
+
+``config.json`` holds ``head`` (the ``HeadConfig``), and whatever training wrote (``train``, the
+target's ``model_id``, ``metrics``, ``curve``). The borrowed embedding table is never saved.
+"""
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from methods.redrafter.config import HeadConfig
+from methods.redrafter.head import DraftHead
+
+WEIGHTS = "head.safetensors"
+CONFIG = "config.json"
+
+
+def save_checkpoint(head: DraftHead, out_dir: Path, extra: dict[str, Any] | None = None) -> Path:
+    """Write weights + config atomically-ish (temp file then rename); returns the directory."""
+    from safetensors.torch import save_file
+
+    out_dir.mkdir(parents=True, exist_ok=True)
+    state = {k: v.detach().float().contiguous() for k, v in head.state_dict().items()}
+    tmp = out_dir / (WEIGHTS + ".tmp")
+    save_file(state, str(tmp))
+    tmp.replace(out_dir / WEIGHTS)
+    meta = {"head": dataclasses.asdict(head.config), **(extra or {})}
+    (out_dir / (CONFIG + ".tmp")).write_text(json.dumps(meta, indent=1))
+    (out_dir / (CONFIG + ".tmp")).replace(out_dir / CONFIG)
+    return out_dir
+
+
+def read_meta(ckpt_dir: Path) -> dict[str, Any]:
+    path = ckpt_dir / CONFIG
+    if not path.is_file() or not (ckpt_dir / WEIGHTS).is_file():
+        raise FileNotFoundError(f"not a redrafter checkpoint (need {CONFIG} and {WEIGHTS}): {ckpt_dir}")
+    return json.loads(path.read_text())
+
+
+def load_checkpoint(ckpt_dir: Path, model: torch.nn.Module | None = None) -> tuple[DraftHead, dict[str, Any]]:
+    """Load a head (attached to ``model``'s input embedding when given) and its config dict."""
+    from safetensors.torch import load_file
+
+    meta = read_meta(ckpt_dir)
+    head = DraftHead(HeadConfig(**meta["head"]))
+    head.load_state_dict(load_file(str(ckpt_dir / WEIGHTS)))
+    if model is not None:
+        head.attach(model.get_input_embeddings().weight)
+        param = next(model.parameters())
+        head.to(device=param.device, dtype=param.dtype)
+    return head.eval(), meta
+
+
+def checkpoint_hash(ckpt_dir: Path) -> str:
+    """sha256 (first 16 hex digits) of the weights file, for run manifests."""
+    h = hashlib.sha256()
+    with (ckpt_dir / WEIGHTS).open("rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 22), b""):
+            h.update(chunk)
+    return h.hexdigest()[:16]

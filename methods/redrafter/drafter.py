@@ -1,0 +1,41 @@
+"""The ReDrafter drafter: beam search over the recurrent head, beams packed into one draft tree."""
+from __future__ import annotations
+
+import torch
+
+from methods.redrafter.beam import StepFn, beam_search, head_step_fn
+from methods.redrafter.config import ReDrafterConfig
+from methods.redrafter.head import DraftHead
+from methods.redrafter.prefix import pack_beams
+from specbench.drafter import BaseDrafter, DraftContext, StepResult
+from specbench.engine.tree import DraftTree
+
+
+class ReDrafter(BaseDrafter):
+    """Each step: W beams of L-1 draft tokens after the root, deduplicated into a tree.
+
+    The engine's greedy acceptance (longest root-to-node path matching the target's argmax) picks
+    exactly the beam with the longest accepted prefix (the first such beam on ties).
+    """
+
+    def __init__(self, head: DraftHead | None, config: ReDrafterConfig) -> None:
+        self.head = head
+        self.config = config
+        self.accepted_depths: list[int] = []  # per step, for diagnostics
+
+    def step_fn(self, ctx: DraftContext) -> StepFn:
+        """The beam-search scorer for this step (tests override it with an oracle)."""
+        assert self.head is not None
+        return head_step_fn(self.head, ctx.hidden)
+
+    @torch.inference_mode()
+    def propose(self, ctx: DraftContext) -> DraftTree | None:
+        length = min(self.config.beam_length, ctx.max_depth + 1)
+        if length < 2:
+            return None
+        beams, _ = beam_search(self.step_fn(ctx), ctx.tokens[-1], self.config.beam_width, length, ctx.hidden.device)
+        tree, _ = pack_beams(beams)
+        return tree
+
+    def observe(self, result: StepResult) -> None:
+        self.accepted_depths.append(len(result.accepted_nodes))

@@ -1,0 +1,29 @@
+"""``specbench list``: registered methods (with their hyper-parameters), tasks and corpora."""
+from __future__ import annotations
+
+import argparse
+import dataclasses
+
+from specbench.registry import CORPORA, METHODS, TASKS
+
+
+def list_command(args: argparse.Namespace) -> int:
+    print("methods:")
+    for name in METHODS.names():
+        spec = METHODS.get(name)
+        fields = ", ".join(f"{f.name}={f.default!r}" for f in dataclasses.fields(spec.config_cls)
+                           if f.default is not dataclasses.MISSING)
+        print(f"  {name:10s} {spec.description}" + (f"\n  {'':10s} options: {fields}" if fields else ""))
+    print("tasks:")
+    for name in TASKS.names():
+        task = TASKS.get(name)
+        print(f"  {name:10s} {task.subtask} (v{task.version})")
+    print("corpora:")
+    for name in CORPORA.names():
+        print(f"  {name:14s} {(CORPORA.get(name).__doc__ or '').strip().splitlines()[0]}")
+    return 0
+
+
+def register(subs: argparse._SubParsersAction) -> None:
+    p = subs.add_parser("list", help="list registered methods, tasks and corpora")
+    p.set_defaults(func=list_command)

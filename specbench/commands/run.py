@@ -1,0 +1,124 @@
+"""``specbench run``: benchmark methods on tasks and print per-subtask tables (``run_bench.py`` is a shim)."""
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+from specbench.config import ConfigError, RunConfig, from_dict, load_yaml
+from specbench.model import ModelLoadError
+from specbench.report import write_report
+from specbench.runner import ALL_TASKS, Runner, make_plan, parse_shard, run_dir_for
+from specbench.task import TaskDataError
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {value}")
+    return value
+
+
+def _non_negative_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 0, got {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 0, got {value}")
+    return value
+
+
+def add_run_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--methods", help="comma-separated methods (ar is always added as the baseline); default ar,pld")
+    p.add_argument("--tasks", help=f"comma-separated tasks, or 'all' = {','.join(ALL_TASKS)} (also: nq); default all")
+    p.add_argument("--limit", type=_positive_int, help="first N questions of each task (default: all)")
+    p.add_argument("--max-new-tokens", type=_positive_int, help="tokens to generate per turn (default 128)")
+    p.add_argument("--repeats", type=_positive_int, help="timed generations per (method, question, turn) (default 1)")
+    p.add_argument("--warmup", type=_non_negative_int, help="warm-up generations per method before timing (default 1)")
+    p.add_argument("--model", help="HF model id, local model directory, or 'embedded' (default: embedded SmolLM2-135M)")
+    p.add_argument("--dtype", choices=["float32", "float16", "bfloat16"], help="model dtype (default float32, TF32 off)")
+    p.add_argument("--device", help="auto, cpu or cuda[:N] (default auto)")
+    p.add_argument("--data-dir", help="data dir (default: $SPECBENCH_DATA_DIR, else ../shared/data if present, else the hub)")
+    p.add_argument("--out-dir", help="parent folder of run folders (default results)")
+    p.add_argument("--run-name", help="run folder name (default: derived from the configuration; same command = same folder)")
+    p.add_argument("--config", help="YAML file with any of these settings (flags override it)")
+    p.add_argument("--method-opt", action="append", metavar="METHOD.KEY=VALUE",
+                   help="method hyper-parameter, e.g. pld.num_draft=5 (repeatable; see `specbench list`)")
+    p.add_argument("--shard", metavar="K/N", help="run only the K-th of N deterministic slices of the questions")
+    p.add_argument("--allow-mismatch", action="store_true", help="exit 0 even if a method's output differs from AR")
+    p.add_argument("--tie-threshold", type=float, help="relative AR top-2 logit margin below which a divergence is a numerical tie (default 1e-4)")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+
+
+def parse_method_opts(items: list[str] | None) -> dict[str, dict[str, str]]:
+    """``["pld.num_draft=5"]`` -> ``{"pld": {"num_draft": "5"}}``."""
+    out: dict[str, dict[str, str]] = {}
+    for item in items or []:
+        lhs, sep, value = item.partition("=")
+        method, dot, key = lhs.partition(".")
+        if not sep or not dot or not method or not key:
+            raise ConfigError(f"--method-opt expects METHOD.KEY=VALUE, got {item!r}")
+        out.setdefault(method.strip(), {})[key.strip()] = value.strip()
+    return out
+
+
+def config_from_args(args: argparse.Namespace) -> RunConfig:
+    """YAML (if any) overlaid with the flags given on the command line."""
+    values: dict[str, Any] = load_yaml(args.config) if args.config else {}
+    for name in ("methods", "tasks"):
+        if isinstance(values.get(name), str):
+            values[name] = values[name].split(",")
+    flags = {
+        "methods": args.methods.split(",") if args.methods else None,
+        "tasks": args.tasks.split(",") if args.tasks else None,
+        "limit": args.limit,
+        "max_new_tokens": args.max_new_tokens,
+        "repeats": args.repeats,
+        "warmup": args.warmup,
+        "model": args.model,
+        "dtype": args.dtype,
+        "device": args.device,
+        "data_dir": args.data_dir,
+        "out_dir": args.out_dir,
+        "run_name": args.run_name,
+        "tie_threshold": args.tie_threshold,
+    }
+    values.update({k: v for k, v in flags.items() if v is not None})
+    if args.allow_mismatch:
+        values["allow_mismatch"] = True
+    opts = values.get("method_options") or {}
+    for method, kv in parse_method_opts(args.method_opt).items():
+        opts.setdefault(method, {}).update(kv)
+    values["method_options"] = opts
+    return from_dict(RunConfig, values)
+
+
+def run_command(args: argparse.Namespace) -> int:
+    config = config_from_args(args)
+    plan = make_plan(config, parse_shard(args.shard))
+    run_dir = run_dir_for(plan)
+    n_q = sum(len(q) for q in plan.questions.values())
+    print(f"[specbench] {run_dir}: methods {','.join(plan.methods)}; {n_q} questions over "
+          f"{len(plan.tasks)} task(s); max_new_tokens {config.max_new_tokens}", file=sys.stderr)
+    try:
+        mismatches = Runner(plan, run_dir, progress=not args.no_progress).run()
+    except (ModelLoadError, TaskDataError) as e:
+        raise ConfigError(str(e)) from None
+    print(write_report(run_dir))
+    print(f"[specbench] results: {run_dir}/ (records.jsonl, manifest.json, report.md)", file=sys.stderr)
+    if mismatches and not config.allow_mismatch:
+        print(f"[specbench] {mismatches} record(s) differ from AR output (MISMATCH); see the lossless table. "
+              "Use --allow-mismatch to exit 0 anyway.", file=sys.stderr)
+        return 1
+    return 0
+
+
+def register(subs: argparse._SubParsersAction) -> None:
+    p = subs.add_parser("run", help="run the benchmark (records + manifest + report)",
+                        description="Time methods against the autoregressive baseline on identical work.")
+    add_run_arguments(p)
+    p.set_defaults(func=run_command)

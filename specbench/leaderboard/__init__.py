@@ -1,0 +1,38 @@
+"""``specbench leaderboard``: Spec-Bench style tables (markdown + one self-contained HTML page)."""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from specbench.stats import DEFAULT_BOOTSTRAP, DEFAULT_SEED, load_run
+
+
+def build_leaderboard(
+    run_dirs: list[str | Path],
+    out_dir: str | Path,
+    profile: dict[str, Any] | None = None,
+    n_boot: int = DEFAULT_BOOTSTRAP,
+    seed: int = DEFAULT_SEED,
+    plots: bool = True,
+) -> dict[str, Path]:
+    """Render ``leaderboard.md`` and ``leaderboard.html`` for the runs into ``out_dir``; returns paths."""
+    from specbench.leaderboard import plots as P
+    from specbench.leaderboard.html import leaderboard_html
+    from specbench.leaderboard.markdown import leaderboard_md
+    from specbench.leaderboard.tables import group_runs, prediction_table
+
+    runs = [load_run(d) for d in run_dirs]
+    empty = [str(r.path) for r in runs if not r.records]
+    if empty:
+        raise FileNotFoundError(f"run folder has no records: {', '.join(empty)}")
+    groups = group_runs(runs, n_boot, seed)
+    pred = [prediction_table(g, profile) for g in groups] if profile is not None else []
+    figs = [[("speedup per subtask", P.speedup_bars(g)), ("tau vs speedup", P.tau_scatter(g)),
+             ("draft/verify time breakdown", P.time_breakdown(g))] if plots else [] for g in groups]
+    prof_plot = P.profile_curve(profile) if profile is not None and plots else None
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    md, page = out / "leaderboard.md", out / "leaderboard.html"
+    md.write_text(leaderboard_md(groups, pred, profile), encoding="utf-8")
+    page.write_text(leaderboard_html(groups, figs, pred, profile, prof_plot), encoding="utf-8")
+    return {"markdown": md, "html": page}

@@ -1,0 +1,109 @@
+"""Matplotlib figures of a leaderboard group, returned as PNG data URIs (self-contained pages)."""
+from __future__ import annotations
+
+import base64
+import io
+from typing import Any
+
+from specbench.leaderboard.tables import Group
+from specbench.stats import BASELINE, OVERALL
+
+
+def _pyplot() -> Any:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def to_data_uri(fig: Any) -> str:
+    """Encode a figure as a ``data:image/png;base64,...`` URI and close it."""
+    plt = _pyplot()
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=100, bbox_inches="tight")
+    plt.close(fig)
+    return "data:image/png;base64," + base64.b64encode(buf.getvalue()).decode("ascii")
+
+
+def speedup_bars(g: Group) -> str:
+    """Grouped bars: speedup per subtask (x) per method (bars), 95% CI as error bars."""
+    plt = _pyplot()
+    subs = [*g.subtasks(), OVERALL]
+    rows = [r for r in g.rows() if r[1] != BASELINE]
+    fig, ax = plt.subplots(figsize=(max(6.0, 1.3 * len(subs)), 3.6))
+    width = 0.8 / max(len(rows), 1)
+    for i, (label, _m, cells) in enumerate(rows):
+        xs, ys, lo, hi = [], [], [], []
+        for j, sub in enumerate(subs):
+            c = cells.get(sub)
+            if c is None or c.speedup is None:
+                continue
+            xs.append(j - 0.4 + width * (i + 0.5))
+            ys.append(c.speedup)
+            lo.append(c.speedup - c.ci_low if c.ci_low is not None else 0.0)
+            hi.append(c.ci_high - c.speedup if c.ci_high is not None else 0.0)
+        ax.bar(xs, ys, width, yerr=[lo, hi], capsize=2, label=label)
+    ax.axhline(1.0, color="black", linewidth=0.8, linestyle="--")
+    ax.set_xticks(range(len(subs)), subs)
+    ax.set_ylabel("speedup vs ar (x)")
+    ax.set_title("Speedup per subtask (95% paired bootstrap CI)")
+    if rows:
+        ax.legend(fontsize=8, ncol=min(len(rows), 4))
+    return to_data_uri(fig)
+
+
+def tau_scatter(g: Group) -> str:
+    """Overall tau (x) against Overall measured speedup (y), one labelled point per method."""
+    plt = _pyplot()
+    fig, ax = plt.subplots(figsize=(5.0, 3.6))
+    for label, method, cells in g.rows():
+        c = cells.get(OVERALL)
+        if c is None:
+            continue
+        sp = 1.0 if method == BASELINE else c.speedup
+        if sp is None:
+            continue
+        ax.scatter([c.tau], [sp])
+        ax.annotate(label, (c.tau, sp), textcoords="offset points", xytext=(4, 4), fontsize=8)
+    ax.axhline(1.0, color="grey", linewidth=0.8, linestyle="--")
+    ax.set_xlabel("tau (tokens per forward pass)")
+    ax.set_ylabel("speedup vs ar (x)")
+    ax.set_title("tau vs speedup")
+    return to_data_uri(fig)
+
+
+def time_breakdown(g: Group) -> str:
+    """Stacked horizontal bars: share of wall time spent drafting, verifying, and elsewhere."""
+    plt = _pyplot()
+    rows = [(label, cells[OVERALL]) for label, _m, cells in g.rows() if OVERALL in cells]
+    fig, ax = plt.subplots(figsize=(6.0, 0.5 * len(rows) + 1.2))
+    labels = [r[0] for r in rows]
+    draft = [r[1].draft_share for r in rows]
+    verify = [r[1].verify_share for r in rows]
+    other = [max(0.0, 1.0 - d - v) for d, v in zip(draft, verify)]
+    ax.barh(labels, verify, label="verify (target forward)")
+    ax.barh(labels, draft, left=verify, label="draft")
+    ax.barh(labels, other, left=[v + d for v, d in zip(verify, draft)], label="other")
+    ax.set_xlim(0, 1)
+    ax.set_xlabel("share of wall time")
+    ax.set_title("Draft / verify time breakdown")
+    ax.legend(fontsize=8, loc="lower right")
+    ax.invert_yaxis()
+    return to_data_uri(fig)
+
+
+def profile_curve(profile: dict[str, Any]) -> str:
+    """T(n) in ms (log-log) for n new tokens after the profile's context length."""
+    plt = _pyplot()
+    pts = sorted((int(k), float(v)) for k, v in profile["latency_s"].items())
+    fig, ax = plt.subplots(figsize=(5.0, 3.6))
+    ax.plot([p[0] for p in pts], [p[1] * 1e3 for p in pts], marker="o")
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    ax.set_xlabel("new tokens per forward (n)")
+    ax.set_ylabel("T(n) ms")
+    ax.set_title(f"Forward latency after {profile.get('context_len', '?')} cached tokens")
+    ax.grid(True, which="both", linewidth=0.3)
+    return to_data_uri(fig)

@@ -1,0 +1,183 @@
+"""Leaderboard tables as plain data (rendered to markdown and HTML elsewhere).
+
+Runs are grouped by (model, hardware, dtype); each group gets a Spec-Bench style table (methods as
+rows, subtask speedups + tau + Overall as columns, sorted by Overall), a details table, and a footer.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from specbench.stats import (
+    BASELINE,
+    OVERALL,
+    Cell,
+    Run,
+    dtype_label,
+    hardware_label,
+    lossless_status,
+    model_label,
+    order_subtasks,
+    run_stats,
+)
+
+
+@dataclass
+class Table:
+    """A table of display strings plus numeric sort keys (None sorts last)."""
+
+    title: str
+    headers: list[str]
+    rows: list[list[str]]
+    keys: list[list[float | str | None]]
+
+
+@dataclass
+class Group:
+    """Runs sharing (model, hardware, dtype), with their statistics and rendered tables."""
+
+    model: str
+    hardware: str
+    dtype: str
+    runs: list[Run] = field(default_factory=list)
+    stats: dict[str, dict[str, dict[str, Cell]]] = field(default_factory=dict)  # run name -> run_stats
+    tables: list[Table] = field(default_factory=list)
+    footer: list[str] = field(default_factory=list)
+
+    @property
+    def title(self) -> str:
+        return f"{self.model} · {self.hardware} · {self.dtype}"
+
+    def subtasks(self) -> list[str]:
+        subs = {s for st in self.stats.values() for cells in st.values() for s in cells if s != OVERALL}
+        return order_subtasks(subs)
+
+    def rows(self) -> list[tuple[str, str, dict[str, Cell]]]:
+        """(row label, method, cells) for every method of every run, sorted by Overall speedup."""
+        names = [m for st in self.stats.values() for m in st]
+        out = []
+        for run_name, st in self.stats.items():
+            for method, cells in st.items():
+                label = method if names.count(method) == 1 else f"{method} [{run_name}]"
+                out.append((label, method, cells))
+        return sorted(out, key=lambda t: -_overall(t[1], t[2]))
+
+
+def _overall(method: str, cells: dict[str, Cell]) -> float:
+    if method == BASELINE:
+        return 1.0
+    c = cells.get(OVERALL)
+    return c.speedup if c is not None and c.speedup is not None else float("-inf")
+
+
+def group_runs(runs: list[Run], n_boot: int, seed: int) -> list[Group]:
+    """Group runs by (model, hardware, dtype) in first-seen order and compute their tables."""
+    groups: dict[tuple[str, str, str], Group] = {}
+    for run in runs:
+        key = (model_label(run.manifest), hardware_label(run.manifest), dtype_label(run.manifest))
+        g = groups.setdefault(key, Group(*key))
+        g.runs.append(run)
+        g.stats[_unique_name(g, run)] = run_stats(run, n_boot, seed)
+    for g in groups.values():
+        g.tables = [main_table(g), details_table(g)]
+        g.footer = footer_lines(g)
+    return list(groups.values())
+
+
+def _unique_name(g: Group, run: Run) -> str:
+    name, i = run.name, 2
+    while name in g.stats:
+        name, i = f"{run.name}#{i}", i + 1
+    return name
+
+
+def _num(x: float | None, fmt: str = "{:.2f}") -> str:
+    return "-" if x is None or x != x else fmt.format(x)
+
+
+def main_table(g: Group) -> Table:
+    """Spec-Bench layout: Method | subtasks... | tau | Overall | Lossless."""
+    subs = g.subtasks()
+    headers = ["Method", *subs, "tau", OVERALL, "Lossless"]
+    rows, keys = [], []
+    for label, method, cells in g.rows():
+        row, key = [label], [label]
+        for sub in [*subs]:
+            c = cells.get(sub)
+            row.append(c.speedup_text() if c else "-")
+            key.append(1.0 if c and method == BASELINE else (c.speedup if c else None))
+        ov = cells.get(OVERALL)
+        row.append(_num(ov.tau if ov else None))
+        key.append(ov.tau if ov else None)
+        row.append(ov.speedup_text() if ov else "-")
+        key.append(_overall(method, cells) if ov else None)
+        status = lossless_status(cells, method)
+        row.append(status)
+        key.append(status)
+        rows.append(row)
+        keys.append(key)
+    return Table(f"Speedup vs ar — {g.title}", headers, rows, keys)
+
+
+def details_table(g: Group) -> Table:
+    """Per method (Overall): tokens/s, tau, acceptance rate, mean draft size, time shares, questions."""
+    headers = ["Method", "tokens/s", "tau", "acc. rate", "mean draft", "draft time", "verify time", "questions", "tokens"]
+    rows, keys = [], []
+    for label, _method, cells in g.rows():
+        c = cells.get(OVERALL)
+        if c is None:
+            continue
+        vals: list[Any] = [c.tokens_per_s, c.tau, c.acceptance_rate, c.mean_draft_size, c.draft_share, c.verify_share, c.n_questions, c.new_tokens]
+        rows.append([
+            label, _num(c.tokens_per_s, "{:.1f}"), _num(c.tau), _num(c.acceptance_rate, "{:.1%}"),
+            _num(c.mean_draft_size, "{:.1f}"), _num(c.draft_share, "{:.1%}"), _num(c.verify_share, "{:.1%}"),
+            str(c.n_questions), str(c.new_tokens),
+        ])
+        keys.append([label, *vals])
+    return Table(f"Details (all subtasks pooled) — {g.title}", headers, rows, keys)
+
+
+def footer_lines(g: Group) -> list[str]:
+    """Hardware, versions, config and exact command of each run in the group."""
+    lines = []
+    for run in g.runs:
+        m = run.manifest
+        cfg = m.get("config") or {}
+        brief = {k: cfg[k] for k in ("tasks", "limit", "max_new_tokens", "repeats", "dtype", "device", "shard") if k in cfg}
+        lines.append(f"run `{run.name}`: {m.get('timestamp', '?')}, git {str(m.get('git_commit') or '?')[:12]}")
+        lines.append(f"hardware: {json.dumps(m.get('hardware') or {}, sort_keys=True)}")
+        lines.append(f"versions: {json.dumps(m.get('versions') or {}, sort_keys=True)}")
+        lines.append(f"model: {json.dumps(m.get('model') or {}, sort_keys=True)}")
+        lines.append(f"config: {json.dumps(brief, sort_keys=True)}")
+        if m.get("method_configs"):
+            lines.append(f"method configs: {json.dumps(m['method_configs'], sort_keys=True)}")
+        if m.get("task_versions"):
+            lines.append(f"task versions: {json.dumps(m['task_versions'], sort_keys=True)}")
+        if m.get("command"):
+            cmd = m["command"] if isinstance(m["command"], str) else " ".join(map(str, m["command"]))
+            lines.append(f"command: `{cmd}`")
+    return lines
+
+
+def prediction_table(g: Group, profile: dict[str, Any]) -> Table:
+    """Predicted speedup from tau, draft sizes and the profile's T(n), next to the measured one."""
+    from specbench.profile import predicted_speedup
+
+    headers = ["Method", "tau", "mean draft", "predicted", "measured"]
+    rows, keys = [], []
+    by_method: dict[tuple[str, str], list[dict]] = {}
+    for run_name, run in zip(g.stats, g.runs):
+        for r in run.records:
+            by_method.setdefault((run_name, r["method"]), []).append(r)
+    names = [m for st in g.stats.values() for m in st]
+    for run_name, st in g.stats.items():
+        for method, cells in st.items():
+            c = cells.get(OVERALL)
+            if c is None or method == BASELINE:
+                continue
+            label = method if names.count(method) == 1 else f"{method} [{run_name}]"
+            pred = predicted_speedup(by_method.get((run_name, method), []), profile)
+            rows.append([label, _num(c.tau), _num(c.mean_draft_size, "{:.1f}"), _num(pred, "{:.2f}x"), c.speedup_text()])
+            keys.append([label, c.tau, c.mean_draft_size, pred, c.speedup])
+    return Table(f"Predicted (from the cost profile) vs measured speedup — {g.title}", headers, rows, keys)

@@ -1,0 +1,279 @@
+"""Statistics of a run folder: paired speedups with bootstrap CIs, tau, acceptance, time shares.
+
+Definitions (all pooled over records, never averages of per-question ratios):
+- speedup of method M on a set of questions Q = (sum M tokens / sum M time) / (sum AR tokens / sum AR time),
+  sums over the (task, question, turn, repeat) units both M and AR have in Q; tokens = ``new_tokens``
+  (``len(output_ids)``) on both sides, time = ``wall_time_s``.
+- 95% CI: paired bootstrap over questions. Resample the questions of each subtask with replacement
+  (``B`` times, fixed seed), recompute the pooled ratio with M and AR summed over the *same* resampled
+  questions, take the 2.5 / 97.5 percentiles. "Overall" resamples within every subtask (stratified).
+- tau = tokens emitted / forward passes (prefill included, so AR is exactly 1.0).
+- acceptance rate = accepted draft tokens / drafted tokens (``sum(accept_lengths - 1) / sum(draft_sizes)``
+  over decode passes); mean draft size = drafted tokens / decode passes (passes after the prefill).
+- draft / verify share = ``draft_time_s`` / ``wall_time_s`` and ``verify_time_s`` / ``wall_time_s``.
+"""
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable
+
+import numpy as np
+
+from specbench.records import read_manifest, read_records
+
+BASELINE = "ar"
+OVERALL = "Overall"
+# report labels in Spec-Bench's column order; unknown subtasks are appended alphabetically
+SUBTASK_ORDER = ("MT-Bench", "HumanEval", "GSM8K", "CNN/DM", "NQ-RAG", "WMT", "NQ")
+TASK_LABELS = {
+    "mt_bench": "MT-Bench", "humaneval": "HumanEval", "gsm8k": "GSM8K", "cnndm": "CNN/DM",
+    "nq_rag": "NQ-RAG", "wmt": "WMT", "nq": "NQ",
+}
+DEFAULT_BOOTSTRAP = 2000
+DEFAULT_SEED = 20240521
+
+
+@dataclass
+class Run:
+    """A loaded run folder: its manifest and records."""
+
+    path: Path
+    manifest: dict[str, Any]
+    records: list[dict[str, Any]]
+
+    @property
+    def name(self) -> str:
+        return self.path.name
+
+    def methods(self) -> list[str]:
+        """Methods in the run, baseline first, then in manifest/config order (else alphabetical)."""
+        present = {r["method"] for r in self.records}
+        order = list((self.manifest.get("config") or {}).get("methods") or [])
+        rest = sorted(present - set(order))
+        out = [m for m in order if m in present] + rest
+        return sorted(out, key=lambda m: m != BASELINE)
+
+    def subtasks(self) -> list[str]:
+        return order_subtasks({subtask_of(r) for r in self.records})
+
+
+def load_run(run_dir: str | Path) -> Run:
+    """Read ``manifest.json`` and ``records.jsonl`` of a run folder (FileNotFoundError if not a run)."""
+    path = Path(run_dir)
+    if not path.is_dir():
+        raise FileNotFoundError(f"run folder not found: {run_dir}")
+    return Run(path, read_manifest(path), read_records(path))
+
+
+def subtask_of(rec: dict[str, Any]) -> str:
+    return rec.get("subtask") or TASK_LABELS.get(rec["task"], rec["task"])
+
+
+def order_subtasks(names: Iterable[str]) -> list[str]:
+    names = set(names)
+    return [s for s in SUBTASK_ORDER if s in names] + sorted(names - set(SUBTASK_ORDER))
+
+
+def unit_key(rec: dict[str, Any]) -> tuple:
+    """Pairing key of a record: the same (task, question, turn, repeat) under AR and the method."""
+    return (rec["task"], str(rec["question_id"]), int(rec["turn"]), int(rec.get("repeat", 0)))
+
+
+@dataclass
+class Cell:
+    """Statistics of one method on one subtask (or ``Overall``) of one run."""
+
+    method: str
+    subtask: str
+    n_questions: int
+    speedup: float | None  # None for the baseline or without paired AR data
+    ci_low: float | None
+    ci_high: float | None
+    tau: float
+    acceptance_rate: float | None  # None when nothing was drafted
+    mean_draft_size: float
+    draft_share: float
+    verify_share: float
+    tokens_per_s: float
+    new_tokens: int
+    wall_time_s: float
+    draft_time_s: float
+    lossless: dict[str, int] = field(default_factory=dict)  # {"exact": n, "tie": n, "mismatch": n}
+
+    def speedup_text(self) -> str:
+        """``1.42x ±0.05`` (± = half the CI width), ``1.00x`` for the baseline, ``-`` without data."""
+        if self.method == BASELINE:
+            return "1.00x"
+        if self.speedup is None:
+            return "-"
+        if self.ci_low is None or self.ci_high is None:
+            return f"{self.speedup:.2f}x"
+        return f"{self.speedup:.2f}x ±{(self.ci_high - self.ci_low) / 2:.2f}"
+
+
+def _sums(recs: list[dict[str, Any]]) -> dict[str, float]:
+    s = defaultdict(float)
+    for r in recs:
+        acc = r.get("accept_lengths") or []
+        sizes = r.get("draft_sizes") or []
+        s["tokens"] += r["new_tokens"]
+        s["time"] += r["wall_time_s"]
+        s["draft_time"] += r.get("draft_time_s") or 0.0
+        s["verify_time"] += r.get("verify_time_s") or 0.0
+        s["passes"] += r.get("forward_passes", len(acc)) or 0
+        s["decode_passes"] += max(len(acc) - 1, 0)
+        s["drafted"] += sum(sizes[1:])
+        s["accepted"] += sum(a - 1 for a in acc[1:])
+    return s
+
+
+def _group_by_question(recs: Iterable[dict[str, Any]]) -> dict[tuple, list[dict[str, Any]]]:
+    out: dict[tuple, list] = defaultdict(list)
+    for r in recs:
+        out[(r["task"], str(r["question_id"]))].append(r)
+    return out
+
+
+def _paired_arrays(method_recs: list[dict], ar_recs: list[dict]) -> tuple[list[tuple], np.ndarray]:
+    """Per question: [method tokens, method time, AR tokens, AR time] over units both sides have."""
+    ar_by_unit = {unit_key(r): r for r in ar_recs}
+    rows: dict[tuple, np.ndarray] = {}
+    for r in method_recs:
+        a = ar_by_unit.get(unit_key(r))
+        if a is None:
+            continue
+        q = (r["task"], str(r["question_id"]))
+        row = rows.setdefault(q, np.zeros(4))
+        row += (r["new_tokens"], r["wall_time_s"], a["new_tokens"], a["wall_time_s"])
+    keys = sorted(rows)
+    return keys, np.array([rows[k] for k in keys]).reshape(len(keys), 4)
+
+
+def _ratio(x: np.ndarray) -> np.ndarray:
+    """Pooled speedup along the last axis-0 sums: x[..., 4] summed -> (mt/mT) / (at/aT)."""
+    return (x[..., 0] / x[..., 1]) / (x[..., 2] / x[..., 3])
+
+
+def paired_speedup(
+    strata: list[np.ndarray], n_boot: int = DEFAULT_BOOTSTRAP, seed: int = DEFAULT_SEED
+) -> tuple[float | None, float | None, float | None]:
+    """Pooled speedup and its 95% paired-bootstrap CI from per-question rows, resampled per stratum.
+
+    Each stratum is an array ``[n_questions, 4]`` of (method tokens, method time, AR tokens, AR time).
+    With fewer than 2 questions in total the CI is None.
+    """
+    strata = [s for s in strata if len(s)]
+    if not strata:
+        return None, None, None
+    total = sum(s.sum(axis=0) for s in strata)
+    point = float(_ratio(total))
+    if sum(len(s) for s in strata) < 2 or n_boot <= 0:
+        return point, None, None
+    rng = np.random.default_rng(seed)
+    boot = np.zeros((n_boot, 4))
+    for s in strata:
+        idx = rng.integers(0, len(s), size=(n_boot, len(s)))  # [B, n]
+        boot += s[idx].sum(axis=1)
+    ratios = _ratio(boot)
+    lo, hi = np.percentile(ratios, [2.5, 97.5])
+    return point, float(lo), float(hi)
+
+
+def _lossless_counts(recs: list[dict]) -> dict[str, int]:
+    out = {"exact": 0, "tie": 0, "mismatch": 0}
+    for r in recs:
+        cls = r.get("lossless_class")
+        if cls in out:
+            out[cls] += 1
+    return out
+
+
+def _cell(method: str, subtask: str, recs: list[dict], strata: list[np.ndarray], n_boot: int, seed: int) -> Cell:
+    s = _sums(recs)
+    if method == BASELINE:
+        sp = lo = hi = None
+    else:
+        sp, lo, hi = paired_speedup(strata, n_boot, seed)
+    time = s["time"] or float("nan")
+    return Cell(
+        method=method,
+        subtask=subtask,
+        n_questions=len(_group_by_question(recs)),
+        speedup=sp,
+        ci_low=lo,
+        ci_high=hi,
+        tau=s["tokens"] / s["passes"] if s["passes"] else float("nan"),
+        acceptance_rate=s["accepted"] / s["drafted"] if s["drafted"] else None,
+        mean_draft_size=s["drafted"] / s["decode_passes"] if s["decode_passes"] else 0.0,
+        draft_share=s["draft_time"] / time,
+        verify_share=s["verify_time"] / time,
+        tokens_per_s=s["tokens"] / time,
+        new_tokens=int(s["tokens"]),
+        wall_time_s=s["time"],
+        draft_time_s=s["draft_time"],
+        lossless=_lossless_counts(recs),
+    )
+
+
+def run_stats(run: Run, n_boot: int = DEFAULT_BOOTSTRAP, seed: int = DEFAULT_SEED) -> dict[str, dict[str, Cell]]:
+    """``{method: {subtask | "Overall": Cell}}`` for every method of ``run`` (baseline included)."""
+    by: dict[tuple[str, str], list[dict]] = defaultdict(list)
+    for r in run.records:
+        by[(r["method"], subtask_of(r))].append(r)
+    subtasks = run.subtasks()
+    out: dict[str, dict[str, Cell]] = {}
+    for method in run.methods():
+        cells: dict[str, Cell] = {}
+        strata: list[np.ndarray] = []
+        all_recs: list[dict] = []
+        for sub in subtasks:
+            recs = by.get((method, sub), [])
+            if not recs:
+                continue
+            _, rows = _paired_arrays(recs, by.get((BASELINE, sub), []))
+            cells[sub] = _cell(method, sub, recs, [rows], n_boot, seed)
+            strata.append(rows)
+            all_recs += recs
+        if all_recs:
+            cells[OVERALL] = _cell(method, OVERALL, all_recs, strata, n_boot, seed)
+        out[method] = cells
+    return out
+
+
+def lossless_status(cells: dict[str, Cell], method: str) -> str:
+    """``baseline`` | ``exact`` | ``exact (k ties)`` | ``MISMATCH (k)`` | ``unchecked``."""
+    if method == BASELINE:
+        return "baseline"
+    c = cells.get(OVERALL)
+    if c is None:
+        return "unchecked"
+    n = c.lossless
+    if n.get("mismatch"):
+        return f"MISMATCH ({n['mismatch']})"
+    if n.get("tie"):
+        return f"exact ({n['tie']} ties)"
+    return "exact" if n.get("exact") else "unchecked"
+
+
+def hardware_label(manifest: dict[str, Any]) -> str:
+    """One-line hardware fingerprint: GPU (memory, CUDA/driver) if any, else CPU (cores)."""
+    hw = manifest.get("hardware") or {}
+    gpu = hw.get("gpu")
+    if gpu:
+        mem = f" {hw['gpu_memory_gb']:.0f} GB" if isinstance(hw.get("gpu_memory_gb"), (int, float)) else ""
+        extra = ", ".join(f"{k} {hw[k]}" for k in ("cuda", "driver") if hw.get(k))
+        return f"{gpu}{mem}" + (f" ({extra})" if extra else "")
+    cpu = hw.get("cpu") or "unknown CPU"
+    return f"{cpu} ({hw['cores']} cores)" if hw.get("cores") else str(cpu)
+
+
+def model_label(manifest: dict[str, Any]) -> str:
+    model = manifest.get("model") or {}
+    return str(model.get("id") or "unknown model")
+
+
+def dtype_label(manifest: dict[str, Any]) -> str:
+    model = manifest.get("model") or {}
+    return str(model.get("dtype") or (manifest.get("config") or {}).get("dtype") or "?")

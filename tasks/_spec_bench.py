@@ -1,0 +1,71 @@
+"""Reading Spec-Bench's ``question.jsonl`` (data dir first, else the public file over HTTP)."""
+from __future__ import annotations
+
+import json
+import urllib.request
+from functools import lru_cache
+from pathlib import Path
+from typing import ClassVar
+
+from specbench.task import Question, Task, TaskDataError
+
+SPEC_BENCH_URL = "https://raw.githubusercontent.com/hemingkx/Spec-Bench/main/data/spec_bench/question.jsonl"
+MT_BENCH_CATEGORIES = ("writing", "roleplay", "reasoning", "math", "coding", "extraction", "stem", "humanities")
+
+
+def _read_lines(data_dir: Path | None) -> tuple[str, list[str]]:
+    if data_dir is not None:
+        path = data_dir / "spec_bench" / "question.jsonl"
+        if not path.is_file():
+            raise TaskDataError(f"Spec-Bench questions not found: {path}")
+        return str(path), path.read_text(encoding="utf-8").splitlines()
+    with urllib.request.urlopen(SPEC_BENCH_URL, timeout=60) as resp:  # real users without a data dir
+        return SPEC_BENCH_URL, resp.read().decode("utf-8").splitlines()
+
+
+@lru_cache(maxsize=4)
+def _load_all(data_dir: Path | None) -> tuple[dict, ...]:
+    where, lines = _read_lines(data_dir)
+    rows = []
+    for n, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError as e:
+            raise TaskDataError(f"{where}:{n}: malformed JSON ({e.msg})") from None
+        if not isinstance(row, dict) or not isinstance(row.get("turns"), list) or "category" not in row:
+            raise TaskDataError(f"{where}:{n}: expected an object with 'category' and a 'turns' list")
+        if not row["turns"] or not all(isinstance(t, str) for t in row["turns"]):
+            raise TaskDataError(f"{where}:{n}: 'turns' must be a non-empty list of strings")
+        rows.append(row)
+    return tuple(rows)
+
+
+def spec_bench_questions(data_dir: Path | None, task: str, categories: tuple[str, ...]) -> list[Question]:
+    """Questions of the given Spec-Bench categories, in file order."""
+    out = []
+    for row in _load_all(data_dir):
+        if row["category"] in categories:
+            ref = row.get("reference") or []
+            out.append(
+                Question(
+                    question_id=str(row.get("question_id", len(out))),
+                    task=task,
+                    turns=tuple(row["turns"]),
+                    category=row["category"],
+                    reference=tuple(r for r in ref if isinstance(r, str)),
+                )
+            )
+    if not out:
+        raise TaskDataError(f"no questions of categories {categories} in the Spec-Bench file")
+    return out
+
+
+class SpecBenchTask(Task):
+    """A task made of Spec-Bench categories; subclasses set ``subtask`` and ``categories``."""
+
+    categories: ClassVar[tuple[str, ...]] = ()
+
+    def load(self, data_dir: Path | None) -> list[Question]:
+        return spec_bench_questions(data_dir, self.name, self.categories)

@@ -1,0 +1,9 @@
+"""``gsm8k``: GSM8K grade-school maths (Spec-Bench ``math_reasoning``, 80 questions)."""
+from specbench.registry import register_task
+from tasks._spec_bench import SpecBenchTask
+
+
+@register_task("gsm8k")
+class GSM8KTask(SpecBenchTask):
+    subtask = "GSM8K"
+    categories = ("math_reasoning",)

@@ -1,0 +1,13 @@
+"""``mt_bench``: MT-Bench (80 questions, two turns) from Spec-Bench.
+
+Every method's turn-2 prompt is built from the AR baseline's turn-1 answer (the runner does this), so a
+divergence in turn 1 cannot change turn 2's prompt and all methods time identical work.
+"""
+from specbench.registry import register_task
+from tasks._spec_bench import MT_BENCH_CATEGORIES, SpecBenchTask
+
+
+@register_task("mt_bench")
+class MTBenchTask(SpecBenchTask):
+    subtask = "MT-Bench"
+    categories = MT_BENCH_CATEGORIES
