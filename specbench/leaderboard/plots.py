@@ -50,7 +50,7 @@ def speedup_bars(g: Group) -> str:
     ax.set_ylabel("speedup vs ar (x)")
     ax.set_title("Speedup per subtask (95% paired bootstrap CI)")
     if rows:
-        ax.legend(fontsize=8, ncol=min(len(rows), 4))
+        ax.legend(fontsize=8, ncol=min(len(rows), 5), loc="upper center", bbox_to_anchor=(0.5, -0.1))
     return to_data_uri(fig)
 
 
@@ -89,7 +89,7 @@ def time_breakdown(g: Group) -> str:
     ax.set_xlim(0, 1)
     ax.set_xlabel("share of wall time")
     ax.set_title("Draft / verify time breakdown")
-    ax.legend(fontsize=8, loc="lower right")
+    ax.legend(fontsize=8, ncol=3, loc="upper center", bbox_to_anchor=(0.5, -0.25 if len(rows) < 4 else -0.12))
     ax.invert_yaxis()
     return to_data_uri(fig)
 

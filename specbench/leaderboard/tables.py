@@ -117,7 +117,7 @@ def main_table(g: Group) -> Table:
         key.append(status)
         rows.append(row)
         keys.append(key)
-    return Table(f"Speedup vs ar — {g.title}", headers, rows, keys)
+    return Table("Speedup vs ar", headers, rows, keys)
 
 
 def details_table(g: Group) -> Table:
@@ -135,7 +135,7 @@ def details_table(g: Group) -> Table:
             str(c.n_questions), str(c.new_tokens),
         ])
         keys.append([label, *vals])
-    return Table(f"Details (all subtasks pooled) — {g.title}", headers, rows, keys)
+    return Table("Details (all subtasks pooled)", headers, rows, keys)
 
 
 def footer_lines(g: Group) -> list[str]:

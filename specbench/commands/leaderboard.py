@@ -1,0 +1,28 @@
+"""``specbench leaderboard RUN_DIR [RUN_DIR ...] --out DIR``: leaderboard.md + self-contained leaderboard.html."""
+from __future__ import annotations
+
+import argparse
+
+from specbench.stats import DEFAULT_BOOTSTRAP, DEFAULT_SEED
+
+
+def leaderboard_command(args: argparse.Namespace) -> int:
+    from specbench.leaderboard import build_leaderboard
+    from specbench.profile import load_profile
+
+    profile = load_profile(args.profile) if args.profile else None
+    paths = build_leaderboard(args.run_dirs, args.out, profile, args.bootstrap, args.seed, plots=not args.no_plots)
+    print(paths["markdown"].read_text(encoding="utf-8"))
+    print(f"wrote {paths['markdown']} and {paths['html']}")
+    return 0
+
+
+def register(subs: argparse._SubParsersAction) -> None:
+    p = subs.add_parser("leaderboard", help="render a Spec-Bench style leaderboard (markdown + HTML) from runs")
+    p.add_argument("run_dirs", nargs="+", metavar="RUN_DIR", help="results/<run> folders")
+    p.add_argument("--out", required=True, help="output directory for leaderboard.md and leaderboard.html")
+    p.add_argument("--profile", help="a profile.json from `specbench profile` (adds predicted speedups)")
+    p.add_argument("--bootstrap", type=int, default=DEFAULT_BOOTSTRAP, help="bootstrap resamples for the 95%% CI")
+    p.add_argument("--seed", type=int, default=DEFAULT_SEED, help="bootstrap seed (results are deterministic)")
+    p.add_argument("--no-plots", action="store_true", help="skip the matplotlib figures")
+    p.set_defaults(func=leaderboard_command)

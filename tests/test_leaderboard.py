@@ -1,0 +1,94 @@
+"""Leaderboard rendering from fabricated runs: table layout, ordering, lossless status, self-contained HTML."""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from specbench.cli import main
+from specbench.leaderboard import build_leaderboard
+from specbench.leaderboard.markdown import table_md
+from specbench.leaderboard.tables import group_runs
+from specbench.profile import make_profile, predicted_speedup, save_profile
+from specbench.stats import load_run
+from test_stats import CPU_HW, write_fake_run
+
+GPU_HW = {"cpu": "Fake Xeon", "cores": 64, "gpu": "Fake A100", "gpu_memory_gb": 80.0, "cuda": "12.4", "driver": "550.1"}
+
+
+def _table_rows(md: str, header_start: str) -> list[list[str]]:
+    lines = md.splitlines()
+    i = next(k for k, line in enumerate(lines) if line.startswith(header_start))
+    rows = []
+    for line in lines[i + 2 :]:
+        if not line.startswith("|"):
+            break
+        rows.append([c.strip() for c in line.strip("|").split("|")])
+    return rows
+
+
+def test_groups_by_model_hardware_dtype(tmp_path: Path) -> None:
+    a = write_fake_run(tmp_path / "a", {"pld": 1.5})
+    b = write_fake_run(tmp_path / "b", {"rest": 2.0})  # same group as a
+    c = write_fake_run(tmp_path / "c", {"pld": 1.2}, hardware=GPU_HW)
+    d = write_fake_run(tmp_path / "d", {"pld": 1.1}, dtype="bfloat16")
+    groups = group_runs([load_run(p) for p in (a, b, c, d)], n_boot=0, seed=0)
+    assert len(groups) == 3
+    assert [(g.dtype, len(g.runs)) for g in groups] == [("float32", 2), ("float32", 1), ("bfloat16", 1)]
+    assert groups[1].hardware == "Fake A100 80 GB (cuda 12.4, driver 550.1)"
+    # two ar rows in the first group get the run name to tell them apart
+    labels = [r[0] for r in groups[0].rows()]
+    assert labels == ["rest", "pld", "ar [a]", "ar [b]"]
+
+
+def test_markdown_layout_order_and_status(tmp_path: Path) -> None:
+    run = write_fake_run(tmp_path / "run", {"pld": 1.5, "rest": 1.8, "slow": 0.7}, mismatch=("slow", "gsm8k", "gsm8k-1"))
+    paths = build_leaderboard([run], tmp_path / "out", n_boot=200, plots=False)
+    md = paths["markdown"].read_text()
+    assert "| Method | MT-Bench | HumanEval | GSM8K | tau | Overall | Lossless |" in md
+    rows = _table_rows(md, "| Method | MT-Bench")
+    assert [r[0] for r in rows] == ["rest", "pld", "ar", "slow"]  # sorted by Overall
+    assert rows[2][1:] == ["1.00x", "1.00x", "1.00x", "1.00", "1.00x", "baseline"]
+    assert rows[3][-1] == "MISMATCH (1)" and rows[0][-1] == "exact"
+    assert re.fullmatch(r"1\.\d\dx ±0\.\d\d", rows[0][1])
+    # footer lists hardware, versions and the exact command
+    assert "Fake CPU 9000" in md and '"torch": "2.13.0"' in md and "python run_bench.py --methods ar,pld --limit 6" in md
+
+
+def test_html_is_self_contained_with_sortable_tables_and_plots(tmp_path: Path) -> None:
+    run = write_fake_run(tmp_path / "run", {"pld": 1.5, "rest": 1.8})
+    page = build_leaderboard([run], tmp_path / "out", n_boot=100)["html"].read_text()
+    assert page.count("data:image/png;base64,") == 3  # bars, scatter, breakdown
+    assert not re.search(r"""(src|href)=["']?(https?:)?//""", page)  # no external assets
+    assert page.count('class="sortable"') == 2 and "addEventListener('click'" in page
+    # numeric sort keys ride along as data-key attributes
+    assert re.search(r'<td data-key="1\.[0-9]+">1\.\d\dx ±', page)
+
+
+def test_profile_adds_predicted_speedup(tmp_path: Path) -> None:
+    run = write_fake_run(tmp_path / "run", {"pld": 2.0}, tasks=("gsm8k",), tokens=33)
+    # T(n) = 10 ms + 1 ms per token: pld drafts 6 -> forwards of 7 tokens cost 16 ms vs 11 ms for one
+    prof = make_profile({n: 0.010 + 0.001 * n for n in (1, 2, 4, 8, 16)}, {"id": "tiny-fake"}, 512, CPU_HW)
+    save_profile(prof, tmp_path / "profile.json")
+    recs = [r for r in load_run(run).records if r["method"] == "pld"]
+    # fabricated draft time per pass = 0.1 * wall / passes; tau = 33 / 9
+    draft = sum(r["draft_times_s"][1] for r in recs) / len(recs)
+    assert predicted_speedup(recs, prof) == pytest.approx((33 / 9) * 0.011 / (0.017 + draft), rel=1e-6)
+    assert main(["leaderboard", str(run), "--out", str(tmp_path / "out"), "--profile", str(tmp_path / "profile.json"),
+                 "--bootstrap", "50", "--no-plots"]) == 0
+    md = (tmp_path / "out" / "leaderboard.md").read_text()
+    assert "## Cost profile of this machine" in md and "| new tokens n | T(n) ms" in md
+    rows = _table_rows(md, "| Method | tau | mean draft | predicted | measured |")
+    assert rows[0][0] == "pld" and rows[0][3].endswith("x")
+
+
+def test_table_md_escapes_pipes() -> None:
+    from specbench.leaderboard.tables import Table
+
+    assert "a\\|b" in table_md(Table("t", ["x"], [["a|b"]], [[None]]))
+
+
+def test_cli_errors(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    assert main(["leaderboard", str(tmp_path / "nope"), "--out", str(tmp_path / "o")]) == 2
+    assert "run folder not found" in capsys.readouterr().err
