@@ -1,0 +1,99 @@
+"""``specbench check RUN_DIR``: lossless regression check of a run (exit 1 on any MISMATCH record).
+
+For each mismatching record it prints the question, turn, repeat, the first divergent position, the AR
+top-2 margin there, and both token windows around the divergence (decoded with the run's tokenizer
+when it can be loaded offline, else raw ids). Ties (near-equal AR logits) are listed but do not fail
+unless ``--strict``.
+"""
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+from specbench.stats import BASELINE, load_run
+
+BEFORE, AFTER = 8, 8  # window of tokens shown around the divergence
+
+
+def load_run_tokenizer(manifest: dict[str, Any]) -> Any | None:
+    """The run's tokenizer from local files only (embedded model cache, a directory, or the HF cache)."""
+    name = (manifest.get("config") or {}).get("model") or (manifest.get("model") or {}).get("id")
+    if not name:
+        return None
+    try:
+        from transformers import AutoTokenizer
+
+        if name == "embedded":
+            from specbench.config import cache_dir
+
+            path = cache_dir() / "models" / "smollm2-135m-instruct"
+            return AutoTokenizer.from_pretrained(str(path)) if (path / "tokenizer_config.json").is_file() else None
+        return AutoTokenizer.from_pretrained(str(name), local_files_only=True)
+    except Exception:  # any failure just means ids are shown instead of text
+        return None
+
+
+def _show(ids: list[int], tokenizer: Any | None) -> str:
+    if tokenizer is None:
+        return str(ids)
+    return f"{tokenizer.decode(ids)!r} {ids}"
+
+
+def describe(rec: dict[str, Any], ar: dict[str, Any] | None, tokenizer: Any | None) -> list[str]:
+    """Lines describing one non-exact record against its AR reference."""
+    pos = rec.get("first_divergence")
+    margin = rec.get("ar_margin")
+    margin_txt = f"{margin:.3g}" if margin is not None else "n/a"
+    head = (f"{rec['lossless_class'].upper()} {rec['method']} {rec['task']}/{rec['question_id']} "
+            f"turn {rec['turn']} repeat {rec.get('repeat', 0)}: first divergence at token {pos}, "
+            f"AR top-2 margin {margin_txt}")
+    lines = [head]
+    if ar is None or pos is None:
+        lines.append("  (no AR reference record in this run)")
+        return lines
+    a, m = ar["output_ids"], rec["output_ids"]
+    lo = max(0, pos - BEFORE)
+    lines.append(f"  common : {_show(a[lo:pos], tokenizer)}")
+    lines.append(f"  {BASELINE:<7}: {_show(a[pos:pos + AFTER], tokenizer)}")
+    lines.append(f"  {rec['method'][:7]:<7}: {_show(m[pos:pos + AFTER], tokenizer)}")
+    return lines
+
+
+def check_run(run_dir: str | Path, strict: bool = False, decode: bool = True) -> tuple[int, list[str]]:
+    """(exit code, report lines): 1 if any record is a mismatch (or a tie with ``strict``), else 0."""
+    run = load_run(run_dir)
+    if not run.records:
+        raise FileNotFoundError(f"run folder has no records: {run_dir}")
+    ar = {(r["task"], str(r["question_id"]), r["turn"]): r
+          for r in run.records if r["method"] == BASELINE and r.get("repeat", 0) == 0}
+    counts: dict[str, dict[str, int]] = {}
+    bad = [r for r in run.records if r.get("lossless_class") in ("mismatch", "tie")]
+    for r in run.records:
+        if r["method"] != BASELINE:
+            c = counts.setdefault(r["method"], {"exact": 0, "tie": 0, "mismatch": 0, "unchecked": 0})
+            c[r.get("lossless_class") or "unchecked"] += 1
+    tokenizer = load_run_tokenizer(run.manifest) if decode and bad else None
+    lines = []
+    for r in sorted(bad, key=lambda r: (r["lossless_class"] != "mismatch", r["method"], r["task"], str(r["question_id"]))):
+        lines += describe(r, ar.get((r["task"], str(r["question_id"]), r["turn"])), tokenizer)
+    for method, c in counts.items():
+        lines.append(f"{method}: {c['exact']} exact, {c['tie']} tie, {c['mismatch']} mismatch"
+                     + (f", {c['unchecked']} unchecked" if c["unchecked"] else ""))
+    failed = sum(c["mismatch"] + (c["tie"] if strict else 0) for c in counts.values())
+    lines.append(f"FAIL: {failed} record(s) not lossless" if failed else "OK: every method reproduces ar")
+    return (1 if failed else 0), lines
+
+
+def check_command(args: argparse.Namespace) -> int:
+    code, lines = check_run(args.run_dir, strict=args.strict, decode=not args.ids)
+    print("\n".join(lines))
+    return code
+
+
+def register(subs: argparse._SubParsersAction) -> None:
+    p = subs.add_parser("check", help="lossless regression check of a run (exit 1 on any mismatch)")
+    p.add_argument("run_dir", help="a results/<run> folder")
+    p.add_argument("--strict", action="store_true", help="also fail on ties (near-equal AR top-2 logits)")
+    p.add_argument("--ids", action="store_true", help="show token ids only (do not load the tokenizer)")
+    p.set_defaults(func=check_command)

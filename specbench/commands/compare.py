@@ -1,0 +1,39 @@
+"""``specbench compare RUN_A RUN_B [...]``: side-by-side speedups of the same methods on different machines/dtypes/models."""
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from specbench.cli import UserError
+
+
+def compare_command(args: argparse.Namespace) -> int:
+    from specbench.compare import NotComparable, compare_runs
+    from specbench.leaderboard.markdown import table_md
+    from specbench.stats import load_run
+
+    runs = [load_run(d) for d in args.run_dirs]
+    try:
+        tables, diffs = compare_runs(runs, force=args.force, n_boot=args.bootstrap)
+    except NotComparable as e:
+        raise UserError(str(e)) from None
+    parts = []
+    if diffs:
+        parts.append("**Warning: compared despite differences (--force):**\n\n" + "\n".join(f"- {d}" for d in diffs))
+    parts += [f"**{t.title}**\n\n{table_md(t)}" for t in tables]
+    text = "\n\n".join(parts) + "\n"
+    print(text)
+    if args.out:
+        Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+        Path(args.out).write_text(text, encoding="utf-8")
+        print(f"wrote {args.out}")
+    return 0
+
+
+def register(subs: argparse._SubParsersAction) -> None:
+    p = subs.add_parser("compare", help="compare runs of the same methods/tasks across machines, dtypes or models")
+    p.add_argument("run_dirs", nargs="+", metavar="RUN_DIR", help="two or more results/<run> folders (A is the reference)")
+    p.add_argument("--force", action="store_true", help="compare even if questions, max_new_tokens or method configs differ")
+    p.add_argument("--out", help="also write the tables to this markdown file")
+    p.add_argument("--bootstrap", type=int, default=1000, help="bootstrap resamples for the 95%% CI")
+    p.set_defaults(func=compare_command)

@@ -1,0 +1,28 @@
+"""``specbench merge SHARD_DIR... --out DIR``: merge ``--shard k/N`` run folders into one run."""
+from __future__ import annotations
+
+import argparse
+
+from specbench.cli import UserError
+
+
+def merge_command(args: argparse.Namespace) -> int:
+    from specbench.merge import MergeError, merge_runs
+
+    try:
+        merged = merge_runs(args.run_dirs, args.out, force=args.force)
+    except MergeError as e:
+        raise UserError(str(e)) from None
+    n = sum(len(v) for v in merged["questions"].values())
+    print(f"merged {len(args.run_dirs)} shards ({n} questions) into {args.out}")
+    for line in merged.get("merge_forced_differences", []):
+        print(f"warning (forced): {line}")
+    return 0
+
+
+def register(subs: argparse._SubParsersAction) -> None:
+    p = subs.add_parser("merge", help="merge shard run folders (--shard k/N) into one run folder")
+    p.add_argument("run_dirs", nargs="+", metavar="RUN_DIR", help="shard folders of the same run")
+    p.add_argument("--out", required=True, help="new folder for the merged run")
+    p.add_argument("--force", action="store_true", help="merge even if the manifests differ or shards are missing")
+    p.set_defaults(func=merge_command)
