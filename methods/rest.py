@@ -1,0 +1,137 @@
+"""``rest``: retrieval-based speculative decoding (He et al. 2023) over a suffix-array token datastore.
+
+Each step the query is the last s tokens of the context (which ends with the root), for the largest s
+in [n_min, n_max] that occurs in the datastore; the next m tokens after at most k matches go into a
+counting trie and the c most frequent prefixes become the draft tree.
+
+Example: datastore ``[.., 7, 8, 9, 1, .., 7, 8, 9, 2, ..]``, context ending ``[.., 7, 8, 9]`` -> both
+matches' continuations ``[1, ..]`` and ``[2, ..]`` are drafted as sibling branches.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+from specbench.config import ConfigError
+from specbench.drafter import BaseDrafter, DraftContext
+from specbench.engine.tree import DraftTree
+from specbench.method_env import MethodEnv
+from specbench.registry import register_datastore_builder, register_method
+
+
+@dataclass(frozen=True)
+class RESTConfig:
+    """Paper defaults: n_max 16 (down to 2), k = 5000 matches, m = 10 tokens each, c = 64 nodes.
+
+    ``datastore``: a built datastore directory; else one is built from ``corpus`` (comma-separated;
+    default: the task's corpora, see docs/rest_crest.md), capped at ``max_tokens``, and cached.
+    """
+
+    n_max: int = 16
+    n_min: int = 2
+    k: int = 5000
+    m: int = 10
+    c: int = 64
+    datastore: str | None = None
+    corpus: str | None = None
+    max_tokens: int | None = None
+
+    def validate(self) -> None:
+        if not 1 <= self.n_min <= self.n_max:
+            raise ConfigError("rest: need 1 <= n_min <= n_max")
+        if self.k < 1 or self.m < 1 or self.c < 1:
+            raise ConfigError("rest: k, m and c must be >= 1")
+        if self.max_tokens is not None and self.max_tokens < 1:
+            raise ConfigError("rest: max_tokens must be >= 1")
+
+
+def query_tree(ds: Any, query: Sequence[int], k: int, m: int, c: int) -> DraftTree | None:
+    """The REST tree for a fixed query: top-c trie nodes over the continuations of <= k matches."""
+    from specbench.datastore.trie import top_nodes
+
+    return top_nodes(ds.continuations(query, k, m), c)
+
+
+def rest_tree(ds: Any, context: Sequence[int], cfg: RESTConfig) -> DraftTree | None:
+    """The REST tree for a context ending with the root (longest matching suffix, n_max down to n_min)."""
+    s = ds.longest_suffix_match(context, cfg.n_max, cfg.n_min)
+    if s == 0:
+        return None
+    return query_tree(ds, list(context[-s:]), cfg.k, cfg.m, cfg.c)
+
+
+class RESTDrafter(BaseDrafter):
+    """Proposes REST trees; ``latencies_s`` holds the retrieval + trie time of every step."""
+
+    def __init__(self, ds: Any, config: RESTConfig) -> None:
+        self.ds = ds
+        self.config = config
+        self.latencies_s: list[float] = []
+
+    def propose(self, ctx: DraftContext) -> DraftTree | None:
+        t = time.perf_counter()
+        tree = rest_tree(self.ds, ctx.tokens, self.config)
+        self.latencies_s.append(time.perf_counter() - t)
+        return tree
+
+
+def open_rest_datastore(config: Any, env: MethodEnv) -> Any:
+    """The datastore a REST-style config asks for: ``datastore=DIR`` or the cached per-task build."""
+    from specbench.datastore.build import cached_rest_datastore, parse_corpora
+    from specbench.datastore.suffix_array import TokenDatastore
+    from specbench.datastore.tokenize_corpus import tokenizer_hash
+
+    if config.datastore:
+        return TokenDatastore.load(config.datastore, vocab_size=len(env.tokenizer), tokenizer_hash=tokenizer_hash(env.tokenizer))
+    corpora = parse_corpora(config.corpus, env.task)
+    return cached_rest_datastore(env.cache_dir, corpora, env.tokenizer, env.model_id, env.data_dir, config.max_tokens)
+
+
+def datastore_artifacts(ds: Any) -> dict[str, Any]:
+    """What a run depends on: the datastore's path, size and content hash."""
+    h = ds.header
+    return {
+        "datastore": str(ds.path),
+        "datastore_corpora": h.get("corpora"),
+        "datastore_tokens": ds.n_tokens,
+        "datastore_bytes": ds.nbytes_on_disk(),
+        "datastore_tokens_sha256": h.get("tokens_sha256"),
+        "datastore_contamination_check": h.get("contamination_check"),
+    }
+
+
+@register_method("rest", RESTConfig)
+def build_rest(config: RESTConfig, env: MethodEnv) -> RESTDrafter:
+    """REST: drafts from a suffix-array datastore (top-c trie of retrieved continuations)."""
+    ds = open_rest_datastore(config, env)
+    env.artifacts.update(datastore_artifacts(ds))
+    return RESTDrafter(ds, config)
+
+
+@register_datastore_builder("rest")
+def build_rest_cli(args: Any) -> int:
+    """``specbench datastore build --kind rest --corpus A,B --out DIR [--max-tokens T] [--set chunk_tokens=N]``."""
+    from pathlib import Path
+
+    from specbench.commands.datastore import parse_sets
+    from specbench.datastore.build import build_rest_datastore, parse_corpora
+    from specbench.datastore.suffix_array import DEFAULT_CHUNK_TOKENS, dir_bytes
+    from specbench.model import load_model
+
+    sets = parse_sets(args.set)
+    unknown = set(sets) - {"chunk_tokens", "check_test_prompts"}
+    if unknown:
+        raise ConfigError(f"rest datastore: unknown --set key(s) {', '.join(sorted(unknown))} (known: chunk_tokens, check_test_prompts)")
+    chunk_tokens = int(sets.get("chunk_tokens", DEFAULT_CHUNK_TOKENS))
+    check = sets.get("check_test_prompts", "true").lower() not in ("0", "false", "no", "off")
+    data_dir = Path(args.data_dir) if args.data_dir else args.default_data_dir()
+    loaded = load_model(args.model, args.dtype, "cpu")
+    corpora = parse_corpora(args.corpus, None)
+    header = build_rest_datastore(corpora, Path(args.out), loaded.tokenizer, loaded.model_id, data_dir, args.max_tokens, chunk_tokens, check)
+    print(
+        f"REST datastore {args.out}: {header['n_tokens']:,} tokens, {header['n_entries']:,} entries, "
+        f"{len(header['chunks'])} chunk(s), {dir_bytes(Path(args.out)):,} bytes, built in {header['build_seconds']} s; "
+        f"test prompts found/dropped entries: {header['contamination_check']['prompts_found']}/{header['contamination_check']['entries_dropped']}"
+    )
+    return 0

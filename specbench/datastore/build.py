@@ -1,0 +1,92 @@
+"""Building REST token datastores from registered corpora, and the build-and-cache used on first use.
+
+Default corpora per task (overridable with the method option ``corpus=a,b`` or ``datastore=DIR``):
+chat-style tasks use ``sharegpt``; ``humaneval`` uses ``python_stdlib,code_alpaca``; ``gsm8k`` uses
+``gsm8k_train,sharegpt``.
+"""
+from __future__ import annotations
+
+import json
+import re
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from specbench.datastore.contamination import ContaminationFilter, prompt_probes, test_prompts
+from specbench.datastore.suffix_array import DEFAULT_CHUNK_TOKENS, HEADER, DatastoreError, TokenDatastore, write_datastore
+from specbench.datastore.tokenize_corpus import corpus_texts, tokenize_entries, tokenizer_hash
+
+TASK_CORPORA: dict[str, tuple[str, ...]] = {
+    "humaneval": ("python_stdlib", "code_alpaca"),
+    "gsm8k": ("gsm8k_train", "sharegpt"),
+}
+DEFAULT_CORPORA: tuple[str, ...] = ("sharegpt",)
+
+
+def default_corpora(task: str | None) -> tuple[str, ...]:
+    """The documented default datastore corpora of a task."""
+    return TASK_CORPORA.get(task or "", DEFAULT_CORPORA)
+
+
+def parse_corpora(spec: str | None, task: str | None) -> tuple[str, ...]:
+    """``"a,b"`` -> ("a", "b"); None or empty -> the task's default."""
+    names = tuple(n.strip() for n in (spec or "").replace("+", ",").split(",") if n.strip())
+    return names or default_corpora(task)
+
+
+def build_rest_datastore(
+    corpora: tuple[str, ...],
+    out: Path,
+    tokenizer: Any,
+    tokenizer_id: str,
+    data_dir: Path | None,
+    max_tokens: int | None = None,
+    chunk_tokens: int = DEFAULT_CHUNK_TOKENS,
+    check_test_prompts: bool = True,
+) -> dict[str, Any]:
+    """Tokenise ``corpora`` with the target tokenizer and write a suffix-array datastore to ``out``."""
+    from specbench.registry import CORPORA
+
+    for name in corpora:
+        CORPORA.get(name)  # unknown names fail before any work
+    t0 = time.time()
+    stats: dict[str, int] = {}
+    entries = tokenize_entries(corpus_texts(corpora, data_dir), tokenizer, max_tokens, desc=f"tokenizing {'+'.join(corpora)}", stats=stats)
+    filt = ContaminationFilter(prompt_probes(test_prompts(data_dir), tokenizer) if check_test_prompts else [])
+    meta = {
+        "kind": "rest",
+        "tokenizer_id": tokenizer_id,
+        "tokenizer_hash": tokenizer_hash(tokenizer),
+        "corpora": list(corpora),
+        "max_tokens": max_tokens,
+        "chunk_tokens": chunk_tokens,
+    }
+    header = write_datastore(entries, out, vocab_size=len(tokenizer), meta=meta, chunk_tokens=chunk_tokens, chunk_hook=filt)
+    header["contamination_check"] = filt.summary()
+    header["build_seconds"] = round(time.time() - t0, 2)
+    (Path(out) / HEADER).write_text(json.dumps(header, indent=1), encoding="utf-8")
+    if filt.dropped_entries:
+        print(f"[specbench] dropped {filt.dropped_entries} corpus entries containing a test prompt verbatim", file=sys.stderr)
+    return header
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.+-]+", "_", text)[:80]
+
+
+def cached_rest_datastore(
+    cache_root: Path, corpora: tuple[str, ...], tokenizer: Any, tokenizer_id: str, data_dir: Path | None, max_tokens: int | None
+) -> TokenDatastore:
+    """Open the cached datastore for (tokenizer, corpora, max_tokens), building it on first use."""
+    th = tokenizer_hash(tokenizer)
+    name = "+".join(corpora) + (f"-max{max_tokens}" if max_tokens else "")
+    path = Path(cache_root) / "datastores" / "rest" / th / _slug(name)
+    if not (path / HEADER).is_file():
+        print(f"[specbench] building the REST datastore {name} (once) -> {path}", file=sys.stderr)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        build_rest_datastore(corpora, path, tokenizer, tokenizer_id, data_dir, max_tokens)
+    try:
+        return TokenDatastore.load(path, vocab_size=len(tokenizer), tokenizer_hash=th)
+    except DatastoreError as e:
+        raise DatastoreError(f"{e} (delete {path} to rebuild it)") from None

@@ -1,0 +1,96 @@
+"""REST draft selection (Algorithm 2 of the REST paper), vectorised: top-c trie nodes by count.
+
+Every retrieved continuation is inserted into a trie whose nodes count how many continuations share
+that prefix; the ``c`` nodes with the largest counts form the draft tree. Ties are broken
+deterministically by first occurrence: the node first created when inserting the rows in retrieval
+order wins (earlier row, then shallower node). A parent's count is >= its child's and it is created
+no later, so the top-c set is prefix-closed; ancestors are still added defensively.
+
+Example: continuations ``[[1, 2], [1, 3], [1, 2], [4, -1]]`` (``-1`` pads past the chunk end) give
+counts ``1:3, 1>2:2, 1>3:1, 4:1``. With c = 3 the tie between ``1>3`` (first seen in row 1) and ``4``
+(row 3) goes to ``1>3``: tokens ``(1, 2, 3)``, parents ``(-1, 0, 0)``.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from specbench.engine.tree import DraftTree
+
+
+def _first_diff(rows: np.ndarray) -> np.ndarray:
+    """[n] first column where row i differs from row i-1 (-1 for row 0, m when equal)."""
+    n, m = rows.shape
+    diff = rows[1:] != rows[:-1]  # [n-1, m]
+    first = np.where(diff.any(axis=1), diff.argmax(axis=1), m)
+    return np.concatenate([[-1], first])
+
+
+def _is_sorted(rows: np.ndarray, first: np.ndarray) -> bool:
+    n, m = rows.shape
+    i = np.flatnonzero(first[1:] < m) + 1
+    return bool(np.all(rows[i, first[i]] > rows[i - 1, first[i]]))
+
+
+def top_nodes(conts: np.ndarray, c: int) -> DraftTree | None:
+    """Draft tree of the ``c`` most frequent prefixes of ``conts`` (int [n, m], rows -1 padded at the end).
+
+    Rows are in retrieval order. Returns ``None`` when there is no continuation token.
+    """
+    if conts.ndim != 2 or conts.shape[0] == 0 or conts.shape[1] == 0 or c <= 0:
+        return None
+    conts = np.asarray(conts, dtype=np.int64)
+    n, m = conts.shape
+    # 1. sort rows lexicographically; equal rows keep retrieval order (suffix-array order is sorted already)
+    first = _first_diff(conts)
+    if _is_sorted(conts, first):
+        order = np.arange(n)
+        rows = conts
+    else:
+        order = np.lexsort([np.arange(n)] + [conts[:, j] for j in range(m - 1, -1, -1)])
+        rows = conts[order]
+        first = _first_diff(rows)
+    # 2. depth-d trie nodes = groups of sorted rows sharing their first d tokens
+    count_l, occ_l, depth_l, parent_l, token_l = [], [], [], [], []
+    base = 0  # candidate index of the first node of the current depth
+    prev_node_of_row = np.full(n, -1, dtype=np.int64)  # depth d-1 node of each row (-1 = root)
+    for d in range(1, m + 1):
+        new = first < d  # [n] row starts a depth-d group
+        starts = np.flatnonzero(new)
+        ends = np.append(starts[1:], n)
+        real = rows[starts, d - 1] >= 0  # padding is not a node
+        if not real.any():
+            break
+        group_of_row = np.cumsum(new) - 1  # [n]
+        node_of_group = np.full(len(starts), -1, dtype=np.int64)
+        node_of_group[real] = base + np.arange(int(real.sum()))
+        s = starts[real]
+        count_l.append((ends - starts)[real])
+        occ_l.append(np.minimum.reduceat(order, starts)[real])
+        depth_l.append(np.full(len(s), d))
+        parent_l.append(prev_node_of_row[s])
+        token_l.append(rows[s, d - 1])
+        prev_node_of_row = node_of_group[group_of_row]
+        base += len(s)
+    if not count_l:
+        return None
+    count, occ, depth = np.concatenate(count_l), np.concatenate(occ_l), np.concatenate(depth_l)
+    parent, token = np.concatenate(parent_l), np.concatenate(token_l)
+    # 3. rank by count desc, first occurrence, depth; keep the top c (prefix-closed)
+    chosen = np.lexsort((depth, occ, -count))[:c]
+    out_index: dict[int, int] = {}
+    tokens: list[int] = []
+    parents: list[int] = []
+
+    def add(node: int) -> int:
+        if node in out_index:
+            return out_index[node]
+        p = int(parent[node])
+        p_out = -1 if p < 0 else add(p)
+        out_index[node] = len(tokens)
+        tokens.append(int(token[node]))
+        parents.append(p_out)
+        return out_index[node]
+
+    for node in chosen.tolist():
+        add(node)
+    return DraftTree(tuple(tokens), tuple(parents))
