@@ -109,7 +109,9 @@ def collect(model: torch.nn.Module, tokenizer: Any, corpora: Sequence[str], data
         h = base(input_ids=x).last_hidden_state[0]  # [S, h] final-norm hidden states
         hid.append(h.to(torch.float16).cpu())
         tok.append(x[0].cpu())
-        arg.append(head(h).argmax(-1).cpu())
+        am = torch.zeros(len(ids), dtype=torch.long)
+        am[start:] = head(h[start:]).argmax(-1).cpu()  # labels are only read at positions > start
+        arg.append(am)
         starts = torch.arange(start, last + 1) + n_flat
         (held if seq_no % heldout_every == heldout_every - 1 else train).append(starts)
         n_flat += len(ids)

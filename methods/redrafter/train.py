@@ -1,0 +1,201 @@
+"""Training the draft head by self-distillation on CPU (frozen target), with checkpoints and resume.
+
+Output directory layout: ``data.safetensors``/``data.json`` (collected hidden states, reused on
+resume), ``train_state.safetensors``/``train_state.json`` (head + AdamW moments + step, written
+every ``checkpoint_every`` steps), and finally ``head.safetensors``/``config.json`` (the checkpoint).
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Sequence
+
+import torch
+import torch.nn.functional as F
+
+from methods.redrafter.checkpoint import save_checkpoint
+from methods.redrafter.data import DistillData, collect
+from methods.redrafter.head import DraftHead, build_head, head_config_for
+from specbench.config import ConfigError
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    """Recipe (paper defaults where they fit a CPU): AdamW lr 1e-3, cosine decay, 10% warmup."""
+
+    tokens: int = 40000  # training examples (positions) to collect, held-out included
+    epochs: int = 1
+    n_predict: int = 3  # predicted positions per example
+    labels: str = "target"  # "target" (self-distillation: target argmax) or "ground_truth"
+    batch_size: int = 64
+    lr: float = 1e-3
+    warmup: float = 0.1
+    weight_decay: float = 0.0
+    max_seq_len: int = 512
+    heldout_every: int = 20  # every k-th sequence is held out for the accuracy report
+    proj: bool = True  # project 2h -> h (CPU size); False = the reference 2h-wide head
+    num_blocks: int = 1
+    checkpoint_every: int = 100
+    seed: int = 0
+
+    def validate(self) -> None:
+        if self.labels not in ("target", "ground_truth"):
+            raise ConfigError("redrafter train: labels must be 'target' or 'ground_truth'")
+        if min(self.tokens, self.epochs, self.n_predict, self.batch_size, self.max_seq_len, self.heldout_every) < 1:
+            raise ConfigError("redrafter train: tokens, epochs, n_predict, batch_size, max_seq_len must be >= 1")
+        if not 0 <= self.warmup < 1:
+            raise ConfigError("redrafter train: warmup must be in [0, 1)")
+
+    def eta_minutes(self) -> float:
+        """Rough wall time on 2 shared CPU cores (measured: ~300 tok/s forward, ~140 examples/s training)."""
+        return self.tokens / 300 / 60 + self.epochs * self.tokens / 140 / 60
+
+
+def loss_fn(head: DraftHead, context: torch.Tensor, inputs: torch.Tensor, labels: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Sum over predicted positions of the mean cross-entropy; also per-position top-1 hits ``[n]``."""
+    logits = head(context, inputs)  # [B, n, V]
+    ce = F.cross_entropy(logits.flatten(0, 1).float(), labels.flatten(), reduction="none").view(labels.shape)
+    hits = (logits.argmax(-1) == labels).float().mean(0)  # [n]
+    return ce.mean(0).sum(), hits.detach()
+
+
+def lr_at(step: int, total: int, cfg: TrainConfig) -> float:
+    warm = max(1, int(cfg.warmup * total))
+    if step < warm:
+        return cfg.lr * (step + 1) / warm
+    progress = (step - warm) / max(1, total - warm)
+    return cfg.lr * 0.5 * (1 + math.cos(math.pi * min(1.0, progress)))
+
+
+def make_optimizer(head: DraftHead, cfg: TrainConfig) -> torch.optim.AdamW:
+    return torch.optim.AdamW([p for p in head.parameters() if p.requires_grad], lr=cfg.lr, weight_decay=cfg.weight_decay)
+
+
+def train_step(head: DraftHead, opt: torch.optim.Optimizer, batch: tuple[torch.Tensor, ...], lr: float) -> tuple[float, torch.Tensor]:
+    """One AdamW step on ``(context, inputs, labels)``; returns (loss, per-position train accuracy)."""
+    for group in opt.param_groups:
+        group["lr"] = lr
+    loss, hits = loss_fn(head, *batch)
+    opt.zero_grad(set_to_none=True)
+    loss.backward()
+    opt.step()
+    return float(loss.detach()), hits
+
+
+@torch.no_grad()
+def evaluate(head: DraftHead, data: DistillData, starts: torch.Tensor, cfg: TrainConfig) -> dict[str, Any]:
+    """Held-out mean loss and top-1 accuracy per predicted position (labels as in training)."""
+    if len(starts) == 0:
+        return {"heldout_examples": 0}
+    tot_loss, tot_hits = 0.0, torch.zeros(cfg.n_predict)
+    for i in range(0, len(starts), 256):
+        chunk = starts[i : i + 256]
+        loss, hits = loss_fn(head, *data.batch(chunk, cfg.n_predict, cfg.labels))
+        tot_loss += float(loss) * len(chunk)
+        tot_hits += hits * len(chunk)
+    n = len(starts)
+    return {"heldout_examples": n, "heldout_loss": round(tot_loss / n, 4),
+            "heldout_top1": [round(float(a), 4) for a in tot_hits / n]}
+
+
+def _save_state(out: Path, head: DraftHead, opt: torch.optim.Optimizer, info: dict[str, Any]) -> None:
+    from safetensors.torch import save_file
+
+    sd = opt.state_dict()
+    tensors = {f"head.{k}": v.detach().contiguous() for k, v in head.state_dict().items()}
+    for idx, st in sd["state"].items():
+        for key, val in st.items():
+            tensors[f"opt.{idx}.{key}"] = torch.as_tensor(val).contiguous()
+    save_file(tensors, str(out / "train_state.safetensors.tmp"))
+    (out / "train_state.safetensors.tmp").replace(out / "train_state.safetensors")
+    (out / "train_state.json").write_text(json.dumps({**info, "param_groups": sd["param_groups"]}, indent=1))
+
+
+def _load_state(out: Path, head: DraftHead, opt: torch.optim.Optimizer, train_cfg: dict[str, Any]) -> dict[str, Any] | None:
+    from safetensors.torch import load_file
+
+    if not (out / "train_state.json").is_file():
+        return None
+    info = json.loads((out / "train_state.json").read_text())
+    if info.get("train") != train_cfg:
+        print("[redrafter] train_state.json was written with another recipe; starting over", file=sys.stderr)
+        return None
+    tensors = load_file(str(out / "train_state.safetensors"))
+    head.load_state_dict({k[5:]: v for k, v in tensors.items() if k.startswith("head.")})
+    state: dict[int, dict[str, torch.Tensor]] = {}
+    for k, v in tensors.items():
+        if k.startswith("opt."):
+            _, idx, key = k.split(".", 2)
+            state.setdefault(int(idx), {})[key] = v
+    opt.load_state_dict({"state": state, "param_groups": info["param_groups"]})
+    return info
+
+
+def train_redrafter(*args: Any, **kwargs: Any) -> dict[str, Any]:
+    """Collect (or reuse) distillation data, train (or resume) the head, save the checkpoint in ``out``.
+
+    Arguments: ``(model, tokenizer, corpora, data_dir, out, cfg, model_id="", progress=True)``; the
+    target is only read (its hidden states, embeddings and output head). Safe to call from inside
+    an inference-mode region (e.g. a method factory).
+    """
+    with torch.inference_mode(False), torch.enable_grad():
+        return _train(*args, **kwargs)
+
+
+def _train(model: torch.nn.Module, tokenizer: Any, corpora: Sequence[str], data_dir: Path | None, out: Path,
+           cfg: TrainConfig, model_id: str = "", progress: bool = True) -> dict[str, Any]:
+    from tqdm import tqdm
+
+    cfg.validate()
+    out.mkdir(parents=True, exist_ok=True)
+    train_cfg = dataclasses.asdict(cfg)
+    data_meta = {"model_id": model_id, "corpora": list(corpora), "tokens": cfg.tokens, "max_seq_len": cfg.max_seq_len,
+                 "n_predict": cfg.n_predict, "heldout_every": cfg.heldout_every}
+    t0 = time.perf_counter()
+    data = DistillData.load(out, data_meta)
+    if data is None:
+        data = collect(model, tokenizer, corpora, data_dir, cfg.tokens, cfg.n_predict, cfg.max_seq_len, cfg.heldout_every, progress)
+        data.save(out, data_meta)
+    t_collect = time.perf_counter() - t0
+
+    torch.manual_seed(cfg.seed)
+    head = build_head(head_config_for(model, cfg.proj, cfg.num_blocks), model).float().train()
+    opt = make_optimizer(head, cfg)
+    per_epoch = math.ceil(len(data.train_starts) / cfg.batch_size)
+    total = cfg.epochs * per_epoch
+    info = _load_state(out, head, opt, train_cfg) or {"step": 0, "curve": [], "train": train_cfg}
+    step, curve = info["step"], info["curve"]
+    t1 = time.perf_counter()
+    bar = tqdm(total=total, initial=step, desc="redrafter: train", unit="step", disable=not progress)
+    run_loss, run_hits, run_n = 0.0, torch.zeros(cfg.n_predict), 0
+    while step < total:
+        epoch, k = divmod(step, per_epoch)
+        perm = torch.randperm(len(data.train_starts), generator=torch.Generator().manual_seed(cfg.seed + epoch))
+        idx = data.train_starts[perm[k * cfg.batch_size : (k + 1) * cfg.batch_size]]
+        loss, hits = train_step(head, opt, data.batch(idx, cfg.n_predict, cfg.labels), lr_at(step, total, cfg))
+        step += 1
+        run_loss, run_hits, run_n = run_loss + loss, run_hits + hits, run_n + 1
+        bar.update(1)
+        bar.set_postfix(loss=f"{loss:.3f}")
+        if step % 20 == 0 or step == total:
+            curve.append({"step": step, "examples": step * cfg.batch_size, "loss": round(run_loss / run_n, 4),
+                          "top1": [round(float(a), 4) for a in run_hits / run_n]})
+            run_loss, run_hits, run_n = 0.0, torch.zeros(cfg.n_predict), 0
+        if step % cfg.checkpoint_every == 0 or step == total:
+            _save_state(out, head, opt, {"step": step, "curve": curve, "train": train_cfg})
+    bar.close()
+    head.eval()
+    metrics = evaluate(head, data, data.heldout_starts, cfg)
+    metrics.update(train_examples=len(data.train_starts), steps=total, collect_s=round(t_collect, 1),
+                   train_s=round(time.perf_counter() - t1, 1))
+    save_checkpoint(head, out, {"model_id": model_id, "corpora": list(corpora), "train": train_cfg, "metrics": metrics, "curve": curve})
+    for name in ("train_state.safetensors", "train_state.json"):  # finished: resume state no longer needed
+        (out / name).unlink(missing_ok=True)
+    print(f"[redrafter] held-out top-1 per position: {metrics.get('heldout_top1')} "
+          f"({metrics['heldout_examples']} examples); checkpoint -> {out}", file=sys.stderr)
+    return metrics

@@ -1,0 +1,128 @@
+"""ReDrafter training: a step lowers the loss, checkpoints round-trip, resume is exact, data collection."""
+from __future__ import annotations
+
+import dataclasses
+import json
+
+import pytest
+import torch
+
+import methods.redrafter.train as train_mod
+from methods.redrafter.checkpoint import checkpoint_hash, load_checkpoint, save_checkpoint
+from methods.redrafter.data import DistillData
+from methods.redrafter.head import build_head, head_config_for
+from methods.redrafter.train import TrainConfig, loss_fn, make_optimizer, train_redrafter, train_step
+from tests.conftest import make_tiny_model
+
+
+def _batch(vocab: int = 64, h: int = 32, n: int = 3, b: int = 16) -> tuple[torch.Tensor, ...]:
+    g = torch.Generator().manual_seed(0)
+    return torch.randn(b, h, generator=g), torch.randint(0, vocab, (b, n), generator=g), torch.randint(0, vocab, (b, n), generator=g)
+
+
+def test_one_training_step_decreases_loss() -> None:
+    model = make_tiny_model("llama")
+    head = build_head(head_config_for(model), model).train()
+    batch = _batch()
+    with torch.no_grad():
+        before, _ = loss_fn(head, *batch)
+    train_step(head, make_optimizer(head, TrainConfig()), batch, lr=1e-3)
+    with torch.no_grad():
+        after, _ = loss_fn(head, *batch)
+    assert float(after) < float(before)
+    # the target's embedding is borrowed, not trained
+    assert all(p is not model.get_input_embeddings().weight for p in head.parameters())
+
+
+def test_checkpoint_round_trip(tmp_path) -> None:
+    model = make_tiny_model("qwen2")
+    head = build_head(head_config_for(model, num_blocks=2), model).eval()
+    for p in head.parameters():
+        torch.nn.init.normal_(p, std=0.1)
+    save_checkpoint(head, tmp_path, {"metrics": {"heldout_top1": [0.5]}})
+    from safetensors.torch import load_file
+
+    assert "embed_weight" not in load_file(str(tmp_path / "head.safetensors"))
+    loaded, meta = load_checkpoint(tmp_path, model)
+    assert loaded.config == head.config and meta["metrics"]["heldout_top1"] == [0.5]
+    ctx, inp, _ = _batch()
+    assert torch.equal(loaded(ctx, inp), head(ctx, inp))
+    assert len(checkpoint_hash(tmp_path)) == 16
+    with pytest.raises(FileNotFoundError):
+        load_checkpoint(tmp_path / "missing")
+
+
+def _synthetic_run(out, model, cfg: TrainConfig) -> DistillData:
+    """Write distillation data where ``_train`` expects it (the collection step is then skipped)."""
+    g = torch.Generator().manual_seed(1)
+    n_tok = 400
+    tokens = torch.randint(0, 64, (n_tok,), generator=g)
+    data = DistillData(torch.randn(n_tok, 32, generator=g).half(), tokens, (tokens * 7 + 3) % 64,
+                       torch.arange(0, 300), torch.arange(300, n_tok - cfg.n_predict - 2))
+    meta = {"model_id": "tiny", "corpora": ["synthetic"], "tokens": cfg.tokens, "max_seq_len": cfg.max_seq_len,
+            "n_predict": cfg.n_predict, "heldout_every": cfg.heldout_every}
+    out.mkdir(parents=True, exist_ok=True)
+    data.save(out, meta)
+    return data
+
+
+def test_training_resumes_exactly(tmp_path, monkeypatch) -> None:
+    model = make_tiny_model("llama")
+    cfg = TrainConfig(tokens=400, batch_size=32, checkpoint_every=3, lr=3e-3)
+    args = (model, None, ["synthetic"], None)
+    _synthetic_run(tmp_path / "a", model, cfg)
+    full = train_redrafter(*args, tmp_path / "a", cfg, model_id="tiny", progress=False)
+    assert full["steps"] == 10 and len(full["heldout_top1"]) == 3
+
+    _synthetic_run(tmp_path / "b", model, cfg)
+    calls = {"n": 0}
+    real_step = train_mod.train_step
+
+    def interrupted(*a, **k):
+        calls["n"] += 1
+        if calls["n"] == 5:
+            raise KeyboardInterrupt
+        return real_step(*a, **k)
+
+    monkeypatch.setattr(train_mod, "train_step", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        train_redrafter(*args, tmp_path / "b", cfg, model_id="tiny", progress=False)
+    assert json.loads((tmp_path / "b" / "train_state.json").read_text())["step"] == 3
+    monkeypatch.setattr(train_mod, "train_step", real_step)
+    resumed = train_redrafter(*args, tmp_path / "b", cfg, model_id="tiny", progress=False)
+    a, _ = load_checkpoint(tmp_path / "a")
+    b, meta = load_checkpoint(tmp_path / "b")
+    for (name, pa), (_, pb) in zip(a.state_dict().items(), b.state_dict().items()):
+        assert torch.allclose(pa, pb, atol=1e-6), name
+    assert resumed["heldout_top1"] == full["heldout_top1"]
+    assert meta["train"] == dataclasses.asdict(cfg) and meta["curve"][-1]["step"] == 10
+    assert not (tmp_path / "b" / "train_state.safetensors").exists()
+
+
+def test_train_config_validation() -> None:
+    from specbench.config import ConfigError
+
+    with pytest.raises(ConfigError):
+        TrainConfig(labels="gold").validate()
+    assert TrainConfig(tokens=40000).eta_minutes() > 1
+
+
+@pytest.mark.embedded
+def test_collect_matches_target_greedy(embedded) -> None:
+    from methods.redrafter.data import collect
+
+    data = collect(embedded.model, embedded.tokenizer, ["gsm8k_train"], _data_dir(), 60, 3, 128,
+                   heldout_every=2, progress=False)
+    assert len(data.train_starts) > 0 and len(data.heldout_starts) > 0
+    t = int(data.train_starts[0])
+    with torch.no_grad():
+        logits = embedded.model.get_output_embeddings()(data.hidden[t + 1 : t + 4].float())
+    assert logits.argmax(-1).tolist() == data.argmax[t + 1 : t + 4].tolist()
+    ctx, inp, lab = data.batch(data.train_starts[:4], 3, "ground_truth")
+    assert ctx.shape == (4, 576) and torch.equal(lab[:, :2], inp[:, 1:])
+
+
+def _data_dir():
+    from specbench.config import default_data_dir
+
+    return default_data_dir()
