@@ -12,7 +12,7 @@ On-disk layout of a datastore directory (format version 1, no pickle)::
 
 ``header.json`` is written last, so a directory without it is an unfinished build. Loading memory-maps the
 arrays (``np.load(mmap_mode="r")``), so opening is instant whatever the size; it checks file sizes, shapes
-and dtypes against the header and raises ``DatastoreError`` (a ``ValueError``) on any mismatch.
+and dtypes against the header and raises ``DatastoreError`` (a ``ConfigError``/``ValueError``) on any mismatch.
 
 Example: chunk tokens ``[5, 6, 7, 5, 6, 9]``; the query ``[5, 6]`` matches at positions 0 and 3, whose
 continuations (m = 2) are ``[7, 5]`` and ``[9, -1]`` (``-1`` pads past the chunk end).
@@ -30,14 +30,19 @@ from typing import Any, Iterable, Sequence
 
 import numpy as np
 
+from specbench.config import ConfigError
+
 FORMAT = "specbench-token-datastore"
 FORMAT_VERSION = 1
 HEADER = "header.json"
 DEFAULT_CHUNK_TOKENS = 1 << 28  # 268M tokens: a 4-byte-SA chunk of ~2 GB; ShareGPT fits in one
 
 
-class DatastoreError(ValueError):
-    """A datastore is missing, corrupt, truncated, or does not belong to this tokenizer."""
+class DatastoreError(ConfigError):
+    """A datastore is missing, corrupt, truncated, or does not belong to this tokenizer.
+
+    A ``ConfigError`` (hence a ``ValueError``) so the CLI and runner report it as a one-line user error.
+    """
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,121 @@
+"""CREST: n-gram counting equals brute force, lookups equal live REST retrieval, lossless decoding."""
+from __future__ import annotations
+
+from collections import Counter
+
+import numpy as np
+import pytest
+
+from methods.crest import CRESTDrafter
+from methods.rest import query_tree
+from specbench.cli import main
+from specbench.datastore.ngram_store import NgramStore, top_ngrams, write_ngram_store
+from specbench.datastore.suffix_array import DatastoreError, TokenDatastore, write_datastore
+from specbench.engine.loop import Engine
+from tests.conftest import make_tiny_model
+
+
+def brute_top(entries: list[list[int]], max_n: int, t: int) -> dict[int, list[tuple[tuple[int, ...], int]]]:
+    out = {}
+    for n in range(1, max_n + 1):
+        cnt = Counter(tuple(e[i : i + n]) for e in entries for i in range(len(e) - n + 1))
+        out[n] = sorted(cnt.items(), key=lambda kv: (-kv[1], kv[0]))[:t]
+    return out
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_top_ngrams_equal_brute_force(seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    entries = [rng.integers(0, 4, size=int(rng.integers(1, 15))).tolist() for _ in range(30)]
+    t = int(rng.integers(1, 8))
+    ds = TokenDatastore.from_entries(entries, vocab_size=4)
+    assert top_ngrams(ds, 4, t) == brute_top(entries, 4, t)
+    # several chunks: counts are merged across chunks (exact when the 4t candidates cover them)
+    ds_multi = TokenDatastore.from_entries(entries, vocab_size=4, chunk_tokens=40)
+    assert len(ds_multi.chunks) > 1
+    assert top_ngrams(ds_multi, 2, 4) == brute_top(entries, 2, 4)
+
+
+def _store(tmp_path, entries, top_t=50, max_n=3):
+    ds = TokenDatastore.from_entries(entries, vocab_size=64)
+    write_ngram_store(ds, tmp_path / "crest", top_t, max_n, k=100, m=4, c=8)
+    return ds, NgramStore(tmp_path / "crest", vocab_size=64)
+
+
+def test_lookup_equals_live_rest_and_prefers_longest(tmp_path) -> None:
+    rng = np.random.default_rng(1)
+    entries = [rng.integers(0, 6, size=20).tolist() for _ in range(20)]
+    ds, store = _store(tmp_path, entries)
+    keys = top_ngrams(ds, 3, 50)
+    checked = 0
+    for n, items in keys.items():
+        for gram, _ in items:
+            assert store.get(gram) == query_tree(ds, list(gram), 100, 4, 8)
+            checked += 1
+    assert checked > 60 and store.header["n_keys"] == checked
+    gram3 = keys[3][0][0]
+    assert store.lookup([63, 62] + list(gram3)) == store.get(gram3)  # longest kept suffix wins
+    assert store.lookup([63, 0]) == store.get((0,))  # backs off to the unigram
+    assert store.lookup([]) is None and store.lookup([63]) is None
+    assert store.nbytes_on_disk() > 0
+
+
+@pytest.mark.parametrize("damage", ["missing", "garbage", "truncated"])
+def test_damaged_store_raises(tmp_path, damage: str) -> None:
+    _store(tmp_path, [[1, 2, 3, 1, 2, 4]])
+    db = tmp_path / "crest" / "ngrams.sqlite"
+    if damage == "missing":
+        db.unlink()
+    elif damage == "garbage":
+        db.write_bytes(b"not a database" * 100)
+    else:
+        db.write_bytes(db.read_bytes()[:100])
+    with pytest.raises(DatastoreError):
+        NgramStore(tmp_path / "crest")
+    with pytest.raises(DatastoreError, match="vocab"):
+        _store(tmp_path / "x", [[1, 2, 3]])
+        NgramStore(tmp_path / "x" / "crest", vocab_size=65)
+
+
+def test_compact_command(tmp_path, capsys) -> None:
+    rest = tmp_path / "rest"
+    write_datastore([[1, 2, 3, 4] * 5, [2, 3, 5]], rest, vocab_size=8, meta={"corpora": ["toy"]})
+    code = main(["datastore", "compact", "--from", str(rest), "--top-t", "3", "--max-n", "2", "--out", str(tmp_path / "c")])
+    assert code == 0 and "smaller" in capsys.readouterr().out
+    assert NgramStore(tmp_path / "c").header["top_t"] == 3
+    assert main(["datastore", "compact", "--from", str(tmp_path / "nope"), "--top-t", "3", "--out", str(tmp_path / "d")]) == 2
+
+
+def test_crest_lossless_on_tiny_model(tmp_path) -> None:
+    model = make_tiny_model("qwen2", seed=5)
+    rng = np.random.default_rng(2)
+    prompts = [rng.integers(0, 64, size=10).tolist() for _ in range(3)]
+    refs = [Engine(model, set()).generate(p, None, 40).output_ids for p in prompts]
+    entries = [p + r for p, r in zip(prompts[:2], refs[:2])] * 3 + [rng.integers(0, 64, size=40).tolist() for _ in range(10)]
+    _, store = _store(tmp_path, entries, top_t=200, max_n=4)
+    drafter = CRESTDrafter(store)
+    accepted = 0
+    for p, ref in zip(prompts, refs):
+        gen = Engine(model, set()).generate(p, drafter, 40)
+        assert gen.output_ids == ref
+        accepted += sum(gen.accept_lengths) - gen.forward_passes
+    assert accepted > 10
+
+
+@pytest.mark.embedded
+def test_crest_lossless_on_embedded_model(embedded, tmp_path) -> None:
+    import itertools
+
+    from specbench.config import default_data_dir
+    from specbench.corpora import code_alpaca
+    from specbench.model import stop_token_ids
+    from specbench.task import encode_prompt
+
+    tok = embedded.tokenizer
+    texts = list(itertools.islice(code_alpaca(default_data_dir()), 1000))
+    ds = TokenDatastore.from_entries(tok(texts, add_special_tokens=False)["input_ids"], vocab_size=len(tok))
+    write_ngram_store(ds, tmp_path / "crest", top_t=300, max_n=3, k=500, m=10, c=32)
+    drafter = CRESTDrafter(NgramStore(tmp_path / "crest", vocab_size=len(tok)))
+    engine = Engine(embedded.model, stop_token_ids(tok, embedded.model))
+    prompt = encode_prompt(tok, [{"role": "user", "content": "Write a Python function that reverses a string."}])
+    assert engine.generate(prompt, drafter, 48).output_ids == engine.generate(prompt, None, 48).output_ids
