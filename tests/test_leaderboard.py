@@ -92,3 +92,14 @@ def test_table_md_escapes_pipes() -> None:
 def test_cli_errors(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
     assert main(["leaderboard", str(tmp_path / "nope"), "--out", str(tmp_path / "o")]) == 2
     assert "run folder not found" in capsys.readouterr().err
+
+
+def test_forward_curve_on_tiny_model_and_interpolation() -> None:
+    from conftest import make_tiny_model
+    from specbench.profile import latency, measure_forward_curve
+
+    curve = measure_forward_curve(make_tiny_model("llama"), context_len=64, sizes=(1, 2, 4), repeats=2, warmup=1)
+    assert sorted(curve) == [1, 2, 4] and all(t > 0 for t in curve.values())
+    prof = make_profile({1: 1.0, 2: 2.0, 4: 3.0}, {}, 64, {})
+    assert latency(prof, 3) == pytest.approx(2.5)  # linear between measured sizes
+    assert latency(prof, 6) == pytest.approx(4.0)  # linear extrapolation past the last size

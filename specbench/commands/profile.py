@@ -1,0 +1,64 @@
+"""``specbench profile``: this machine's forward latency T(n) for n = 1, 2, 4, ..., 128 new tokens after a long KV cache.
+
+Writes ``profile.json`` (+ ``profile.md`` and ``profile.png``) into ``--out``; pass the json to
+``specbench leaderboard --profile`` to see predicted next to measured speedups.
+"""
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from specbench.config import ConfigError
+
+
+def _sizes(text: str) -> tuple[int, ...]:
+    try:
+        sizes = tuple(sorted({int(x) for x in text.split(",") if x.strip()}))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected comma-separated integers, got {text!r}") from None
+    if not sizes or sizes[0] < 1:
+        raise argparse.ArgumentTypeError("sizes must be positive")
+    return sizes
+
+
+def profile_command(args: argparse.Namespace) -> int:
+    import base64
+
+    from specbench.leaderboard.markdown import table_md
+    from specbench.leaderboard.plots import profile_curve
+    from specbench.leaderboard.tables import Table
+    from specbench.model import ModelLoadError, load_model
+    from specbench.profile import hardware_fingerprint, make_profile, measure_forward_curve, profile_table, save_profile
+
+    if 1 not in args.sizes:
+        raise ConfigError("--sizes must include 1 (T(1) is the autoregressive cost)")
+    try:
+        lm = load_model(args.model, args.dtype, args.device)
+    except ModelLoadError as e:
+        raise ConfigError(str(e)) from None
+    curve = measure_forward_curve(lm.model, args.context, args.sizes, args.repeats)
+    prof = make_profile(curve, {"name": args.model, "id": lm.model_id, "hash": lm.model_hash, "dtype": lm.dtype},
+                        args.context, hardware_fingerprint())
+    out = Path(args.out)
+    save_profile(prof, out / "profile.json")
+    headers, rows = profile_table(prof)
+    text = (f"# Cost profile\n\nmodel {lm.model_id} ({lm.dtype}); {args.context} cached tokens; median of "
+            f"{args.repeats}; hardware {prof['hardware']}\n\n" + table_md(Table("", headers, rows, [])) + "\n")
+    (out / "profile.md").write_text(text, encoding="utf-8")
+    uri = profile_curve(prof)
+    (out / "profile.png").write_bytes(base64.b64decode(uri.split(",", 1)[1]))
+    print(text)
+    print(f"wrote {out / 'profile.json'}, profile.md, profile.png")
+    return 0
+
+
+def register(subs: argparse._SubParsersAction) -> None:
+    p = subs.add_parser("profile", help="measure this machine's forward latency for 1..128 new tokens (cost profile)")
+    p.add_argument("--model", default="embedded", help="HF id, directory or 'embedded'")
+    p.add_argument("--dtype", default="float32", choices=["float32", "float16", "bfloat16"])
+    p.add_argument("--device", default="auto")
+    p.add_argument("--context", type=int, default=1024, help="tokens in the KV cache before the timed forward")
+    p.add_argument("--sizes", type=_sizes, default=(1, 2, 4, 8, 16, 32, 64, 128), help="new-token counts, e.g. 1,2,4,8")
+    p.add_argument("--repeats", type=int, default=5, help="timed forwards per size (median reported)")
+    p.add_argument("--out", default="results/profile", help="output folder (profile.json, profile.md, profile.png)")
+    p.set_defaults(func=profile_command)
