@@ -11,9 +11,11 @@ import pkgutil
 import sys
 
 from specbench.config import ConfigError
+from specbench.model import ModelLoadError
 from specbench.registry import UnknownNameError
+from specbench.task import TaskDataError
 
-USER_ERRORS = (ConfigError, UnknownNameError, FileNotFoundError, NotADirectoryError)
+USER_ERRORS = (ConfigError, UnknownNameError, FileNotFoundError, NotADirectoryError, ModelLoadError, TaskDataError)
 
 
 class UserError(Exception):

@@ -6,10 +6,8 @@ import sys
 from typing import Any
 
 from specbench.config import ConfigError, RunConfig, from_dict, load_yaml
-from specbench.model import ModelLoadError
 from specbench.report import write_report
 from specbench.runner import ALL_TASKS, Runner, make_plan, parse_shard, run_dir_for
-from specbench.task import TaskDataError
 
 
 def _positive_int(text: str) -> int:
@@ -104,10 +102,7 @@ def run_command(args: argparse.Namespace) -> int:
     n_q = sum(len(q) for q in plan.questions.values())
     print(f"[specbench] {run_dir}: methods {','.join(plan.methods)}; {n_q} questions over "
           f"{len(plan.tasks)} task(s); max_new_tokens {config.max_new_tokens}", file=sys.stderr)
-    try:
-        mismatches = Runner(plan, run_dir, progress=not args.no_progress).run()
-    except (ModelLoadError, TaskDataError) as e:
-        raise ConfigError(str(e)) from None
+    mismatches = Runner(plan, run_dir, progress=not args.no_progress).run()
     print(write_report(run_dir))
     print(f"[specbench] results: {run_dir}/ (records.jsonl, manifest.json, report.md)", file=sys.stderr)
     if mismatches and not config.allow_mismatch:

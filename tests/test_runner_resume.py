@@ -1,0 +1,95 @@
+"""Runner end to end on the embedded model with small limits: records, interruption and resume."""
+import json
+
+import pytest
+
+from specbench.config import RunConfig
+from specbench.records import RecordWriter, read_manifest, read_records, record_key
+from specbench.report import write_report
+from specbench.runner import Runner, make_plan, run_dir_for
+
+
+def small_plan(tmp_path):
+    cfg = RunConfig(methods=("pld",), tasks=("mt_bench", "gsm8k"), limit=1, max_new_tokens=8, warmup=0,
+                    out_dir=str(tmp_path))
+    return make_plan(cfg)
+
+
+@pytest.mark.embedded
+def test_interrupted_run_resumes_without_duplicates(embedded, tmp_path, monkeypatch):
+    plan = small_plan(tmp_path)
+    run_dir = run_dir_for(plan)
+    assert plan.methods == ["ar", "pld"]
+    original = RecordWriter.write
+    calls = {"n": 0}
+
+    def flaky_write(self, rec):
+        if calls["n"] == 3:
+            raise KeyboardInterrupt
+        calls["n"] += 1
+        original(self, rec)
+
+    monkeypatch.setattr(RecordWriter, "write", flaky_write)
+    with pytest.raises(KeyboardInterrupt):
+        Runner(plan, run_dir, loaded=embedded, progress=False).run()
+    assert len(read_records(run_dir)) == 3
+    # a torn half-written line (killed mid-write) must not break the resume either
+    with (run_dir / "records.jsonl").open("a") as fh:
+        fh.write('{"schema_version": 1, "method": "pl')
+    monkeypatch.setattr(RecordWriter, "write", original)
+    mismatches = Runner(plan, run_dir, loaded=embedded, progress=False).run()
+    recs = read_records(run_dir)
+    keys = [record_key(r) for r in recs]
+    # mt_bench: 2 turns x 2 methods, gsm8k: 1 turn x 2 methods
+    assert len(keys) == len(set(keys)) == 6
+    assert mismatches == 0
+    for r in recs:
+        assert r["schema_version"] == 1
+        assert sum(r["accept_lengths"]) == r["new_tokens"] == len(r["output_ids"]) <= 8
+        assert len(r["draft_sizes"]) == r["forward_passes"] == len(r["accept_lengths"])
+        if r["method"] == "pld":
+            assert r["lossless"] is True and r["lossless_class"] == "exact"
+    manifest = read_manifest(run_dir)
+    assert manifest["model"]["dtype"] == "float32" and manifest["model"]["tf32"] is False
+    assert manifest["questions"] == {"mt_bench": ["81"], "gsm8k": ["401"]}
+    assert "resumed" in manifest and manifest["hardware"]["cores"]
+    report = write_report(run_dir)
+    assert "| pld " in report and "MT-Bench" in report and "GSM8K" in report
+    # running again is a no-op
+    Runner(plan, run_dir, loaded=embedded, progress=False).run()
+    assert len(read_records(run_dir)) == 6
+
+
+@pytest.mark.embedded
+def test_turn_two_prompt_uses_ar_answer(embedded, tmp_path):
+    plan = small_plan(tmp_path)
+    run_dir = run_dir_for(plan)
+    runner = Runner(plan, run_dir, loaded=embedded, progress=False)
+    runner.run()
+    q = plan.questions["mt_bench"][0]
+    ar1 = [r for r in read_records(run_dir) if r["method"] == "ar" and r["task"] == "mt_bench" and r["turn"] == 1][0]
+    answer = embedded.tokenizer.decode(ar1["output_ids"], skip_special_tokens=True)
+    prompt = embedded.tokenizer.decode(runner.prompt_for("mt_bench", q, 1))
+    assert answer in prompt and q.turns[1] in prompt
+
+
+def test_changed_config_refuses_same_folder(tmp_path):
+    plan = small_plan(tmp_path)
+    run_dir = tmp_path / "fixed"
+    run_dir.mkdir()
+    (run_dir / "manifest.json").write_text(json.dumps({"config_digest": "other"}))
+    from specbench.config import ConfigError
+
+    with pytest.raises(ConfigError, match="different configuration"):
+        Runner(plan, run_dir, loaded=object(), progress=False).run()
+
+
+def test_shard_split_is_a_partition(tmp_path):
+    from specbench.runner import parse_shard
+
+    cfg = RunConfig(tasks=("gsm8k", "wmt"), limit=5, out_dir=str(tmp_path))
+    full = make_plan(cfg)
+    parts = [make_plan(cfg, parse_shard(f"{k}/3")) for k in (1, 2, 3)]
+    all_ids = sorted((t, q.question_id) for p in parts for t, qs in p.questions.items() for q in qs)
+    assert all_ids == sorted((t, q.question_id) for t, qs in full.questions.items() for q in qs)
+    assert len({run_dir_for(p) for p in parts}) == 3
