@@ -153,3 +153,25 @@ def test_rest_lossless_on_embedded_model(embedded) -> None:
         ref = engine.generate(prompt, None, 48).output_ids
         gen = engine.generate(prompt, drafter, 48)
         assert gen.output_ids == ref
+
+
+def test_build_drops_entries_containing_a_test_prompt(tmp_path: Path) -> None:
+    from specbench.datastore.contamination import ContaminationFilter, prompt_probes, test_prompts
+    from specbench.datastore.suffix_array import write_datastore
+
+    tok = CharTokenizer()
+    secret = "Compose an engaging travel blog post about a recent trip to Hawaii"
+    texts = ["some unrelated text about cooking pasta", "intro: " + secret + " please!", "more text"]
+    filt = ContaminationFilter(prompt_probes([secret, "too short"], tok))
+    assert len(filt.probes) == 1  # the short prompt is skipped
+    entries = tok(texts)["input_ids"]
+    header = write_datastore(entries, tmp_path / "ds", vocab_size=64, meta={}, chunk_hook=filt)
+    assert filt.summary() == {"probes": 1, "prompts_found": 1, "entries_dropped": 1}
+    assert header["n_entries"] == 2 and header["n_tokens"] == len(entries[0]) + len(entries[2])
+    ds = TokenDatastore.load(tmp_path / "ds")
+    assert ds.count(tok([secret[5:30]])["input_ids"][0]) == 0 and ds.count(entries[2]) == 1
+    data_dir = Path(__file__).resolve().parents[2] / "shared" / "data"
+    if data_dir.is_dir():
+        prompts = test_prompts(data_dir)
+        assert secret + ", highlighting cultural experiences and must-see attractions." in prompts
+        assert sum("def " in p for p in prompts) >= 164  # HumanEval prompts are checked too

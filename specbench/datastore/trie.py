@@ -38,45 +38,56 @@ def top_nodes(conts: np.ndarray, c: int) -> DraftTree | None:
     """
     if conts.ndim != 2 or conts.shape[0] == 0 or conts.shape[1] == 0 or c <= 0:
         return None
-    conts = np.asarray(conts, dtype=np.int64)
+    conts = np.asarray(conts)
     n, m = conts.shape
     # 1. sort rows lexicographically; equal rows keep retrieval order (suffix-array order is sorted already)
     first = _first_diff(conts)
-    if _is_sorted(conts, first):
+    presorted = _is_sorted(conts, first)
+    if presorted:
         order = np.arange(n)
         rows = conts
     else:
         order = np.lexsort([np.arange(n)] + [conts[:, j] for j in range(m - 1, -1, -1)])
         rows = conts[order]
         first = _first_diff(rows)
-    # 2. depth-d trie nodes = groups of sorted rows sharing their first d tokens
+    # collapse identical rows: weight = multiplicity, occurrence = earliest original row
+    uniq = np.flatnonzero(first < m)  # [u]
+    weight = np.diff(np.append(uniq, n))  # [u]
+    u_occ = uniq if presorted else np.minimum.reduceat(order, uniq)
+    rows, first = rows[uniq], first[uniq]
+    u = len(uniq)
+    # 2. depth-d trie nodes = runs of sorted unique rows sharing their first d tokens
     count_l, occ_l, depth_l, parent_l, token_l = [], [], [], [], []
     base = 0  # candidate index of the first node of the current depth
-    prev_node_of_row = np.full(n, -1, dtype=np.int64)  # depth d-1 node of each row (-1 = root)
+    prev_starts = np.zeros(1, dtype=np.int64)  # depth d-1 run starts (depth 0: the root, one run)
+    prev_node = np.full(1, -1, dtype=np.int64)  # node id of each depth d-1 run (-1 = root / padding)
     for d in range(1, m + 1):
-        new = first < d  # [n] row starts a depth-d group
-        starts = np.flatnonzero(new)
-        ends = np.append(starts[1:], n)
-        real = rows[starts, d - 1] >= 0  # padding is not a node
+        starts = np.flatnonzero(first < d)  # [g] run starts
+        tok = rows[starts, d - 1]
+        real = tok >= 0  # padding is not a node
         if not real.any():
             break
-        group_of_row = np.cumsum(new) - 1  # [n]
-        node_of_group = np.full(len(starts), -1, dtype=np.int64)
-        node_of_group[real] = base + np.arange(int(real.sum()))
+        node = np.full(len(starts), -1, dtype=np.int64)
+        node[real] = base + np.arange(int(real.sum()))
         s = starts[real]
-        count_l.append((ends - starts)[real])
-        occ_l.append(np.minimum.reduceat(order, starts)[real])
+        count_l.append(np.add.reduceat(weight, starts)[real])
+        occ_l.append(np.minimum.reduceat(u_occ, starts)[real])
         depth_l.append(np.full(len(s), d))
-        parent_l.append(prev_node_of_row[s])
-        token_l.append(rows[s, d - 1])
-        prev_node_of_row = node_of_group[group_of_row]
+        parent_l.append(prev_node[np.searchsorted(prev_starts, s, side="right") - 1])
+        token_l.append(tok[real])
+        prev_starts, prev_node = starts, node
         base += len(s)
     if not count_l:
         return None
     count, occ, depth = np.concatenate(count_l), np.concatenate(occ_l), np.concatenate(depth_l)
     parent, token = np.concatenate(parent_l), np.concatenate(token_l)
-    # 3. rank by count desc, first occurrence, depth; keep the top c (prefix-closed)
-    chosen = np.lexsort((depth, occ, -count))[:c]
+    # 3. rank by count desc, first occurrence, depth (one int64 key: all three are < n + 1); keep the top c
+    key = ((n - count) * (n + 1) + occ) * (m + 1) + depth
+    if len(key) > c:
+        part = np.argpartition(key, c - 1)[:c]
+        chosen = part[np.argsort(key[part])]
+    else:
+        chosen = np.argsort(key)
     out_index: dict[int, int] = {}
     tokens: list[int] = []
     parents: list[int] = []
