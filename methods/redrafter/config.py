@@ -43,7 +43,7 @@ class ReDrafterConfig:
     checkpoint: str | None = None
     beam_width: int = 3
     beam_length: int = 4
-    default_tokens: int = 40000  # size of the auto-trained default head's training set
+    default_tokens: int = 20000  # size of the auto-trained default head's training set
     default_corpus: str = "sharegpt,code_alpaca,gsm8k_train"
 
     def validate(self) -> None:

@@ -28,7 +28,7 @@ from specbench.config import ConfigError
 class TrainConfig:
     """Recipe (paper defaults where they fit a CPU): AdamW lr 1e-3, cosine decay, 10% warmup."""
 
-    tokens: int = 40000  # training examples (positions) to collect, held-out included
+    tokens: int = 20000  # training examples (positions) to collect, held-out included
     epochs: int = 1
     n_predict: int = 3  # predicted positions per example
     labels: str = "target"  # "target" (self-distillation: target argmax) or "ground_truth"

@@ -42,7 +42,7 @@ def register(subs: argparse._SubParsersAction) -> None:
     kinds.required = True
     r = kinds.add_parser("redrafter", help="self-distil a ReDrafter head from the frozen target on CPU")
     r.add_argument("--corpus", required=True, help="corpus name(s), comma-separated: sharegpt, code_alpaca, gsm8k_train, python_stdlib")
-    r.add_argument("--tokens", type=int, help="training examples (token positions) to collect (default 40000)")
+    r.add_argument("--tokens", type=int, help="training examples (token positions) to collect (default 20000)")
     r.add_argument("--epochs", type=int, help="passes over the collected data (default 1)")
     r.add_argument("--out", required=True, help="output directory (checkpoint; re-run to resume)")
     r.add_argument("--n-predict", dest="n_predict", type=int, help="predicted positions per example (default 3)")
