@@ -1,0 +1,2 @@
+"""DReSD: dense retrieval speculative decoding (method ``dresd``, datastore kind ``dresd``)."""
+from methods.dresd import cli, method  # noqa: F401  (registration side effects)
