@@ -65,6 +65,7 @@ class CRESTDrafter(BaseDrafter):
 
 
 def _cached_store(config: CRESTConfig, env: MethodEnv) -> Any:
+    from specbench.datastore.build import build_lock
     from specbench.datastore.ngram_store import DB, NgramStore, write_ngram_store
     from specbench.datastore.tokenize_corpus import tokenizer_hash
 
@@ -76,8 +77,10 @@ def _cached_store(config: CRESTConfig, env: MethodEnv) -> Any:
     name = f"{Path(ds.path).name}-{ds.header['tokens_sha256'][:10]}-t{config.top_t}-n{config.max_n}-k{config.k}-m{config.m}-c{config.c}"
     path = Path(env.cache_dir) / "datastores" / "crest" / th / name
     if not (path / DB).is_file():
-        print(f"[specbench] compacting {ds.path} into a CREST datastore (once) -> {path}", file=sys.stderr)
-        write_ngram_store(ds, path, config.top_t, config.max_n, config.k, config.m, config.c, meta={"source": str(ds.path)})
+        with build_lock(path):
+            if not (path / DB).is_file():
+                print(f"[specbench] compacting {ds.path} into a CREST datastore (once) -> {path}", file=sys.stderr)
+                write_ngram_store(ds, path, config.top_t, config.max_n, config.k, config.m, config.c, meta={"source": str(ds.path)})
     env.artifacts.update({f"rest_{k}": v for k, v in datastore_artifacts(ds).items()})
     return NgramStore(path, vocab_size=len(env.tokenizer), tokenizer_hash=th)
 

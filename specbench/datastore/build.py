@@ -6,12 +6,13 @@ chat-style tasks use ``sharegpt``; ``humaneval`` uses ``python_stdlib,code_alpac
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 from specbench.datastore.contamination import ContaminationFilter, prompt_probes, test_prompts
 from specbench.datastore.suffix_array import DEFAULT_CHUNK_TOKENS, HEADER, DatastoreError, TokenDatastore, write_datastore
@@ -71,6 +72,20 @@ def build_rest_datastore(
     return header
 
 
+@contextlib.contextmanager
+def build_lock(path: Path) -> Iterator[None]:
+    """An exclusive inter-process lock (``<path>.lock``) held while a cached artifact is built."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path.parent / f"{path.name}.lock", "w") as fh:
+        try:
+            import fcntl
+
+            fcntl.flock(fh, fcntl.LOCK_EX)
+        except ImportError:  # no fcntl (Windows): no locking
+            pass
+        yield
+
+
 def _slug(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.+-]+", "_", text)[:80]
 
@@ -83,9 +98,10 @@ def cached_rest_datastore(
     name = "+".join(corpora) + (f"-max{max_tokens}" if max_tokens else "")
     path = Path(cache_root) / "datastores" / "rest" / th / _slug(name)
     if not (path / HEADER).is_file():
-        print(f"[specbench] building the REST datastore {name} (once) -> {path}", file=sys.stderr)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        build_rest_datastore(corpora, path, tokenizer, tokenizer_id, data_dir, max_tokens)
+        with build_lock(path):  # another process may be building the same datastore
+            if not (path / HEADER).is_file():
+                print(f"[specbench] building the REST datastore {name} (once) -> {path}", file=sys.stderr)
+                build_rest_datastore(corpora, path, tokenizer, tokenizer_id, data_dir, max_tokens)
     try:
         return TokenDatastore.load(path, vocab_size=len(tokenizer), tokenizer_hash=th)
     except DatastoreError as e:
