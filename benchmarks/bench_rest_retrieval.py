@@ -2,7 +2,9 @@
 
 Script: ``python benchmarks/bench_rest_retrieval.py --datastore DIR [--crest DIR] [--steps 500]``
 prints median / mean / p95 latency of one REST step (longest-suffix search + continuations + top-c trie)
-and of one CREST lookup. Under pytest (``pytest benchmarks/bench_rest_retrieval.py --benchmark-enable``)
+and of one CREST lookup. ``--sweep-run RUN_DIR --rest A,B --crest-dirs C,D`` instead replays the AR
+outputs of a finished run through each datastore (``specbench.datastore.simulate``) and prints tau vs
+bytes on disk, plus the replayed tau of the run's own rest/crest configs next to the measured one. Under pytest (``pytest benchmarks/bench_rest_retrieval.py --benchmark-enable``)
 the same step is timed by pytest-benchmark when ``SPECBENCH_BENCH_DATASTORE`` names a datastore.
 """
 from __future__ import annotations
@@ -60,12 +62,76 @@ def summary(name: str, lat_ms: np.ndarray, hits: int) -> str:
             f"drafted on {hits}/{len(lat_ms)} steps")
 
 
+def run_prompts(run_dir: Path, tokenizer) -> tuple[list[tuple[list[int], list[int]]], dict]:
+    """(prompt ids, AR output ids) of every AR record of a run (earlier turns from AR answers)."""
+    from specbench.config import default_data_dir
+    from specbench.records import read_manifest, read_records
+    from specbench.registry import TASKS
+    from specbench.task import encode_prompt
+
+    records = read_records(run_dir)
+    ar = {(r["task"], r["question_id"], r["turn"]): r for r in records if r["method"] == "ar" and r.get("repeat", 0) == 0}
+    tasks = {name: TASKS.get(name)() for name in {k[0] for k in ar}}
+    questions = {(name, q.question_id): q for name, t in tasks.items() for q in t.load(default_data_dir())}
+    out = []
+    for (task, qid, turn), rec in sorted(ar.items()):
+        answers = [tokenizer.decode(ar[(task, qid, t)]["output_ids"], skip_special_tokens=True) for t in range(1, turn)]
+        prompt = encode_prompt(tokenizer, tasks[task].messages(questions[(task, qid)], turn - 1, answers))
+        assert len(prompt) == rec["prompt_tokens"], (task, qid, turn)
+        out.append((prompt, rec["output_ids"]))
+    return out, read_manifest(run_dir)
+
+
+def replay_tau(drafter, items, max_new: int) -> float:
+    from specbench.datastore.simulate import replay
+
+    lengths = [x for prompt, ar in items for x in replay(drafter, prompt, ar, max_new)]
+    return sum(lengths) / len(lengths)
+
+
+def sweep(args, tok) -> int:
+    from methods.crest import CRESTDrafter
+    from methods.rest import RESTDrafter
+    from specbench.datastore.ngram_store import NgramStore
+    from specbench.records import read_records
+
+    items, manifest = run_prompts(Path(args.sweep_run), tok)
+    max_new = int(manifest["config"]["max_new_tokens"]) if "config" in manifest else 128
+    recs = read_records(Path(args.sweep_run))
+    for method in ("rest", "crest"):
+        mine = [r for r in recs if r["method"] == method]
+        if mine:
+            measured = sum(r["new_tokens"] for r in mine) / sum(r["forward_passes"] for r in mine)
+            print(f"measured tau of {method} in the run: {measured:.3f} ({len(mine)} records)")
+    print(f"replaying {len(items)} AR outputs (max_new_tokens {max_new})")
+    print("| kind | datastore | tokens or keys | bytes on disk | tau |")
+    print("|---|---|---|---|---|")
+    for path in [p for p in (args.rest or "").split(",") if p]:
+        ds = TokenDatastore.load(path, vocab_size=len(tok))
+        tau = replay_tau(RESTDrafter(ds, RESTConfig()), items, max_new)
+        print(f"| REST | {Path(path).name} | {ds.n_tokens:,} tokens | {ds.nbytes_on_disk():,} | {tau:.3f} |", flush=True)
+    for path in [p for p in (args.crest_dirs or "").split(",") if p]:
+        store = NgramStore(path, vocab_size=len(tok))
+        tau = replay_tau(CRESTDrafter(store), items, max_new)
+        print(f"| CREST t={store.header['top_t']} | {Path(path).name} | {store.header['n_keys']:,} keys | {store.nbytes_on_disk():,} | {tau:.3f} |", flush=True)
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--datastore", required=True)
+    ap.add_argument("--datastore", default=None)
     ap.add_argument("--crest", default=None)
     ap.add_argument("--steps", type=int, default=500)
+    ap.add_argument("--sweep-run", default=None, help="replay this run's AR outputs through the datastores")
+    ap.add_argument("--rest", default=None, help="(sweep) comma-separated REST datastore dirs")
+    ap.add_argument("--crest-dirs", default=None, help="(sweep) comma-separated CREST datastore dirs")
     args = ap.parse_args(argv)
+    if args.sweep_run:
+        from specbench.model import load_model
+
+        return sweep(args, load_model("embedded", "float32", "cpu").tokenizer)
+    if not args.datastore:
+        ap.error("--datastore is required (or --sweep-run)")
     from specbench.model import load_model
 
     tok = load_model("embedded", "float32", "cpu").tokenizer

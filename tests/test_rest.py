@@ -175,3 +175,20 @@ def test_build_drops_entries_containing_a_test_prompt(tmp_path: Path) -> None:
         prompts = test_prompts(data_dir)
         assert secret + ", highlighting cultural experiences and must-see attractions." in prompts
         assert sum("def " in p for p in prompts) >= 164  # HumanEval prompts are checked too
+
+
+def test_offline_replay_equals_engine_accept_lengths() -> None:
+    from specbench.datastore.simulate import accepted_length, replay
+
+    model = make_tiny_model("llama", seed=4)
+    rng = np.random.default_rng(5)
+    prompt = rng.integers(0, 64, size=12).tolist()
+    ref = _ar(model, prompt, 48)
+    entries = [prompt + ref[:20], ref[15:40], rng.integers(0, 64, size=60).tolist()]
+    drafter = RESTDrafter(TokenDatastore.from_entries(entries, vocab_size=64), RESTConfig(k=20, m=5, c=8))
+    gen = Engine(model, set()).generate(prompt, drafter, 48)
+    assert replay(drafter, prompt, gen.output_ids, 48) == gen.accept_lengths
+    assert max(gen.accept_lengths) > 1
+    from specbench.engine.tree import DraftTree
+
+    assert accepted_length(DraftTree.from_chains([[1, 2, 3], [1, 4]]), [1, 4, 9]) == 2
