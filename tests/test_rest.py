@@ -192,3 +192,12 @@ def test_offline_replay_equals_engine_accept_lengths() -> None:
     from specbench.engine.tree import DraftTree
 
     assert accepted_length(DraftTree.from_chains([[1, 2, 3], [1, 4]]), [1, 4, 9]) == 2
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_top_nodes_equals_brute_force_large(seed: int) -> None:
+    rng = np.random.default_rng(100 + seed)
+    conts = rng.integers(0, 3, size=(400, 8)) * rng.integers(0, 2, size=(400, 8))  # skewed: many shared prefixes
+    conts[rng.random(400) < 0.1, 5:] = -1
+    for c in (1, 7, 64):
+        assert tree_paths(top_nodes(conts, c)) == brute_top(conts.tolist(), c)

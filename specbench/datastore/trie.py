@@ -21,7 +21,8 @@ def _first_diff(rows: np.ndarray) -> np.ndarray:
     """[n] first column where row i differs from row i-1 (-1 for row 0, m when equal)."""
     n, m = rows.shape
     diff = rows[1:] != rows[:-1]  # [n-1, m]
-    first = np.where(diff.any(axis=1), diff.argmax(axis=1), m)
+    arg = diff.argmax(axis=1)
+    first = np.where(diff[np.arange(n - 1), arg], arg, m)
     return np.concatenate([[-1], first])
 
 
@@ -56,27 +57,41 @@ def top_nodes(conts: np.ndarray, c: int) -> DraftTree | None:
     u_occ = uniq if presorted else np.minimum.reduceat(order, uniq)
     rows, first = rows[uniq], first[uniq]
     u = len(uniq)
-    # 2. depth-d trie nodes = runs of sorted unique rows sharing their first d tokens
+    # 2. depth-d trie nodes = runs of sorted unique rows sharing their first d tokens. Once c nodes are
+    #    known, a run with a smaller count than the c-th best (and all its descendants) cannot be chosen,
+    #    so its rows leave the active set: exact, and deep levels touch few rows.
     count_l, occ_l, depth_l, parent_l, token_l = [], [], [], [], []
     base = 0  # candidate index of the first node of the current depth
-    prev_starts = np.zeros(1, dtype=np.int64)  # depth d-1 run starts (depth 0: the root, one run)
-    prev_node = np.full(1, -1, dtype=np.int64)  # node id of each depth d-1 run (-1 = root / padding)
+    active = np.arange(u)  # unique rows still in play (whole runs, in sorted order)
+    prev_starts = np.zeros(1, dtype=np.int64)  # kept depth d-1 run starts (depth 0: the root)
+    prev_node = np.full(1, -1, dtype=np.int64)  # node id of each kept depth d-1 run (-1 = root)
+    threshold = 0
     for d in range(1, m + 1):
-        starts = np.flatnonzero(first < d)  # [g] run starts
-        tok = rows[starts, d - 1]
+        is_start = first[active] < d
+        st = np.flatnonzero(is_start)  # [g] run starts, positions in ``active``
+        start_rows = active[st]
+        tok = rows[start_rows, d - 1]
+        cnt = np.add.reduceat(weight[active], st)
         real = tok >= 0  # padding is not a node
         if not real.any():
             break
-        node = np.full(len(starts), -1, dtype=np.int64)
+        node = np.full(len(st), -1, dtype=np.int64)
         node[real] = base + np.arange(int(real.sum()))
-        s = starts[real]
-        count_l.append(np.add.reduceat(weight, starts)[real])
-        occ_l.append(np.minimum.reduceat(u_occ, starts)[real])
+        s = start_rows[real]
+        count_l.append(cnt[real])
+        occ_l.append(np.minimum.reduceat(u_occ[active], st)[real])
         depth_l.append(np.full(len(s), d))
         parent_l.append(prev_node[np.searchsorted(prev_starts, s, side="right") - 1])
         token_l.append(tok[real])
-        prev_starts, prev_node = starts, node
         base += len(s)
+        if base >= c:
+            all_counts = np.concatenate(count_l)
+            threshold = int(np.partition(all_counts, len(all_counts) - c)[len(all_counts) - c])
+        keep_run = real & (cnt >= threshold)
+        active = active[keep_run[np.cumsum(is_start) - 1]]
+        if len(active) == 0:
+            break
+        prev_starts, prev_node = start_rows[keep_run], node[keep_run]
     if not count_l:
         return None
     count, occ, depth = np.concatenate(count_l), np.concatenate(occ_l), np.concatenate(depth_l)
