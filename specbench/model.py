@@ -110,6 +110,7 @@ def load_model(name: str = EMBEDDED, dtype: str = "float32", device: str = "auto
     if dtype == "float32":
         torch.backends.cuda.matmul.allow_tf32 = False
         torch.backends.cudnn.allow_tf32 = False
+        torch.set_float32_matmul_precision("highest")
     else:
         tf32 = bool(torch.backends.cuda.matmul.allow_tf32)
     try:

@@ -102,7 +102,7 @@ class CompiledTree:
     """
 
     input_ids: torch.Tensor  # [1, n]
-    position_offsets: torch.Tensor  # [n] depth of each row (t0 = 0)
+    position_offsets: torch.Tensor | None  # [n] depth of each row (t0 = 0); None for a chain (= 0..n-1)
     ancestor_mask: torch.Tensor | None  # [n, n] bool, row attends to column; None for a chain
     parents: list[int]  # [n] parent row per row (-1 for t0)
     children: list[dict[int, int]]  # per row: token -> child row
@@ -118,8 +118,8 @@ def compile_tree(root: int, tree: DraftTree | None, device: torch.device) -> Com
         children[parents[row]].setdefault(tokens[row], row)
     input_ids = torch.tensor([tokens], dtype=torch.long, device=device)
     if tree is None or tree.is_chain:
-        offsets = torch.arange(n, device=device)
-        return CompiledTree(input_ids, offsets, None, parents, children)
+        # a chain is plain causal attention at consecutive positions: the model's defaults already do that
+        return CompiledTree(input_ids, None, None, parents, children)
     depth = [0] * n
     anc = np.eye(n, dtype=bool)
     for row in range(1, n):
