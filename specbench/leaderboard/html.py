@@ -10,7 +10,7 @@ _CSS = """
 body{font-family:system-ui,sans-serif;margin:24px;color:#222;max-width:1300px}
 table{border-collapse:collapse;margin:8px 0 20px}
 th,td{border:1px solid #ccc;padding:4px 10px;text-align:right;white-space:nowrap}
-th:first-child,td:first-child{text-align:left}
+th:first-child,td:first-child,td.text{text-align:left}
 th{background:#eef;cursor:pointer;user-select:none}
 th.asc::after{content:" \\25B2"} th.desc::after{content:" \\25BC"}
 tr:nth-child(even) td{background:#f8f8f8}
@@ -44,11 +44,11 @@ document.querySelectorAll('table.sortable').forEach(function(table){
 def table_html(t: Table, table_id: str) -> str:
     head = "".join(f"<th>{html.escape(h)}</th>" for h in t.headers)
     body = []
-    for row, keys in zip(t.rows, t.keys or [[None] * len(t.rows[0])] * len(t.rows)):
+    for row, keys in zip(t.rows, t.keys or [[None] * len(row) for row in t.rows]):
         cells = []
         for cell, key in zip(row, keys):
             k = "" if key is None or (isinstance(key, float) and key != key) else html.escape(str(key))
-            cls = ' class="bad"' if cell.startswith("MISMATCH") else ""
+            cls = ' class="bad text"' if cell.startswith("MISMATCH") else (' class="text"' if cell.startswith("exact") or cell == "baseline" else "")
             cells.append(f'<td data-key="{k}"{cls}>{html.escape(cell)}</td>')
         body.append("<tr>" + "".join(cells) + "</tr>")
     return (f'<h3>{html.escape(t.title)}</h3>\n<table class="sortable" id="{table_id}">'

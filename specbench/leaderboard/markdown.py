@@ -6,13 +6,16 @@ from typing import Any
 from specbench.leaderboard.tables import Group, Table
 
 
+TEXT_COLUMNS = {"Lossless", "run", "hardware"}
+
+
 def _esc(cell: str) -> str:
     return cell.replace("|", "\\|").replace("\n", " ")
 
 
 def table_md(t: Table) -> str:
-    """A pipe table; first column left-aligned, the rest right-aligned."""
-    align = [":---"] + ["---:"] * (len(t.headers) - 1)
+    """A pipe table; label columns (the first, "Lossless") left-aligned, numbers right-aligned."""
+    align = [":---"] + [":---" if h in TEXT_COLUMNS else "---:" for h in t.headers[1:]]
     lines = ["| " + " | ".join(map(_esc, t.headers)) + " |", "| " + " | ".join(align) + " |"]
     lines += ["| " + " | ".join(_esc(c) for c in row) + " |" for row in t.rows]
     return "\n".join(lines)
