@@ -1,6 +1,9 @@
 """Lossless classification and report arithmetic on constructed records."""
 from specbench.lossless import EXACT, MISMATCH, TIE, classify, first_divergence
-from specbench.report import lossless_counts, render, summarize
+from pathlib import Path
+
+from specbench.report import render
+from specbench.stats import Run, run_stats
 
 
 def test_first_divergence():
@@ -22,7 +25,7 @@ def rec(method, task, sub, qid, tokens, secs, accept, cls=None):
     return {"method": method, "task": task, "subtask": sub, "question_id": qid, "turn": 1, "repeat": 0,
             "output_ids": list(range(tokens)), "new_tokens": tokens, "wall_time_s": secs,
             "forward_passes": len(accept), "accept_lengths": accept, "draft_sizes": [0] + [4] * (len(accept) - 1),
-            "draft_time_s": 0.1 * secs, "lossless_class": cls}
+            "draft_time_s": 0.1 * secs, "verify_time_s": 0.9 * secs, "lossless_class": cls}
 
 
 def test_speedup_is_ratio_of_token_rates_over_paired_questions():
@@ -34,13 +37,14 @@ def test_speedup_is_ratio_of_token_rates_over_paired_questions():
         rec("ar", "wmt", "WMT", "9", 6, 1.0, [1] * 6),
         rec("x", "wmt", "WMT", "9", 6, 2.0, [1, 5], MISMATCH),
     ]
-    s = summarize(records)
-    assert s["x"]["GSM8K"]["speedup"] == 2.0
-    assert s["x"]["WMT"]["speedup"] == 0.5
+    run = Run(Path("r"), {}, records)
+    s = run_stats(run)
+    assert s["x"]["GSM8K"].speedup == 2.0
+    assert s["x"]["WMT"].speedup == 0.5
     # overall pools tokens and time: (26 / 4) / (26 / 5)
-    assert abs(s["x"]["Overall"]["speedup"] - (26 / 4) / (26 / 5)) < 1e-12
-    assert abs(s["x"]["GSM8K"]["tau"] - 20 / 7) < 1e-12
-    assert s["ar"]["Overall"]["tau"] == 1.0
-    assert lossless_counts(records) == {"x": {EXACT: 1, TIE: 1, MISMATCH: 1}}
-    text = render(records)
+    assert abs(s["x"]["Overall"].speedup - (26 / 4) / (26 / 5)) < 1e-12
+    assert abs(s["x"]["GSM8K"].tau - 20 / 7) < 1e-12
+    assert s["ar"]["Overall"].tau == 1.0
+    assert s["x"]["Overall"].lossless == {EXACT: 1, TIE: 1, MISMATCH: 1}
+    text = render(run)
     assert "2.00x" in text and "0.50x" in text and "MISMATCH" in text
