@@ -148,11 +148,11 @@ def test_rest_lossless_on_embedded_model(embedded) -> None:
     ds = TokenDatastore.from_entries(tok(texts, add_special_tokens=False)["input_ids"], vocab_size=len(tok))
     engine = Engine(embedded.model, stop_token_ids(tok, embedded.model))
     drafter = RESTDrafter(ds, RESTConfig())
-    for q in ["Write a Python function that returns the sum of a list.", "What is a hash table?"]:
-        prompt = encode_prompt(tok, [{"role": "user", "content": q}])
-        ref = engine.generate(prompt, None, 48).output_ids
-        gen = engine.generate(prompt, drafter, 48)
-        assert gen.output_ids == ref
+    prompt = encode_prompt(tok, [{"role": "user", "content": "Write a Python function that returns the sum of a list."}])
+    ref = engine.generate(prompt, None, 40).output_ids
+    gen = engine.generate(prompt, drafter, 40)
+    assert gen.output_ids == ref
+    assert gen.forward_passes < len(ref)  # some drafts were accepted
 
 
 def test_build_drops_entries_containing_a_test_prompt(tmp_path: Path) -> None:
