@@ -62,7 +62,7 @@ def summary(name: str, lat_ms: np.ndarray, hits: int) -> str:
             f"drafted on {hits}/{len(lat_ms)} steps")
 
 
-def run_prompts(run_dir: Path, tokenizer) -> tuple[list[tuple[list[int], list[int]]], dict]:
+def run_prompts(run_dir: Path, tokenizer, task_filter: str | None = None) -> tuple[list[tuple[list[int], list[int]]], dict]:
     """(prompt ids, AR output ids) of every AR record of a run (earlier turns from AR answers)."""
     from specbench.config import default_data_dir
     from specbench.records import read_manifest, read_records
@@ -71,6 +71,8 @@ def run_prompts(run_dir: Path, tokenizer) -> tuple[list[tuple[list[int], list[in
 
     records = read_records(run_dir)
     ar = {(r["task"], r["question_id"], r["turn"]): r for r in records if r["method"] == "ar" and r.get("repeat", 0) == 0}
+    if task_filter:
+        ar = {k: v for k, v in ar.items() if k[0] == task_filter}
     tasks = {name: TASKS.get(name)() for name in {k[0] for k in ar}}
     questions = {(name, q.question_id): q for name, t in tasks.items() for q in t.load(default_data_dir())}
     out = []
@@ -95,9 +97,9 @@ def sweep(args, tok) -> int:
     from specbench.datastore.ngram_store import NgramStore
     from specbench.records import read_records
 
-    items, manifest = run_prompts(Path(args.sweep_run), tok)
+    items, manifest = run_prompts(Path(args.sweep_run), tok, args.task)
     max_new = int(manifest["config"]["max_new_tokens"]) if "config" in manifest else 128
-    recs = read_records(Path(args.sweep_run))
+    recs = [r for r in read_records(Path(args.sweep_run)) if not args.task or r["task"] == args.task]
     for method in ("rest", "crest"):
         mine = [r for r in recs if r["method"] == method]
         if mine:
@@ -125,6 +127,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--sweep-run", default=None, help="replay this run's AR outputs through the datastores")
     ap.add_argument("--rest", default=None, help="(sweep) comma-separated REST datastore dirs")
     ap.add_argument("--crest-dirs", default=None, help="(sweep) comma-separated CREST datastore dirs")
+    ap.add_argument("--task", default=None, help="(sweep) only this task's records")
     args = ap.parse_args(argv)
     if args.sweep_run:
         from specbench.model import load_model
