@@ -36,7 +36,8 @@ def hardware_fingerprint() -> dict[str, Any]:
                 break
     except OSError:
         pass
-    hw: dict[str, Any] = {"cpu": cpu, "cores": os.cpu_count(), "torch": torch.__version__}
+    hw: dict[str, Any] = {"cpu": cpu, "cores": os.cpu_count(), "torch": torch.__version__,
+                          "torch_threads": torch.get_num_threads()}
     try:
         hw["ram_gb"] = round(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30, 1)
     except (ValueError, OSError, AttributeError):
