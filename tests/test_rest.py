@@ -10,7 +10,7 @@ import torch
 from methods.rest import RESTConfig, RESTDrafter, rest_tree
 from specbench.datastore.build import cached_rest_datastore, parse_corpora
 from specbench.datastore.suffix_array import TokenDatastore
-from specbench.datastore.trie import top_nodes
+from specbench.datastore.trie import top_nodes, top_nodes_dict, top_nodes_vectorised
 from specbench.engine.loop import Engine
 from specbench.method_env import MethodEnv
 from specbench.methods_factory import build_drafter
@@ -50,13 +50,13 @@ def test_top_nodes_equals_brute_force(seed: int) -> None:
     if rng.random() < 0.5:  # suffix-array order (sorted), as single-chunk retrieval delivers
         conts = conts[np.lexsort(conts.T[::-1])]
     c = int(rng.integers(1, 12))
-    tree = top_nodes(conts, c)
     expect = brute_top(conts.tolist(), c)
-    if not expect:
-        assert tree is None
-        return
-    assert tree_paths(tree) == expect  # same nodes, in rank order, prefix-closed
-    assert all(p < i for i, p in enumerate(tree.parents))
+    for tree in (top_nodes_vectorised(conts, c), top_nodes_dict(conts.tolist(), c)):
+        if not expect:
+            assert tree is None
+            continue
+        assert tree_paths(tree) == expect  # same nodes, in rank order, prefix-closed
+        assert all(p < i for i, p in enumerate(tree.parents))
 
 
 def test_ties_broken_by_first_occurrence() -> None:
@@ -201,3 +201,4 @@ def test_top_nodes_equals_brute_force_large(seed: int) -> None:
     conts[rng.random(400) < 0.1, 5:] = -1
     for c in (1, 7, 64):
         assert tree_paths(top_nodes(conts, c)) == brute_top(conts.tolist(), c)
+        assert top_nodes_vectorised(conts, c) == top_nodes_dict(conts.tolist(), c)

@@ -32,6 +32,9 @@ def _is_sorted(rows: np.ndarray, first: np.ndarray) -> bool:
     return bool(np.all(rows[i, first[i]] > rows[i - 1, first[i]]))
 
 
+SMALL = 1024  # below this many tokens a plain dict trie beats numpy's per-call overhead
+
+
 def top_nodes(conts: np.ndarray, c: int) -> DraftTree | None:
     """Draft tree of the ``c`` most frequent prefixes of ``conts`` (int [n, m], rows -1 padded at the end).
 
@@ -39,6 +42,45 @@ def top_nodes(conts: np.ndarray, c: int) -> DraftTree | None:
     """
     if conts.ndim != 2 or conts.shape[0] == 0 or conts.shape[1] == 0 or c <= 0:
         return None
+    if conts.size <= SMALL:
+        return top_nodes_dict(conts.tolist(), c)
+    return top_nodes_vectorised(conts, c)
+
+
+def top_nodes_dict(rows: list[list[int]], c: int) -> DraftTree | None:
+    """Algorithm 2 with a dict trie: insert rows in order, rank by (count desc, creation order)."""
+    count: dict[tuple[int, int], int] = {}  # (parent node, token) -> count; node id = creation index
+    node_of: dict[tuple[int, int], int] = {}
+    keys: list[tuple[int, int]] = []
+    for row in rows:
+        parent = -1
+        for tok in row:
+            if tok < 0:
+                break
+            key = (parent, tok)
+            node = node_of.get(key)
+            if node is None:
+                node = node_of[key] = len(keys)
+                keys.append(key)
+                count[key] = 0
+            count[key] += 1
+            parent = node
+    if not keys:
+        return None
+    chosen = sorted(range(len(keys)), key=lambda i: (-count[keys[i]], i))[:c]
+    out_index: dict[int, int] = {}
+    tokens: list[int] = []
+    parents: list[int] = []
+    for node in chosen:  # parents rank before children, so they are already placed
+        parent, tok = keys[node]
+        out_index[node] = len(tokens)
+        tokens.append(tok)
+        parents.append(-1 if parent < 0 else out_index[parent])
+    return DraftTree(tuple(tokens), tuple(parents))
+
+
+def top_nodes_vectorised(conts: np.ndarray, c: int) -> DraftTree | None:
+    """The same selection as ``top_nodes_dict``, in numpy (for thousands of continuations)."""
     conts = np.asarray(conts)
     n, m = conts.shape
     # 1. sort rows lexicographically; equal rows keep retrieval order (suffix-array order is sorted already)
