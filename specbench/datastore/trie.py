@@ -1,4 +1,4 @@
-"""REST draft selection (Algorithm 2 of the REST paper), vectorised: top-c trie nodes by count.
+"""REST draft selection (Algorithm 2 of the REST paper): top-c trie nodes by count (dict or numpy).
 
 Every retrieved continuation is inserted into a trie whose nodes count how many continuations share
 that prefix; the ``c`` nodes with the largest counts form the draft tree. Ties are broken
