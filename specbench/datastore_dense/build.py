@@ -127,7 +127,10 @@ def build_datastore(
         return DenseDatastore.load(out)
     t0 = time.time()
     eos_id = eos_of(tokenizer)
-    pairs = [iter_pairs(name, data_dir) for name in corpora]  # raises on an unknown corpus
+    try:
+        pairs = [iter_pairs(name, data_dir) for name in corpora]
+    except KeyError as e:
+        raise ConfigError(str(e.args[0])) from None
     if in_distribution:
         from specbench.datastore_dense.id_answers import generate_answers, read_answers
 
