@@ -89,7 +89,7 @@ def time_breakdown(g: Group) -> str:
     ax.set_xlim(0, 1)
     ax.set_xlabel("share of wall time")
     ax.set_title("Draft / verify time breakdown")
-    ax.legend(fontsize=8, ncol=3, loc="upper center", bbox_to_anchor=(0.5, -0.25 if len(rows) < 4 else -0.12))
+    ax.legend(fontsize=8, loc="center left", bbox_to_anchor=(1.01, 0.5))
     ax.invert_yaxis()
     return to_data_uri(fig)
 
