@@ -182,3 +182,14 @@ def test_mismatched_model_or_tokenizer_is_a_clear_error(tmp_path) -> None:
     with pytest.raises(DatastoreError, match="vocabulary size"):
         ds.check_compatible(make_tiny_model("llama", 0, vocab=80), tok)
     ds.check_compatible(other, tok)  # same shapes, other weights: only a warning
+
+
+def test_unknown_corpus_is_a_config_error(tmp_path) -> None:
+    from specbench.config import ConfigError
+    from specbench.datastore_dense.build import build_datastore
+
+    tok = _FakeTokenizer({"a": 0})
+    tok.eos_token_id = 0
+    with pytest.raises(ConfigError, match="corpus 'nope'"):
+        build_datastore(make_tiny_model("llama", 0), tok, ["nope"], tmp_path / "ds", 100)
+    assert not (tmp_path / "ds").exists()
