@@ -108,7 +108,7 @@ class RunConfig:
     run_name: str | None = None
     seed: int = 0
     allow_mismatch: bool = False
-    tie_threshold: float = 1e-4
+    tie_threshold: float | None = None  # None: 1e-4 in float32, 2e-2 in half precision (see lossless.py)
     method_options: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     def validate(self) -> None:
@@ -126,5 +126,5 @@ class RunConfig:
             raise ConfigError(f"--device must be auto, cpu or cuda, got {self.device!r}")
         if not self.methods:
             raise ConfigError("--methods is empty")
-        if not 0 <= self.tie_threshold < 1:
+        if self.tie_threshold is not None and not 0 <= self.tie_threshold < 1:
             raise ConfigError(f"--tie-threshold must be in [0, 1), got {self.tie_threshold}")

@@ -21,7 +21,7 @@ from tqdm import tqdm
 
 from specbench.config import ConfigError, RunConfig, cache_dir, default_data_dir
 from specbench.engine.loop import Engine, Generation
-from specbench.lossless import MISMATCH, classify
+from specbench.lossless import MISMATCH, classify, default_tie_threshold
 from specbench.manifest import build_manifest
 from specbench.method_env import MethodEnv
 from specbench.methods_factory import build_drafter, method_config
@@ -61,6 +61,8 @@ def parse_shard(text: str | None) -> tuple[int, int] | None:
 
 def make_plan(config: RunConfig, shard: tuple[int, int] | None = None) -> Plan:
     """Resolve names (``all``, baseline first), load and slice questions; raises on any bad input."""
+    if config.tie_threshold is None:
+        config = dataclasses.replace(config, tie_threshold=default_tie_threshold(config.dtype))
     methods = [m.strip() for m in config.methods if m.strip()]
     for m in methods:
         METHODS.get(m)  # unknown names raise with a suggestion

@@ -162,14 +162,15 @@ def paired_speedup(
     """Pooled speedup and its 95% paired-bootstrap CI from per-question rows, resampled per stratum.
 
     Each stratum is an array ``[n_questions, 4]`` of (method tokens, method time, AR tokens, AR time).
-    With fewer than 2 questions in total the CI is None.
+    Without a stratum of at least 2 questions the CI is None (resampling single questions per stratum
+    would give a zero-width interval that only looks certain).
     """
     strata = [s for s in strata if len(s)]
     if not strata:
         return None, None, None
     total = sum(s.sum(axis=0) for s in strata)
     point = float(_ratio(total))
-    if sum(len(s) for s in strata) < 2 or n_boot <= 0:
+    if max(len(s) for s in strata) < 2 or n_boot <= 0:
         return point, None, None
     rng = np.random.default_rng(seed)
     boot = np.zeros((n_boot, 4))

@@ -93,3 +93,10 @@ def test_shard_split_is_a_partition(tmp_path):
     all_ids = sorted((t, q.question_id) for p in parts for t, qs in p.questions.items() for q in qs)
     assert all_ids == sorted((t, q.question_id) for t, qs in full.questions.items() for q in qs)
     assert len({run_dir_for(p) for p in parts}) == 3
+
+
+def test_tie_threshold_defaults_by_dtype(tmp_path):
+    base = dict(tasks=("gsm8k",), limit=1, out_dir=str(tmp_path))
+    assert make_plan(RunConfig(**base)).config.tie_threshold == 1e-4
+    assert make_plan(RunConfig(dtype="bfloat16", **base)).config.tie_threshold == 2e-2
+    assert make_plan(RunConfig(dtype="bfloat16", tie_threshold=1e-3, **base)).config.tie_threshold == 1e-3

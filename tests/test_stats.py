@@ -150,3 +150,15 @@ def test_load_run_errors(tmp_path: Path) -> None:
     (tmp_path / "empty").mkdir()
     with pytest.raises(FileNotFoundError):
         load_run(tmp_path / "empty")
+
+
+def test_no_zero_width_ci_from_single_question_strata():
+    import numpy as np
+
+    from specbench.stats import paired_speedup
+
+    one = [np.array([[10.0, 1.0, 10.0, 2.0]]), np.array([[8.0, 1.0, 8.0, 1.0]])]
+    point, lo, hi = paired_speedup(one)
+    assert point is not None and lo is None and hi is None
+    two = [np.array([[10.0, 1.0, 10.0, 2.0], [10.0, 2.0, 10.0, 2.0]])]
+    assert paired_speedup(two)[1] is not None

@@ -48,7 +48,7 @@ def add_run_arguments(p: argparse.ArgumentParser) -> None:
                    help="method hyper-parameter, e.g. pld.num_draft=5 (repeatable; see `specbench list`)")
     p.add_argument("--shard", metavar="K/N", help="run only the K-th of N deterministic slices of the questions")
     p.add_argument("--allow-mismatch", action="store_true", help="exit 0 even if a method's output differs from AR")
-    p.add_argument("--tie-threshold", type=float, help="relative AR top-2 logit margin below which a divergence is a numerical tie (default 1e-4)")
+    p.add_argument("--tie-threshold", type=float, help="relative AR top-2 logit margin below which a divergence is a numerical tie (default 1e-4 in float32, 2e-2 in float16/bfloat16)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
 
 
