@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from specbench.engine.loop import Engine
-from specbench.model import load_model, stop_token_ids
+from specbench.model import load_model
 from specbench.task import encode_prompt
 
 NEW_TOKENS = 64

@@ -7,7 +7,6 @@ whose output differs from the golden AR output. Untimed: this is a correctness g
 """
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
@@ -16,6 +15,7 @@ from specbench.engine.loop import Engine
 from specbench.lossless import first_divergence
 from specbench.method_env import MethodEnv
 from specbench.methods_factory import build_drafter
+from specbench.jsonfile import load_json, save_json
 
 GOLDEN_SCHEMA = 1
 
@@ -96,18 +96,11 @@ def make_golden(entries: list[dict[str, Any]], model: dict[str, Any], config: di
 
 
 def save_golden(golden: dict[str, Any], path: str | Path) -> None:
-    Path(path).parent.mkdir(parents=True, exist_ok=True)
-    Path(path).write_text(json.dumps(golden, separators=(",", ":")) + "\n")
+    save_json(golden, path)
 
 
 def load_golden(path: str | Path) -> dict[str, Any]:
-    p = Path(path)
-    if not p.is_file():
-        raise FileNotFoundError(f"golden file not found: {path}")
-    g = json.loads(p.read_text())
-    if g.get("schema") != GOLDEN_SCHEMA or "entries" not in g:
-        raise ValueError(f"{path}: not a specbench golden file (schema {GOLDEN_SCHEMA})")
-    return g
+    return load_json(path, GOLDEN_SCHEMA, "entries", "specbench golden file")
 
 
 def verify_golden(

@@ -10,42 +10,25 @@ Measured with the engine's own ``TargetModel`` (chain mask and positions exactly
 """
 from __future__ import annotations
 
-import json
-import os
-import platform
 import statistics
 import time
 from pathlib import Path
 from typing import Any, Callable
 
 import numpy as np
+from specbench.jsonfile import load_json, save_json
 
 PROFILE_SCHEMA = 1
 DEFAULT_SIZES = (1, 2, 4, 8, 16, 32, 64, 128)
 
 
 def hardware_fingerprint() -> dict[str, Any]:
-    """CPU model, cores, RAM, GPU name/memory, CUDA, torch version of this machine (best effort)."""
+    """The run manifest's hardware fingerprint plus the torch version."""
     import torch
 
-    cpu = platform.processor() or platform.machine()
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    hw: dict[str, Any] = {"cpu": cpu, "cores": os.cpu_count(), "torch": torch.__version__,
-                          "torch_threads": torch.get_num_threads()}
-    try:
-        hw["ram_gb"] = round(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30, 1)
-    except (ValueError, OSError, AttributeError):
-        pass
-    if torch.cuda.is_available():
-        props = torch.cuda.get_device_properties(0)
-        hw.update(gpu=props.name, gpu_memory_gb=round(props.total_memory / 2**30, 1), cuda=torch.version.cuda)
-    return hw
+    from specbench.manifest import hardware
+
+    return {**hardware(), "torch": torch.__version__}
 
 
 def measure_forward_curve(
@@ -101,18 +84,11 @@ def make_profile(curve: dict[int, float], model_info: dict[str, Any], context_le
 
 
 def save_profile(profile: dict[str, Any], path: str | Path) -> None:
-    Path(path).parent.mkdir(parents=True, exist_ok=True)
-    Path(path).write_text(json.dumps(profile, indent=1) + "\n")
+    save_json(profile, path, indent=1)
 
 
 def load_profile(path: str | Path) -> dict[str, Any]:
-    p = Path(path)
-    if not p.is_file():
-        raise FileNotFoundError(f"profile not found: {path}")
-    prof = json.loads(p.read_text())
-    if prof.get("schema") != PROFILE_SCHEMA or "latency_s" not in prof:
-        raise ValueError(f"{path}: not a specbench profile (schema {PROFILE_SCHEMA})")
-    return prof
+    return load_json(path, PROFILE_SCHEMA, "latency_s", "specbench profile")
 
 
 def latency(profile: dict[str, Any], n: float) -> float:

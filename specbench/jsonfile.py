@@ -1,0 +1,31 @@
+"""Small JSON artefacts (golden files, profiles) written whole and read back with a schema check."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+
+def save_json(data: dict[str, Any], path: str | Path, indent: int | None = None) -> None:
+    """Write ``data`` to ``path`` (parents created)."""
+    p = Path(path)
+    p.parent.mkdir(parents=True, exist_ok=True)
+    seps = (",", ":") if indent is None else None
+    p.write_text(json.dumps(data, indent=indent, separators=seps) + "\n")
+
+
+def load_json(path: str | Path, schema: int | str, required: str, what: str) -> dict[str, Any]:
+    """Read a JSON object whose ``schema`` field equals ``schema`` and that has key ``required``.
+
+    A missing file is FileNotFoundError, anything else wrong a ValueError naming ``what``.
+    """
+    p = Path(path)
+    if not p.is_file():
+        raise FileNotFoundError(f"{what} not found: {path}")
+    try:
+        data = json.loads(p.read_text())
+    except json.JSONDecodeError as e:
+        raise ValueError(f"{path}: not a {what} (invalid JSON: {e.msg})") from None
+    if not isinstance(data, dict) or data.get("schema") != schema or required not in data:
+        raise ValueError(f"{path}: not a {what} (schema {schema})")
+    return data
