@@ -25,7 +25,7 @@ class RESTConfig:
     """Paper defaults: n_max 16 (down to 2), k = 5000 matches, m = 10 tokens each, c = 64 nodes.
 
     ``datastore``: a built datastore directory; else one is built from ``corpus`` (comma-separated;
-    default: the task's corpora, see docs/rest_crest.md), capped at ``max_tokens``, and cached.
+    default: the task's corpora, see methods/rest_crest.md), capped at ``max_tokens``, and cached.
     """
 
     n_max: int = 16

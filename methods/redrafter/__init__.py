@@ -1,5 +1,5 @@
 """``redrafter``: Recurrent Drafter (Apple, 2024): an RNN draft head on the target's last hidden state,
-beam search, and dynamic tree attention over the deduplicated beams. See ``docs/redrafter.md``.
+beam search, and dynamic tree attention over the deduplicated beams. See ``methods/redrafter/README.md``.
 """
 from __future__ import annotations
 

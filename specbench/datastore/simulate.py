@@ -3,7 +3,7 @@
 With greedy verification the accepted path is the longest root-to-node path whose tokens equal the AR
 continuation, so for drafters that do not read the model (REST, CREST, PLD) the engine's forward-pass
 count can be replayed exactly from the AR output, without running the model. Used for datastore-size
-sweeps; the runner's measured tau is the reference (the two agree, see docs/rest_crest.md).
+sweeps; the runner's measured tau is the reference (the two agree, see methods/rest_crest.md).
 """
 from __future__ import annotations
 

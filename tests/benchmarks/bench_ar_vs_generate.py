@@ -1,6 +1,6 @@
 """Engine AR vs transformers' greedy ``model.generate`` on the embedded model (same prompt, same tokens).
 
-Run: ``make bench-ar`` (or ``pytest benchmarks/bench_ar_vs_generate.py --benchmark-enable``). Both
+Run: ``make bench-ar`` (or ``pytest tests/benchmarks/bench_ar_vs_generate.py --benchmark-enable``). Both
 functions are in one benchmark group so pytest-benchmark prints them side by side; compare the
 ratio of their means from the same run, never absolute times across runs.
 """

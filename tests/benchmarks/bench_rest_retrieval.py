@@ -1,10 +1,10 @@
 """REST/CREST retrieval latency on a built datastore, over contexts cut from held-out text.
 
-Script: ``python benchmarks/bench_rest_retrieval.py --datastore DIR [--crest DIR] [--steps 500]``
+Script: ``python tests/benchmarks/bench_rest_retrieval.py --datastore DIR [--crest DIR] [--steps 500]``
 prints median / mean / p95 latency of one REST step (longest-suffix search + continuations + top-c trie)
 and of one CREST lookup. ``--sweep-run RUN_DIR --rest A,B --crest-dirs C,D`` instead replays the AR
 outputs of a finished run through each datastore (``specbench.datastore.simulate``) and prints tau vs
-bytes on disk, plus the replayed tau of the run's own rest/crest configs next to the measured one. Under pytest (``pytest benchmarks/bench_rest_retrieval.py --benchmark-enable``)
+bytes on disk, plus the replayed tau of the run's own rest/crest configs next to the measured one. Under pytest (``pytest tests/benchmarks/bench_rest_retrieval.py --benchmark-enable``)
 the same step is timed by pytest-benchmark when ``SPECBENCH_BENCH_DATASTORE`` names a datastore.
 """
 from __future__ import annotations
@@ -18,7 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from methods.rest import RESTConfig, rest_tree  # noqa: E402
 from specbench.datastore.suffix_array import TokenDatastore  # noqa: E402
