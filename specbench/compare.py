@@ -1,7 +1,7 @@
 """Side-by-side comparison of runs of the same methods/tasks on different machines, dtypes or models.
 
 Runs are comparable when they answered the same questions with the same ``max_new_tokens`` and the
-same configuration of every method they share; otherwise ``compare_runs`` raises ``NotComparable``
+same configuration of every method they share on the same engine backend; otherwise ``compare_runs`` raises ``NotComparable``
 listing the differences (``force=True`` reports them and carries on). Ratios are "run X / run A".
 """
 from __future__ import annotations
@@ -9,11 +9,11 @@ from __future__ import annotations
 from typing import Any
 
 from specbench.leaderboard.tables import Table
-from specbench.stats import BASELINE, OVERALL, Run, dtype_label, hardware_label, model_label, order_subtasks, run_stats
+from specbench.stats import BASELINE, OVERALL, Run, backend_label, dtype_label, hardware_label, model_label, order_subtasks, run_stats
 
 
 class NotComparable(ValueError):
-    """The runs differ in questions, max_new_tokens or method configs (message lists the differences)."""
+    """The runs differ in questions, max_new_tokens, backend or method configs (message lists the differences)."""
 
 
 def _questions(run: Run) -> dict[str, list[str]]:
@@ -42,6 +42,8 @@ def differences(runs: list[Run]) -> list[str]:
             a, b = set(bq.get(task, [])), set(rq.get(task, []))
             if a != b:
                 out.append(f"{tag}: task {task} questions differ ({len(a - b)} only in the first, {len(b - a)} only in the second)")
+        if backend_label(base.manifest) != backend_label(run.manifest):
+            out.append(f"{tag}: backend {backend_label(base.manifest)} != {backend_label(run.manifest)}")
         if _max_new(base) != _max_new(run):
             out.append(f"{tag}: max_new_tokens {_max_new(base)} != {_max_new(run)}")
         bc, rc = base.manifest.get("method_configs") or {}, run.manifest.get("method_configs") or {}
@@ -72,6 +74,7 @@ def fingerprint_table(runs: list[Run]) -> Table:
         ("transformers", lambda m, r: str((m.get("versions") or {}).get("transformers", "?"))),
         ("model", lambda m, r: model_label(m)),
         ("dtype", lambda m, r: dtype_label(m)),
+        ("backend", lambda m, r: backend_label(m)),
         ("max_new_tokens", lambda m, r: str(_max_new(r))),
     ]
     headers = ["", *(_letter(i) for i in range(len(runs)))]

@@ -103,6 +103,7 @@ class RunConfig:
     model: str = "embedded"
     dtype: str = "float32"
     device: str = "auto"
+    backend: str = "auto"  # how the target's forward runs: auto, reference (transformers as is) or fast
     data_dir: str | None = None
     out_dir: str = "results"
     run_name: str | None = None
@@ -124,6 +125,10 @@ class RunConfig:
             raise ConfigError(f"--dtype must be float32, float16 or bfloat16, got {self.dtype!r}")
         if self.device not in ("auto", "cpu", "cuda") and not self.device.startswith("cuda:"):
             raise ConfigError(f"--device must be auto, cpu or cuda, got {self.device!r}")
+        from specbench.engine.backends import BACKEND_CHOICES
+
+        if self.backend not in BACKEND_CHOICES:
+            raise ConfigError(f"--backend must be one of {', '.join(BACKEND_CHOICES)}, got {self.backend!r}")
         if not self.methods:
             raise ConfigError("--methods is empty")
         if self.tie_threshold is not None and not 0 <= self.tie_threshold < 1:

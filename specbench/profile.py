@@ -6,14 +6,17 @@ linear on a laptop CPU), so the profile explains why a method wins on one machin
 
     predicted speedup = tau * T(1) / (mean over steps of T(1 + draft size) + mean draft time per step)
 
-Measured with the engine's own ``TargetModel`` (chain mask and positions exactly as in verification).
+Measured with the engine's own ``TargetModel`` on each backend (chain forwards exactly as AR steps and
+chain drafts run them), next to the **bandwidth floor**: the bytes of weights one forward must read
+divided by this machine's measured memory read bandwidth. No forward of a weight-bound model can beat
+it, so ``T(1) / floor`` says how much of a decode step is overhead.
 """
 from __future__ import annotations
 
 import statistics
 import time
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 from specbench.jsonfile import load_json, save_json
@@ -39,33 +42,39 @@ def measure_forward_curve(
     warmup: int = 2,
     vocab_limit: int | None = None,
     seed: int = 0,
+    backend: str = "auto",
 ) -> dict[int, float]:
-    """Median seconds of one forward of ``n`` new tokens (chain mask) after ``context_len`` cached ones."""
-    import torch
-    from transformers import DynamicCache
+    """Median seconds of one forward of ``n`` new tokens after ``context_len`` cached ones.
 
+    The forward is the engine's own: ``backend``'s cache and weights, a chain of ``n`` tokens with the
+    model's default causal mask and positions, exactly what AR steps and chain drafts run.
+    """
+    import torch
+
+    from specbench.device import synchronize
+    from specbench.engine.backends import resolve_backend
     from specbench.engine.cache import trim_cache
     from specbench.engine.verify import TargetModel
 
+    param = next(model.parameters())
+    chosen = resolve_backend(backend, param.device, param.dtype)
+    chosen.prepare(model)
     target = TargetModel(model)
     vocab = vocab_limit or int(model.config.vocab_size)
     gen = torch.Generator().manual_seed(seed)
-    sync: Callable[[], None] = torch.cuda.synchronize if target.device.type == "cuda" else (lambda: None)
     out: dict[int, float] = {}
     with torch.inference_mode():
-        cache = DynamicCache(config=model.config)
+        cache = chosen.new_cache(model, context_len + max(sizes))
         ctx = torch.randint(0, vocab, (1, context_len), generator=gen).to(target.device)  # [1, L]
-        target.forward(ctx, cache, 0)
+        target.forward(ctx, cache, 0, last_logits_only=True)
         for n in sizes:
             ids = torch.randint(0, vocab, (1, n), generator=gen).to(target.device)  # [1, n]
-            offsets = torch.arange(n, device=target.device)  # [n]
-            mask = torch.ones(n, n, dtype=torch.bool, device=target.device).tril()  # [n, n]
             times = []
             for i in range(warmup + repeats):
-                sync()
+                synchronize(target.device)
                 t = time.perf_counter()
-                target.forward(ids, cache, context_len, offsets, mask)
-                sync()
+                target.forward(ids, cache, context_len)
+                synchronize(target.device)
                 if i >= warmup:
                     times.append(time.perf_counter() - t)
                 trim_cache(cache, context_len, [])  # back to the long context
@@ -73,14 +82,73 @@ def measure_forward_curve(
     return out
 
 
-def make_profile(curve: dict[int, float], model_info: dict[str, Any], context_len: int, hardware: dict[str, Any]) -> dict[str, Any]:
-    return {
+def weight_bytes_per_forward(model: Any) -> int:
+    """Bytes of parameters one forward reads: every tensor once, the input embedding table excepted.
+
+    A forward gathers only its tokens' rows of the input embedding; when that table is tied to the
+    output head it is read whole by the head and counted once. Example: SmolLM2-135M in float32
+    (tied head) -> 134.5M parameters x 4 bytes = 538 MB.
+    """
+    embed = model.get_input_embeddings().weight
+    head = model.get_output_embeddings()
+    tied = head is not None and head.weight.data_ptr() == embed.data_ptr()
+    seen: set[int] = set()
+    total = 0
+    for p in model.parameters():
+        if p.data_ptr() in seen or (p.data_ptr() == embed.data_ptr() and not tied):
+            continue
+        seen.add(p.data_ptr())
+        total += p.numel() * p.element_size()
+    return total
+
+
+def measure_read_bandwidth(device: Any, megabytes: int = 512, repeats: int = 7) -> float:
+    """This machine's memory read bandwidth in bytes/s: the best of ``repeats`` full reads (a sum)
+    of a buffer far larger than any cache."""
+    import torch
+
+    from specbench.device import synchronize
+
+    buf = torch.ones(megabytes * 2**20 // 4, dtype=torch.float32, device=device)
+    best = float("inf")
+    with torch.inference_mode():
+        for _ in range(repeats + 1):
+            synchronize(buf.device)
+            t = time.perf_counter()
+            buf.sum()
+            synchronize(buf.device)
+            best = min(best, time.perf_counter() - t)
+    return buf.numel() * 4 / best
+
+
+def make_profile(
+    curve: dict[int, float],
+    model_info: dict[str, Any],
+    context_len: int,
+    hardware: dict[str, Any],
+    backends: dict[str, dict[int, float]] | None = None,
+    floor: dict[str, float] | None = None,
+) -> dict[str, Any]:
+    """The profile record. ``curve`` (``latency_s``) is the first backend's, used for predictions;
+    ``backends`` holds every measured backend's curve and ``floor`` the bandwidth floor figures
+    (``weight_bytes``, ``read_bytes_per_s``, ``floor_s``)."""
+    prof: dict[str, Any] = {
         "schema": PROFILE_SCHEMA,
         "hardware": hardware,
         "model": model_info,
         "context_len": context_len,
-        "latency_s": {str(n): t for n, t in sorted(curve.items())},
+        "latency_s": _by_size(curve),
     }
+    if backends:
+        prof["backend"] = next(iter(backends))
+        prof["backends"] = {name: {"latency_s": _by_size(c)} for name, c in backends.items()}
+    if floor:
+        prof["bandwidth_floor"] = floor
+    return prof
+
+
+def _by_size(curve: dict[int, float]) -> dict[str, float]:
+    return {str(n): t for n, t in sorted(curve.items())}
 
 
 def save_profile(profile: dict[str, Any], path: str | Path) -> None:
@@ -122,9 +190,34 @@ def predicted_speedup(records: list[dict[str, Any]], profile: dict[str, Any]) ->
 
 
 def profile_table(profile: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
-    """Headers and rows: n, T(n) ms, T(n)/T(1), per-token ms."""
-    t1 = latency(profile, 1)
+    """Headers and rows: n, then per backend T(n) ms and T(n)/T(1); the bandwidth floor's row last.
+
+    With one curve (profiles from before backends existed) the columns are n, T(n) ms, T(n)/T(1) and
+    ms per token.
+    """
+    curves = {name: b["latency_s"] for name, b in (profile.get("backends") or {}).items()}
+    if not curves:
+        t1 = latency(profile, 1)
+        rows = []
+        for k, v in sorted(((int(k), float(v)) for k, v in profile["latency_s"].items())):
+            rows.append([str(k), f"{v * 1e3:.2f}", f"{v / t1:.2f}", f"{v / k * 1e3:.3f}"])
+        return ["new tokens n", "T(n) ms", "T(n)/T(1)", "ms per token"], rows
+    headers = ["new tokens n"]
+    for name in curves:
+        headers += [f"{name} T(n) ms", f"{name} T(n)/T(1)"]
+    sizes = sorted({int(k) for c in curves.values() for k in c})
     rows = []
-    for k, v in sorted(((int(k), float(v)) for k, v in profile["latency_s"].items())):
-        rows.append([str(k), f"{v * 1e3:.2f}", f"{v / t1:.2f}", f"{v / k * 1e3:.3f}"])
-    return ["new tokens n", "T(n) ms", "T(n)/T(1)", "ms per token"], rows
+    for n in sizes:
+        row = [str(n)]
+        for c in curves.values():
+            t, t1 = c.get(str(n)), c.get("1")
+            row += [f"{t * 1e3:.2f}" if t else "-", f"{t / t1:.2f}" if t and t1 else "-"]
+        rows.append(row)
+    floor = (profile.get("bandwidth_floor") or {}).get("floor_s")
+    if floor:
+        row = ["floor (1)"]
+        for c in curves.values():
+            t1 = c.get("1")
+            row += [f"{floor * 1e3:.2f}", f"T(1) = {t1 / floor:.2f}x floor" if t1 else "-"]
+        rows.append(row)
+    return headers, rows

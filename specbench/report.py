@@ -11,7 +11,7 @@ from typing import Any, Callable
 
 from tabulate import tabulate
 
-from specbench.stats import BASELINE, OVERALL, Cell, Run, load_run, run_stats
+from specbench.stats import BASELINE, OVERALL, Cell, Run, backend_label, load_run, run_stats
 
 
 def _fmt(value: float | None, spec: str) -> str:
@@ -24,7 +24,8 @@ def _header(manifest: dict[str, Any]) -> list[str]:
     cfg = manifest.get("config", {})
     gpu = f", GPU {hw['gpu']}" if hw.get("gpu") else ""
     lines = [
-        f"Run `{manifest.get('run_name', '')}`: model {m.get('id')} ({m.get('dtype')}, TF32 {m.get('tf32')}), "
+        f"Run `{manifest.get('run_name', '')}`: model {m.get('id')} ({m.get('dtype')}, TF32 {m.get('tf32')}, "
+        f"backend {backend_label(manifest)}), "
         f"{hw.get('cpu')} x{hw.get('cores')}{gpu}; max_new_tokens {cfg.get('max_new_tokens')}, "
         f"limit {cfg.get('limit')}, repeats {cfg.get('repeats')}."
     ]

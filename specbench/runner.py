@@ -165,6 +165,7 @@ class Runner:
             shard=list(self.plan.shard) if self.plan.shard else None,
             model={"id": lm.model_id, "hash": lm.model_hash, "dtype": lm.dtype, "tf32": lm.tf32,
                    "device": str(lm.device), "class": type(lm.model).__name__},
+            backend=self.engine.backend.describe(lm.model),
             method_configs=configs,
             artifacts=artifacts,
             data_dir=str(self.plan.data_dir) if self.plan.data_dir else None,
@@ -219,7 +220,7 @@ class Runner:
         if self.loaded is None:
             self.loaded = load_model(self.cfg.model, self.cfg.dtype, self.cfg.device)
         lm = self.loaded
-        self.engine = Engine(lm.model, stop_token_ids(lm.tokenizer, lm.model))
+        self.engine = Engine(lm.model, stop_token_ids(lm.tokenizer, lm.model), self.cfg.backend)
         self.run_dir.mkdir(parents=True, exist_ok=True)
         drafters, configs, artifacts = self._build_drafters()
         self._write_manifest(digest, configs, artifacts)

@@ -275,6 +275,11 @@ def model_label(manifest: dict[str, Any]) -> str:
     return str(model.get("id") or "unknown model")
 
 
+def backend_label(manifest: dict[str, Any]) -> str:
+    """The engine backend a run used; runs recorded before backends existed ran transformers as loaded."""
+    return str((manifest.get("backend") or {}).get("name") or "reference")
+
+
 def dtype_label(manifest: dict[str, Any]) -> str:
     model = manifest.get("model") or {}
     return str(model.get("dtype") or (manifest.get("config") or {}).get("dtype") or "?")

@@ -33,7 +33,7 @@ def compare_command(args: argparse.Namespace) -> int:
 def register(subs: argparse._SubParsersAction) -> None:
     p = subs.add_parser("compare", help="compare runs of the same methods/tasks across machines, dtypes or models")
     p.add_argument("run_dirs", nargs="+", metavar="RUN_DIR", help="two or more results/<run> folders (A is the reference)")
-    p.add_argument("--force", action="store_true", help="compare even if questions, max_new_tokens or method configs differ")
+    p.add_argument("--force", action="store_true", help="compare even if questions, max_new_tokens, backend or method configs differ")
     p.add_argument("--out", help="also write the tables to this markdown file")
     p.add_argument("--bootstrap", type=int, default=1000, help="bootstrap resamples for the 95%% CI")
     p.set_defaults(func=compare_command)

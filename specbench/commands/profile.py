@@ -1,5 +1,7 @@
 """``specbench profile``: this machine's forward latency T(n) for n = 1, 2, 4, ..., 128 new tokens after a long KV cache.
 
+Each backend is measured side by side (default: ``fast`` and ``reference``), with the bandwidth floor
+(weight bytes per forward / measured memory read bandwidth) so a user sees how close a backend gets.
 Writes ``profile.json`` (+ ``profile.md`` and ``profile.png``) into ``--out``; pass the json to
 ``specbench leaderboard --profile`` to see predicted next to measured speedups.
 """
@@ -21,6 +23,16 @@ def _sizes(text: str) -> tuple[int, ...]:
     return sizes
 
 
+def _backends(text: str) -> tuple[str, ...]:
+    from specbench.engine.backends import BACKENDS
+
+    names = tuple(dict.fromkeys(x.strip() for x in text.split(",") if x.strip()))
+    bad = [n for n in names if n not in BACKENDS]
+    if not names or bad:
+        raise argparse.ArgumentTypeError(f"expected backends among {', '.join(BACKENDS)}, got {text!r}")
+    return names
+
+
 def profile_command(args: argparse.Namespace) -> int:
     import base64
 
@@ -28,7 +40,15 @@ def profile_command(args: argparse.Namespace) -> int:
     from specbench.leaderboard.plots import profile_curve
     from specbench.leaderboard.tables import Table
     from specbench.model import ModelLoadError, load_model
-    from specbench.profile import hardware_fingerprint, make_profile, measure_forward_curve, profile_table, save_profile
+    from specbench.profile import (
+        hardware_fingerprint,
+        make_profile,
+        measure_forward_curve,
+        measure_read_bandwidth,
+        profile_table,
+        save_profile,
+        weight_bytes_per_forward,
+    )
 
     if 1 not in args.sizes:
         raise ConfigError("--sizes must include 1 (T(1) is the autoregressive cost)")
@@ -36,14 +56,21 @@ def profile_command(args: argparse.Namespace) -> int:
         lm = load_model(args.model, args.dtype, args.device)
     except ModelLoadError as e:
         raise ConfigError(str(e)) from None
-    curve = measure_forward_curve(lm.model, args.context, args.sizes, args.repeats)
-    prof = make_profile(curve, {"name": args.model, "id": lm.model_id, "hash": lm.model_hash, "dtype": lm.dtype},
-                        args.context, hardware_fingerprint())
+    curves = {b: measure_forward_curve(lm.model, args.context, args.sizes, args.repeats, backend=b) for b in args.backends}
+    read_bps = measure_read_bandwidth(lm.device)
+    weight_bytes = weight_bytes_per_forward(lm.model)
+    floor = {"weight_bytes": weight_bytes, "read_bytes_per_s": read_bps, "floor_s": weight_bytes / read_bps}
+    first = curves[args.backends[0]]
+    prof = make_profile(first, {"name": args.model, "id": lm.model_id, "hash": lm.model_hash, "dtype": lm.dtype},
+                        args.context, hardware_fingerprint(), curves, floor)
     out = Path(args.out)
     save_profile(prof, out / "profile.json")
     headers, rows = profile_table(prof)
     text = (f"# Cost profile\n\nmodel {lm.model_id} ({lm.dtype}); {args.context} cached tokens; median of "
-            f"{args.repeats}; hardware {prof['hardware']}\n\n" + table_md(Table("", headers, rows, [])) + "\n")
+            f"{args.repeats}; hardware {prof['hardware']}\n\n"
+            f"Bandwidth floor: {weight_bytes / 1e6:.0f} MB of weights per forward / {read_bps / 1e9:.1f} GB/s "
+            f"measured read bandwidth = {floor['floor_s'] * 1e3:.2f} ms.\n\n"
+            + table_md(Table("", headers, rows, [])) + "\n")
     (out / "profile.md").write_text(text, encoding="utf-8")
     uri = profile_curve(prof)
     (out / "profile.png").write_bytes(base64.b64decode(uri.split(",", 1)[1]))
@@ -60,5 +87,7 @@ def register(subs: argparse._SubParsersAction) -> None:
     p.add_argument("--context", type=int, default=1024, help="tokens in the KV cache before the timed forward")
     p.add_argument("--sizes", type=_sizes, default=(1, 2, 4, 8, 16, 32, 64, 128), help="new-token counts, e.g. 1,2,4,8")
     p.add_argument("--repeats", type=int, default=5, help="timed forwards per size (median reported)")
+    p.add_argument("--backends", type=_backends, default=("fast", "reference"),
+                   help="comma-separated engine backends to measure side by side (default fast,reference)")
     p.add_argument("--out", default="results/profile", help="output folder (profile.json, profile.md, profile.png)")
     p.set_defaults(func=profile_command)

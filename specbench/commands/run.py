@@ -40,6 +40,9 @@ def add_run_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--model", help="HF model id, local model directory, or 'embedded' (default: embedded SmolLM2-135M)")
     p.add_argument("--dtype", choices=["float32", "float16", "bfloat16"], help="model dtype (default float32, TF32 off)")
     p.add_argument("--device", help="auto, cpu or cuda[:N] (default auto)")
+    p.add_argument("--backend", choices=["auto", "reference", "fast"],
+                   help="how the target's forward runs: fast (preallocated KV cache; oneDNN-packed, fused linears on "
+                        "CPU), reference (transformers as loaded), auto = the fastest lossless one (default)")
     p.add_argument("--data-dir", help="data dir (default: $SPECBENCH_DATA_DIR, else ../shared/data if present, else the hub)")
     p.add_argument("--out-dir", help="parent folder of run folders (default results)")
     p.add_argument("--run-name", help="run folder name (default: derived from the configuration; same command = same folder)")
@@ -80,6 +83,7 @@ def config_from_args(args: argparse.Namespace) -> RunConfig:
         "model": args.model,
         "dtype": args.dtype,
         "device": args.device,
+        "backend": args.backend,
         "data_dir": args.data_dir,
         "out_dir": args.out_dir,
         "run_name": args.run_name,

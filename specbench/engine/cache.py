@@ -1,14 +1,20 @@
-"""KV-cache trimming after verification: keep the context plus the accepted path, drop the rest."""
+"""KV-cache trimming after verification: keep the context plus the accepted path, drop the rest.
+
+The engine's own :class:`~specbench.engine.kv_cache.PreallocatedCache` trims in place; the reference
+backend's transformers ``DynamicCache`` is trimmed here by slicing its per-layer tensors.
+"""
 from __future__ import annotations
 
 import torch
+
+from specbench.engine.kv_cache import PreallocatedCache
 
 
 def cache_layers(cache: object) -> list:
     """The per-layer key/value holders of a transformers ``Cache``; a clear error for other kinds."""
     layers = getattr(cache, "layers", None)
     if layers is None or any(not hasattr(layer, "keys") for layer in layers):
-        raise TypeError(f"unsupported KV cache type {type(cache).__name__}: need a transformers DynamicCache")
+        raise TypeError(f"unsupported KV cache type {type(cache).__name__}: need a transformers Cache")
     return layers
 
 
@@ -18,6 +24,9 @@ def trim_cache(cache: object, n_ctx: int, rows: list[int]) -> None:
     ``rows`` index the tokens of the last forward pass (row 0 = the root). When the accepted rows are
     a prefix ``0..k`` this is a plain crop; otherwise the accepted entries are gathered into place.
     """
+    if isinstance(cache, PreallocatedCache):
+        cache.trim(n_ctx, rows)
+        return
     k = len(rows)
     contiguous = rows == list(range(k))
     index = None if contiguous else torch.tensor(rows, dtype=torch.long)

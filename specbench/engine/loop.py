@@ -14,12 +14,12 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import Callable
 
 import torch
-from transformers import DynamicCache
 
+from specbench.device import synchronize
 from specbench.drafter import DraftContext, Drafter, StepResult
+from specbench.engine.backends import DEFAULT_BACKEND, Backend, resolve_backend
 from specbench.engine.cache import trim_cache
 from specbench.engine.tree import compile_tree
 from specbench.engine.verify import TargetModel, accept_greedy
@@ -40,20 +40,22 @@ class Generation:
         return len(self.accept_lengths)
 
 
-def _synchronizer(device: torch.device) -> Callable[[], None]:
-    if device.type == "cuda":
-        return torch.cuda.synchronize
-    return lambda: None
+# room for the largest draft a step may verify, so a cache sized up front rarely has to grow
+DRAFT_HEADROOM = 128
 
 
 class Engine:
     """Greedy draft -> verify decoding of one target model; the only code that runs the model."""
 
-    def __init__(self, model: torch.nn.Module, stop_ids: set[int]) -> None:
-        self.target = TargetModel(model)
+    def __init__(self, model: torch.nn.Module, stop_ids: set[int], backend: str | Backend = DEFAULT_BACKEND) -> None:
         self.model = model
         self.stop_ids = set(stop_ids)
-        self._sync = _synchronizer(self.target.device)
+        param = next(model.parameters())
+        self.backend = backend if isinstance(backend, Backend) else resolve_backend(backend, param.device, param.dtype)
+        self.backend.prepare(model)
+        self.target = TargetModel(model)
+        device = self.target.device
+        self._sync = lambda: synchronize(device)
 
     @torch.inference_mode()
     def generate(self, prompt_ids: list[int], drafter: Drafter | None, max_new_tokens: int) -> Generation:
@@ -62,14 +64,15 @@ class Engine:
             raise ValueError("max_new_tokens must be >= 1")
         if not prompt_ids:
             raise ValueError("empty prompt")
+        self.backend.prepare(self.model)
         target, sync, now = self.target, self._sync, time.perf_counter
-        cache = DynamicCache(config=self.model.config)
+        cache = self.backend.new_cache(self.model, len(prompt_ids) + max_new_tokens + DRAFT_HEADROOM)
         if drafter is not None:
             drafter.begin(list(prompt_ids))
 
         t = now()
         ids = torch.tensor([prompt_ids], dtype=torch.long, device=target.device)
-        hidden, logits = target.forward(ids, cache, 0)
+        hidden, logits = target.forward(ids, cache, 0, last_logits_only=True)
         root = int(logits[-1].argmax())
         sync()
         gen = Generation(output_ids=[root], accept_lengths=[1], draft_sizes=[0], draft_times_s=[0.0])

@@ -42,8 +42,13 @@ class TargetModel:
         n_ctx: int,
         position_offsets: torch.Tensor | None = None,  # [n]
         ancestor_mask: torch.Tensor | None = None,  # [n, n] bool
+        last_logits_only: bool = False,
     ) -> tuple[torch.Tensor, torch.Tensor]:
-        """Run ``input_ids`` after ``n_ctx`` cached positions; returns (hidden [n, h], logits [n, V])."""
+        """Run ``input_ids`` after ``n_ctx`` cached positions; returns (hidden [n, h], logits [n, V]).
+
+        ``last_logits_only`` (prefill): the output head runs on the last row alone, logits ``[1, V]``;
+        hidden states are still returned for every row.
+        """
         n = input_ids.shape[1]
         mask = None
         if ancestor_mask is not None:
@@ -60,7 +65,7 @@ class TargetModel:
             use_cache=True,
         )
         hidden = out.last_hidden_state[0]
-        return hidden, self.head(hidden)
+        return hidden, self.head(hidden[-1:] if last_logits_only else hidden)
 
 
 def accept_greedy(compiled: CompiledTree, logits: torch.Tensor, hidden: torch.Tensor) -> Verification:

@@ -97,9 +97,16 @@ def time_breakdown(g: Group) -> str:
 def profile_curve(profile: dict[str, Any]) -> str:
     """T(n) in ms (log-log) for n new tokens after the profile's context length."""
     plt = _pyplot()
-    pts = sorted((int(k), float(v)) for k, v in profile["latency_s"].items())
+    curves = {name: b["latency_s"] for name, b in (profile.get("backends") or {}).items()}
     fig, ax = plt.subplots(figsize=(5.0, 3.6))
-    ax.plot([p[0] for p in pts], [p[1] * 1e3 for p in pts], marker="o")
+    for name, curve in (curves or {"": profile["latency_s"]}).items():
+        pts = sorted((int(k), float(v)) for k, v in curve.items())
+        ax.plot([p[0] for p in pts], [p[1] * 1e3 for p in pts], marker="o", label=name or None)
+    floor = (profile.get("bandwidth_floor") or {}).get("floor_s")
+    if floor:
+        ax.axhline(floor * 1e3, color="grey", linestyle="--", linewidth=1, label="bandwidth floor")
+    if curves or floor:
+        ax.legend(fontsize=8)
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
     ax.set_xlabel("new tokens per forward (n)")

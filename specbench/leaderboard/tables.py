@@ -14,6 +14,7 @@ from specbench.stats import (
     OVERALL,
     Cell,
     Run,
+    backend_label,
     dtype_label,
     hardware_label,
     lossless_status,
@@ -149,6 +150,7 @@ def footer_lines(g: Group) -> list[str]:
         lines.append(f"hardware: {json.dumps(m.get('hardware') or {}, sort_keys=True)}")
         lines.append(f"versions: {json.dumps(m.get('versions') or {}, sort_keys=True)}")
         lines.append(f"model: {json.dumps(m.get('model') or {}, sort_keys=True)}")
+        lines.append(f"backend: {json.dumps(m.get('backend') or {'name': backend_label(m)}, sort_keys=True)}")
         lines.append(f"config: {json.dumps(brief, sort_keys=True)}")
         if m.get("method_configs"):
             lines.append(f"method configs: {json.dumps(m['method_configs'], sort_keys=True)}")

@@ -1,0 +1,78 @@
+"""How the target's forward is executed: the registry of engine backends.
+
+- ``reference``: the transformers module exactly as loaded, with transformers' ``DynamicCache``. The
+  yardstick every other backend is compared with (``tests/test_backends.py``).
+- ``fast``: the engine's preallocated KV cache (no per-step concatenation) and, on CPU in a dtype
+  oneDNN supports, every linear layer (LM head included) through oneDNN-packed weights with sibling
+  projections fused (``packed_linear.py``). On other devices it is the preallocated cache alone.
+- ``auto``: ``fast`` (the fastest backend that stays lossless on every device tested; see the README's
+  measurement section).
+
+The decode loop does not know which backend runs: it asks the backend for a cache, and the backend
+has put the model in the state it needs. A model is in one backend's state at a time; the engine
+re-applies its backend before each generation, so engines on different backends may share a model.
+
+Example: ``Engine(model, stops, backend="reference")`` reproduces plain transformers decoding;
+``resolve_backend("auto", torch.device("cpu"), torch.float32).describe(model)`` ->
+``{"name": "fast", "kv_cache": "preallocated", "linear": "onednn-packed", "packed_linears": 121, ...}``.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+from transformers import DynamicCache
+
+from specbench.engine.kv_cache import PreallocatedCache
+from specbench.engine.packed_linear import describe as describe_packing
+from specbench.engine.packed_linear import is_packed, pack_linears, packing_supported, unpack_linears
+
+BACKENDS = ("reference", "fast")
+DEFAULT_BACKEND = "auto"
+BACKEND_CHOICES = (DEFAULT_BACKEND, *BACKENDS)
+_STATE_ATTR = "_specbench_backend"
+
+
+@dataclass(frozen=True)
+class Backend:
+    """A resolved backend: its name and whether linears are packed on this device/dtype."""
+
+    name: str
+    packed: bool
+
+    def prepare(self, model: torch.nn.Module) -> None:
+        """Put ``model`` in this backend's state (idempotent, cheap when already there)."""
+        if getattr(model, _STATE_ATTR, None) == self.name and is_packed(model) == self.packed:
+            return
+        if self.packed:
+            pack_linears(model)
+        elif is_packed(model):
+            unpack_linears(model)
+        setattr(model, _STATE_ATTR, self.name)
+
+    def new_cache(self, model: torch.nn.Module, capacity: int) -> Any:
+        """An empty KV cache for one generation of up to about ``capacity`` positions."""
+        if self.name == "reference":
+            return DynamicCache(config=model.config)
+        return PreallocatedCache(capacity)
+
+    def describe(self, model: torch.nn.Module | None = None) -> dict[str, Any]:
+        """What the manifest and reports record about the backend."""
+        info: dict[str, Any] = {
+            "name": self.name,
+            "kv_cache": "dynamic (transformers)" if self.name == "reference" else "preallocated",
+            "linear": "onednn-packed, fused siblings" if self.packed else "torch (as loaded)",
+        }
+        if model is not None and self.packed:
+            info.update(describe_packing(model))
+        return info
+
+
+def resolve_backend(name: str, device: torch.device, dtype: torch.dtype) -> Backend:
+    """The backend ``name`` (``auto``, ``reference`` or ``fast``) on ``device`` in ``dtype``."""
+    if name == "auto":
+        name = "fast"
+    if name not in BACKENDS:
+        raise ValueError(f"unknown backend {name!r}; choose one of auto, {', '.join(BACKENDS)}")
+    return Backend(name, packed=name == "fast" and packing_supported(device, dtype))
