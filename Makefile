@@ -15,4 +15,4 @@ test:
 
 # engine AR vs transformers' own greedy generate (a benchmark, not a test)
 bench-ar: setup
-	$(PY) -m pytest tests/benchmarks/bench_ar_vs_generate.py --benchmark-enable --benchmark-only -q
+	$(PY) -m pytest tests/benchmarks/bench_ar_vs_generate.py --benchmark-enable --benchmark-only -q -s

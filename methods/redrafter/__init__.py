@@ -11,6 +11,7 @@ from pathlib import Path
 
 from methods.redrafter.config import HeadConfig, ReDrafterConfig
 from methods.redrafter.drafter import ReDrafter
+from specbench.engine.packed_linear import pack_for_inference
 from specbench.method_env import MethodEnv
 from specbench.registry import register_method
 
@@ -53,7 +54,7 @@ def build_redrafter(config: ReDrafterConfig, env: MethodEnv) -> ReDrafter:
     if config.checkpoint == "random":
         param = next(env.model.parameters())
         head = build_head(head_config_for(env.model), env.model).to(device=param.device, dtype=param.dtype).eval()
-        env.artifacts.update(info, checkpoint="random")
+        env.artifacts.update(info, checkpoint="random", packed=pack_for_inference(head))
         return ReDrafter(head, config)
     if config.checkpoint is None:
         ckpt = default_checkpoint_dir(env, config)
@@ -63,5 +64,5 @@ def build_redrafter(config: ReDrafterConfig, env: MethodEnv) -> ReDrafter:
         ckpt = Path(config.checkpoint).expanduser()
     head, meta = load_checkpoint(ckpt, env.model)
     env.artifacts.update(info, checkpoint=str(ckpt), checkpoint_sha256=checkpoint_hash(ckpt), head=meta["head"],
-                         heldout_accuracy=meta.get("metrics", {}).get("heldout_top1"))
+                         heldout_accuracy=meta.get("metrics", {}).get("heldout_top1"), packed=pack_for_inference(head))
     return ReDrafter(head, config)

@@ -182,6 +182,19 @@ def pack_linears(model: nn.Module, fuse: bool = True) -> int:
     return len(found)
 
 
+def pack_for_inference(module: nn.Module) -> bool:
+    """Pack a drafter's own inference-only model (no fusion probe) where oneDNN supports it.
+
+    Returns whether it packed. Packed layers have no backward: call this after any training.
+    Example: ReDrafter's head (``h x V`` LM head scored for W beams per step) -> ``True`` on CPU fp32.
+    """
+    param = next(module.parameters(), None)
+    if param is None or not packing_supported(param.device, param.dtype):
+        return False
+    pack_linears(module, fuse=False)
+    return True
+
+
 def _fused_product(linears: list[nn.Linear]) -> _SharedProduct:
     weight = torch.cat([lin.weight.detach() for lin in linears])
     biases = [lin.bias for lin in linears]

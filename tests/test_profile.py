@@ -1,0 +1,40 @@
+"""The cost profile: per-backend curves side by side and the bandwidth floor."""
+import pytest
+import torch
+
+from conftest import make_tiny_model
+from specbench.profile import make_profile, measure_forward_curve, measure_read_bandwidth, profile_table, weight_bytes_per_forward
+
+
+def test_weight_bytes_count_tied_head_once_and_skip_untied_input_embedding():
+    untied = make_tiny_model("llama")  # 64 x 32 input table, not tied to the head
+    total = sum(p.numel() for p in untied.parameters()) * 4
+    assert weight_bytes_per_forward(untied) == total - 64 * 32 * 4
+    tied = make_tiny_model("gpt2")  # GPT-2 ties its head to the input table: read once, by the head
+    assert tied.lm_head.weight.data_ptr() == tied.transformer.wte.weight.data_ptr()
+    unique = {p.data_ptr(): p.numel() for p in tied.parameters()}
+    assert weight_bytes_per_forward(tied) == sum(unique.values()) * 4
+
+
+def test_profile_table_shows_backends_side_by_side_with_floor():
+    fast = {1: 0.020, 2: 0.022, 4: 0.030}
+    ref = {1: 0.040, 2: 0.070, 4: 0.080}
+    floor = {"weight_bytes": 538e6, "read_bytes_per_s": 29e9, "floor_s": 538e6 / 29e9}
+    prof = make_profile(fast, {"id": "m"}, 256, {}, {"fast": fast, "reference": ref}, floor)
+    assert prof["backend"] == "fast" and prof["latency_s"]["2"] == 0.022
+    headers, rows = profile_table(prof)
+    assert headers == ["new tokens n", "fast T(n) ms", "fast T(n)/T(1)", "reference T(n) ms", "reference T(n)/T(1)"]
+    assert rows[1] == ["2", "22.00", "1.10", "70.00", "1.75"]
+    assert rows[-1][0] == "floor (1)" and rows[-1][2] == "T(1) = 1.08x floor" and rows[-1][4] == "T(1) = 2.16x floor"
+    old_style = make_profile(fast, {}, 256, {})  # profiles written before backends keep their table
+    assert profile_table(old_style)[0][1] == "T(n) ms"
+
+
+def test_curve_per_backend_and_bandwidth_are_measured():
+    model = make_tiny_model("qwen2")
+    for backend in ("reference", "fast"):
+        curve = measure_forward_curve(model, context_len=32, sizes=(1, 3), repeats=1, warmup=1, backend=backend)
+        assert sorted(curve) == [1, 3] and all(t > 0 for t in curve.values())
+    assert 1e8 < measure_read_bandwidth(torch.device("cpu"), megabytes=16, repeats=2) < 1e13
+    with pytest.raises(ValueError, match="unknown backend"):
+        measure_forward_curve(model, context_len=8, sizes=(1,), backend="nope")
