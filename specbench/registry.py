@@ -18,6 +18,7 @@ import difflib
 from dataclasses import dataclass
 from typing import Any, Callable, Generic, Iterator, TypeVar
 
+from specbench.catalog import task_label
 from specbench.plugins import load_plugins
 
 T = TypeVar("T")
@@ -111,6 +112,8 @@ def register_task(name: str) -> Callable:
 
     def wrap(cls: type) -> type:
         cls.name = name
+        if not cls.__dict__.get("subtask"):  # built-in tasks take their label from the catalog
+            cls.subtask = task_label(name)
         TASKS.add(name, cls)
         return cls
 
