@@ -13,8 +13,9 @@ import time
 from dataclasses import dataclass
 from typing import Any, Sequence
 
-from specbench.config import ConfigError
+from specbench.config import ConfigError, parse_settings, resolve_data_dir
 from specbench.drafter import BaseDrafter, DraftContext
+from specbench.datastore.trie import query_tree
 from specbench.engine.tree import DraftTree
 from specbench.method_env import MethodEnv
 from specbench.registry import register_datastore_builder, register_method
@@ -44,13 +45,6 @@ class RESTConfig:
             raise ConfigError("rest: k, m and c must be >= 1")
         if self.max_tokens is not None and self.max_tokens < 1:
             raise ConfigError("rest: max_tokens must be >= 1")
-
-
-def query_tree(ds: Any, query: Sequence[int], k: int, m: int, c: int) -> DraftTree | None:
-    """The REST tree for a fixed query: top-c trie nodes over the continuations of <= k matches."""
-    from specbench.datastore.trie import top_nodes
-
-    return top_nodes(ds.continuations(query, k, m), c)
 
 
 def rest_tree(ds: Any, context: Sequence[int], cfg: RESTConfig) -> DraftTree | None:
@@ -114,18 +108,17 @@ def build_rest_cli(args: Any) -> int:
     """``specbench datastore build --kind rest --corpus A,B --out DIR [--max-tokens T] [--set chunk_tokens=N]``."""
     from pathlib import Path
 
-    from specbench.commands.datastore import parse_sets
     from specbench.datastore.build import build_rest_datastore, parse_corpora
     from specbench.datastore.suffix_array import DEFAULT_CHUNK_TOKENS, dir_bytes
     from specbench.model import load_model
 
-    sets = parse_sets(args.set)
+    sets = parse_settings(args.set)
     unknown = set(sets) - {"chunk_tokens", "check_test_prompts"}
     if unknown:
         raise ConfigError(f"rest datastore: unknown --set key(s) {', '.join(sorted(unknown))} (known: chunk_tokens, check_test_prompts)")
     chunk_tokens = int(sets.get("chunk_tokens", DEFAULT_CHUNK_TOKENS))
     check = sets.get("check_test_prompts", "true").lower() not in ("0", "false", "no", "off")
-    data_dir = Path(args.data_dir) if args.data_dir else args.default_data_dir()
+    data_dir = resolve_data_dir(args.data_dir)
     loaded = load_model(args.model, args.dtype, "cpu")
     corpora = parse_corpora(args.corpus, None)
     header = build_rest_datastore(corpora, Path(args.out), loaded.tokenizer, loaded.model_id, data_dir, args.max_tokens, chunk_tokens, check)

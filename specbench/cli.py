@@ -11,15 +11,12 @@ import pkgutil
 import sys
 
 from specbench.config import ConfigError
+from specbench.errors import UserError
 from specbench.model import ModelLoadError
 from specbench.registry import UnknownNameError
 from specbench.task import TaskDataError
 
 USER_ERRORS = (ConfigError, UnknownNameError, FileNotFoundError, NotADirectoryError, ModelLoadError, TaskDataError)
-
-
-class UserError(Exception):
-    """A one-line error caused by the user's input (exit code 2)."""
 
 
 class _Parser(argparse.ArgumentParser):

@@ -8,8 +8,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from specbench.leaderboard.tables import Table
-from specbench.stats import BASELINE, OVERALL, Run, backend_label, dtype_label, hardware_label, model_label, order_subtasks, run_stats
+from specbench.catalog import BASELINE, OVERALL, order_subtasks
+from specbench.stats import Run, backend_label, dtype_label, hardware_label, model_label, run_stats
+from specbench.table import Table
 
 
 class NotComparable(ValueError):
@@ -22,7 +23,7 @@ def _questions(run: Run) -> dict[str, list[str]]:
         return {t: sorted(map(str, ids)) for t, ids in q.items()}
     out: dict[str, set[str]] = {}
     for r in run.records:
-        out.setdefault(r["task"], set()).add(str(r["question_id"]))
+        out.setdefault(r.task, set()).add(r.question_id)
     return {t: sorted(ids) for t, ids in out.items()}
 
 

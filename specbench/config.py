@@ -28,6 +28,26 @@ def default_data_dir() -> Path | None:
     return SHARED_DATA_DIR if SHARED_DATA_DIR.is_dir() else None
 
 
+def resolve_data_dir(given: str | Path | None) -> Path | None:
+    """The ``--data-dir`` the user gave, else ``default_data_dir()`` (the one fallback every command uses)."""
+    return Path(given) if given else default_data_dir()
+
+
+def parse_settings(pairs: list[str] | None) -> dict[str, str]:
+    """Repeated ``--set KEY=VALUE`` options as a dict; a malformed pair is a ValueError.
+
+    >>> parse_settings(["k=5000", "m = 10"])
+    {'k': '5000', 'm': '10'}
+    """
+    out: dict[str, str] = {}
+    for item in pairs or []:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise ValueError(f"--set expects KEY=VALUE, got {item!r}")
+        out[key.strip()] = value.strip()
+    return out
+
+
 def cache_dir() -> Path:
     """Root of specbench's caches (models, datastores, checkpoints): ``$SPECBENCH_CACHE``."""
     return Path(os.environ.get("SPECBENCH_CACHE", Path.home() / ".cache" / "specbench"))

@@ -15,6 +15,7 @@ from specbench.engine.loop import Engine
 from specbench.lossless import first_divergence
 from specbench.method_env import MethodEnv
 from specbench.methods_factory import build_drafter
+from specbench.record import accepted_tokens, drafted_tokens
 from specbench.jsonfile import load_json, save_json
 
 GOLDEN_SCHEMA = 1
@@ -123,8 +124,8 @@ def verify_golden(
                 drafters[e["task"]], _ = build_drafter(method, (method_options or {}).get(method), env_for(e["task"]))
             gen = engine.generate(e["prompt_ids"], drafters[e["task"]], max_new)
             out = gen.output_ids
-            result.drafted[method] += sum(gen.draft_sizes)
-            result.accepted[method] += sum(a - 1 for a in gen.accept_lengths)
+            result.drafted[method] += drafted_tokens(gen.draft_sizes)
+            result.accepted[method] += accepted_tokens(gen.accept_lengths)
             if out == e["output_ids"]:
                 result.passed[method] += 1
                 continue

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Callable, Sequence
 
 EXACT, TIE, MISMATCH = "exact", "tie", "mismatch"
+LOSSLESS_CLASSES = (EXACT, TIE, MISMATCH)  # the order reports count them in
 DEFAULT_TIE_THRESHOLD = 1e-4
 HALF_PRECISION_TIE_THRESHOLD = 2e-2
 

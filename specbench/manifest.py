@@ -11,7 +11,8 @@ from typing import Any
 
 import torch
 
-from specbench.records import SCHEMA_VERSION
+# the manifest's own format; records carry theirs (``specbench.record.SCHEMA_VERSION``)
+MANIFEST_SCHEMA_VERSION = 1
 
 
 def cpu_model() -> str:
@@ -84,7 +85,7 @@ def git_commit() -> str | None:
 def build_manifest(**fields: Any) -> dict[str, Any]:
     """A manifest dict: schema version, timestamp, hardware, versions, git commit, command, plus ``fields``."""
     return {
-        "schema_version": SCHEMA_VERSION,
+        "schema_version": MANIFEST_SCHEMA_VERSION,
         "timestamp": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
         "command": " ".join(sys.argv),
         "hardware": hardware(),

@@ -12,7 +12,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from specbench.records import MANIFEST_FILE, RECORDS_FILE, read_manifest, read_records, record_key
+from specbench.record import Record
+from specbench.records import MANIFEST_FILE, RECORDS_FILE, read_manifest, read_records, write_records
 
 # per-shard or per-machine-path keys that may differ between shards
 IGNORED_KEYS = {"timestamp", "command", "shard", "config_digest", "run_name", "questions", "resumed", "data_dir", "merged_from"}
@@ -84,12 +85,13 @@ def merge_runs(shard_dirs: list[str | Path], out_dir: str | Path, force: bool = 
     if problems and not force:
         raise MergeError("cannot merge (use --force to merge anyway):\n  " + "\n  ".join(problems))
 
-    records, seen = [], {}
+    records: list[Record] = []
+    seen: dict[tuple, str] = {}
     for d in dirs:
         for r in read_records(d):
-            key = record_key(r)
+            key = r.key
             if key in seen:
-                raise MergeError(f"record {key} is in both {seen[key]} and {d.name} (overlapping shards)")
+                raise MergeError(f"record {r.method} {r.unit} is in both {seen[key]} and {d.name} (overlapping shards)")
             seen[key] = d.name
             records.append(r)
 
@@ -109,8 +111,6 @@ def merge_runs(shard_dirs: list[str | Path], out_dir: str | Path, force: bool = 
     if problems:
         merged["merge_forced_differences"] = problems
     out.mkdir(parents=True, exist_ok=True)
-    with (out / RECORDS_FILE).open("w", encoding="utf-8") as fh:
-        for r in records:
-            fh.write(json.dumps(r, separators=(",", ":")) + "\n")
+    write_records(out / RECORDS_FILE, records)
     (out / MANIFEST_FILE).write_text(json.dumps(merged, indent=2, default=str))
     return merged

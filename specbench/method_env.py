@@ -24,3 +24,14 @@ class MethodEnv:
     cache_dir: Path
     task: str | None = None
     artifacts: dict[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def for_task(cls, loaded: Any, data_dir: Path | None, cache_dir: Path, task: str | None) -> "MethodEnv":
+        """The env of ``task`` for a ``specbench.model.LoadedModel`` (model, tokenizer, id and device).
+
+        >>> from types import SimpleNamespace
+        >>> lm = SimpleNamespace(model=None, tokenizer=None, model_id="tiny", device=torch.device("cpu"))
+        >>> MethodEnv.for_task(lm, None, Path("/cache"), "gsm8k").model_id
+        'tiny'
+        """
+        return cls(loaded.model, loaded.tokenizer, loaded.model_id, loaded.device, data_dir, cache_dir, task)

@@ -1,58 +1,57 @@
-"""Result records: append-only JSONL, one record per (method, task, question, turn, repeat).
+"""A run folder's files: append-only ``records.jsonl`` (one ``Record`` a line) and ``manifest.json``.
 
-Record fields (``SCHEMA_VERSION`` 1):
-- identity: ``schema_version, method, task, subtask, task_version, question_id, category, turn`` (1-based),
-  ``repeat`` (0-based)
-- work: ``prompt_tokens, new_tokens, output_ids``
-- timing: ``wall_time_s`` (whole generation incl. prefill, tokenisation excluded), ``draft_time_s``,
-  ``verify_time_s``
-- per forward pass (prefill included, same length): ``accept_lengths`` (tokens emitted: accepted draft
-  tokens + 1; AR is all ones; sum == new_tokens), ``draft_sizes`` (tree nodes), ``draft_times_s``
-- ``forward_passes`` == len(accept_lengths)
-- lossless check vs the AR record of the same question/turn/repeat 0: ``lossless`` (bool, null for AR),
-  ``lossless_class`` ("exact" | "tie" | "mismatch", null for AR), ``first_divergence`` (index or null),
-  ``ar_margin`` (relative top-2 logit margin of AR at the divergence, or null)
+>>> import tempfile
+>>> from specbench.record import Record
+>>> d = tempfile.mkdtemp()
+>>> with RecordWriter(d) as w:
+...     w.write(Record("ar", "gsm8k", "GSM8K", "1", "q1", "", 1, 0, 3, 1, 0.1, 1, 0.0, 0.1, [1], [0], [0.0], [9]))
+>>> [r.unit for r in read_records(d)]
+[Unit(task='gsm8k', question_id='q1', turn=1, repeat=0)]
 """
 from __future__ import annotations
 
 import json
 import os
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
-SCHEMA_VERSION = 1
+from specbench.record import Record
+
 RECORDS_FILE = "records.jsonl"
 MANIFEST_FILE = "manifest.json"
 
 
-def record_key(rec: dict[str, Any]) -> tuple:
-    """Identity of a record; a resumed run skips keys already present."""
-    return (rec["method"], rec["task"], str(rec["question_id"]), int(rec["turn"]), int(rec["repeat"]))
-
-
-def read_records(run_dir: str | Path) -> list[dict[str, Any]]:
+def read_records(run_dir: str | Path) -> list[Record]:
     """All complete records of a run (a torn last line from an interrupted write is ignored)."""
     path = Path(run_dir) / RECORDS_FILE
     if not path.is_file():
         return []
-    out: list[dict[str, Any]] = []
+    out: list[Record] = []
     with path.open(encoding="utf-8") as fh:
         for line in fh:
             line = line.strip()
             if not line:
                 continue
             try:
-                rec = json.loads(line)
+                data = json.loads(line)
             except json.JSONDecodeError:
                 continue
-            if rec.get("schema_version") != SCHEMA_VERSION:
-                raise ValueError(f"{path}: record schema_version {rec.get('schema_version')} != {SCHEMA_VERSION}")
-            out.append(rec)
+            try:
+                out.append(Record.from_json(data))
+            except ValueError as e:
+                raise ValueError(f"{path}: {e}") from None
     return out
 
 
-def iter_records(run_dir: str | Path) -> Iterator[dict[str, Any]]:
-    yield from read_records(run_dir)
+def write_records(path: str | Path, records: list[Record]) -> None:
+    """Write ``records`` as a fresh JSONL file (merging shards)."""
+    with Path(path).open("w", encoding="utf-8") as fh:
+        for r in records:
+            fh.write(_line(r))
+
+
+def _line(rec: Record) -> str:
+    return json.dumps(rec.to_json(), separators=(",", ":")) + "\n"
 
 
 class RecordWriter:
@@ -75,9 +74,8 @@ class RecordWriter:
         with self.path.open("r+b") as fh:
             fh.truncate(cut)
 
-    def write(self, rec: dict[str, Any]) -> None:
-        rec = {"schema_version": SCHEMA_VERSION, **rec}
-        self._fh.write(json.dumps(rec, separators=(",", ":")) + "\n")
+    def write(self, rec: Record) -> None:
+        self._fh.write(_line(rec))
         self._fh.flush()
         os.fsync(self._fh.fileno())
 

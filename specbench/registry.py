@@ -1,16 +1,25 @@
-"""Name-keyed registries: methods, tasks, corpora, and datastore actions.
+"""Name-keyed registries: methods, tasks, corpora, datastore actions and trainers.
 
 ``@register_method("pld", PLDConfig)`` on a factory ``(config, env) -> Drafter | None``;
 ``@register_task("gsm8k")`` on a task class; ``@register_corpus("sharegpt")`` on a text-entry
 generator. Duplicate names raise; unknown names raise ``UnknownNameError`` with a suggestion.
+Reading any registry first runs the plugin discovery of ``specbench.plugins`` (once).
+
+>>> r = Registry("colour", discover=lambda: None)
+>>> r.add("red", 1)
+>>> r.get("rde")
+Traceback (most recent call last):
+...
+specbench.registry.UnknownNameError: unknown colour 'rde'; did you mean 'red'? (known: red)
 """
 from __future__ import annotations
 
 import difflib
-import importlib
-import pkgutil
 from dataclasses import dataclass
 from typing import Any, Callable, Generic, Iterator, TypeVar
+
+from specbench.catalog import task_label
+from specbench.plugins import load_plugins
 
 T = TypeVar("T")
 
@@ -25,9 +34,10 @@ class UnknownNameError(KeyError):
 class Registry(Generic[T]):
     """A dict of name -> entry that refuses duplicates and explains unknown names."""
 
-    def __init__(self, kind: str) -> None:
+    def __init__(self, kind: str, discover: Callable[[], None] | None = None) -> None:
         self.kind = kind
         self._entries: dict[str, T] = {}
+        self._discover = discover or load_plugins
 
     def add(self, name: str, entry: T) -> None:
         if name in self._entries:
@@ -35,7 +45,7 @@ class Registry(Generic[T]):
         self._entries[name] = entry
 
     def get(self, name: str) -> T:
-        _load_plugins()
+        self._discover()
         if name not in self._entries:
             hint = difflib.get_close_matches(name, list(self._entries), n=1)
             msg = f"unknown {self.kind} {name!r}"
@@ -45,11 +55,11 @@ class Registry(Generic[T]):
         return self._entries[name]
 
     def names(self) -> list[str]:
-        _load_plugins()
+        self._discover()
         return sorted(self._entries)
 
     def __contains__(self, name: str) -> bool:
-        _load_plugins()
+        self._discover()
         return name in self._entries
 
     def __iter__(self) -> Iterator[str]:
@@ -67,8 +77,8 @@ class MethodSpec:
 
 
 @dataclass(frozen=True)
-class DatastoreAction:
-    """A ``specbench datastore <action>`` subcommand contributed by a method module."""
+class PluginCommand:
+    """A subcommand a method module contributes (``specbench datastore <name>``, ``specbench train <name>``)."""
 
     name: str
     help: str
@@ -76,11 +86,14 @@ class DatastoreAction:
     run: Callable[[Any], int]
 
 
+DatastoreAction = PluginCommand  # the name datastore actions were registered under before trainers existed
+
 METHODS: Registry[MethodSpec] = Registry("method")
 TASKS: Registry[Any] = Registry("task")
 CORPORA: Registry[Callable[..., Iterator[str]]] = Registry("corpus")
 DATASTORE_ACTIONS: Registry[DatastoreAction] = Registry("datastore action")
 DATASTORE_BUILDERS: Registry[Callable[[Any], int]] = Registry("datastore kind")
+TRAINERS: Registry[PluginCommand] = Registry("trainer")
 
 
 def register_method(name: str, config_cls: type) -> Callable:
@@ -95,10 +108,12 @@ def register_method(name: str, config_cls: type) -> Callable:
 
 
 def register_task(name: str) -> Callable:
-    """Decorator for a task class (see ``specbench.tasks_base.Task``)."""
+    """Decorator for a task class (see ``specbench.task.Task``)."""
 
     def wrap(cls: type) -> type:
         cls.name = name
+        if not cls.__dict__.get("subtask"):  # built-in tasks take their label from the catalog
+            cls.subtask = task_label(name)
         TASKS.add(name, cls)
         return cls
 
@@ -115,7 +130,7 @@ def register_corpus(name: str) -> Callable:
     return wrap
 
 
-def register_datastore_action(action: DatastoreAction) -> DatastoreAction:
+def register_datastore_action(action: PluginCommand) -> PluginCommand:
     """Add a ``specbench datastore <name>`` subcommand (e.g. CREST's ``compact``)."""
     DATASTORE_ACTIONS.add(action.name, action)
     return action
@@ -131,18 +146,7 @@ def register_datastore_builder(kind: str) -> Callable:
     return wrap
 
 
-_loaded = False
-
-
-def _load_plugins() -> None:
-    """Import every module of ``methods/``, ``tasks/`` and the corpora so their decorators run."""
-    global _loaded
-    if _loaded:
-        return
-    _loaded = True
-    importlib.import_module("specbench.corpora")
-    for pkg_name in ("methods", "tasks"):
-        pkg = importlib.import_module(pkg_name)
-        for mod in pkgutil.iter_modules(pkg.__path__):
-            if not mod.name.startswith("_"):
-                importlib.import_module(f"{pkg_name}.{mod.name}")
+def register_trainer(trainer: PluginCommand) -> PluginCommand:
+    """Add a ``specbench train <name>`` subcommand (e.g. ReDrafter's head training)."""
+    TRAINERS.add(trainer.name, trainer)
+    return trainer

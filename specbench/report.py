@@ -11,11 +11,10 @@ from typing import Any, Callable
 
 from tabulate import tabulate
 
-from specbench.stats import BASELINE, OVERALL, Cell, Run, backend_label, load_run, run_stats
-
-
-def _fmt(value: float | None, spec: str) -> str:
-    return "-" if value is None or value != value else f"{value:{spec}}"
+from specbench.catalog import BASELINE, OVERALL
+from specbench.lossless import EXACT, MISMATCH, TIE
+from specbench.numfmt import fmt_num
+from specbench.stats import Cell, Run, backend_label, load_run, run_stats
 
 
 def _header(manifest: dict[str, Any]) -> list[str]:
@@ -45,10 +44,10 @@ def render(run: Run, fmt: str = "github") -> str:
     parts = _header(run.manifest) if run.manifest else []
     tables: list[tuple[str, Callable[[Cell], str]]] = [
         ("Speedup vs AR (tokens/s ratio on the same questions, 95% bootstrap CI)", Cell.speedup_text),
-        ("Mean tokens per forward pass (tau)", lambda c: _fmt(c.tau, ".2f")),
-        ("Tokens per second", lambda c: _fmt(c.tokens_per_s, ".1f")),
-        ("Acceptance rate (accepted / drafted tokens)", lambda c: _fmt(c.acceptance_rate, ".2f")),
-        ("Share of time spent drafting", lambda c: _fmt(c.draft_share, ".1%")),
+        ("Mean tokens per forward pass (tau)", lambda c: fmt_num(c.tau, "{:.2f}")),
+        ("Tokens per second", lambda c: fmt_num(c.tokens_per_s, "{:.1f}")),
+        ("Acceptance rate (accepted / drafted tokens)", lambda c: fmt_num(c.acceptance_rate, "{:.2f}")),
+        ("Share of time spent drafting", lambda c: fmt_num(c.draft_share, "{:.1%}")),
     ]
     for title, cell_text in tables:
         rows = [[m] + [cell_text(stats[m][c]) if c in stats[m] else "-" for c in cols] for m in methods]
@@ -58,7 +57,7 @@ def render(run: Run, fmt: str = "github") -> str:
         if m == BASELINE or OVERALL not in stats[m]:
             continue
         n = stats[m][OVERALL].lossless
-        rows.append([m, n["exact"], n["tie"], n["mismatch"], "OK" if n["mismatch"] == 0 else "MISMATCH"])
+        rows.append([m, n[EXACT], n[TIE], n[MISMATCH], "OK" if n[MISMATCH] == 0 else "MISMATCH"])
     if rows:
         parts.append(
             "### Lossless check vs AR (fp32 token ids)\n\n"

@@ -21,16 +21,11 @@ from typing import Any, Iterable
 
 import numpy as np
 
+from specbench.catalog import BASELINE, OVERALL, order_subtasks
+from specbench.lossless import LOSSLESS_CLASSES
+from specbench.record import Record, Unit
 from specbench.records import read_manifest, read_records
 
-BASELINE = "ar"
-OVERALL = "Overall"
-# report labels in Spec-Bench's column order; unknown subtasks are appended alphabetically
-SUBTASK_ORDER = ("MT-Bench", "HumanEval", "GSM8K", "CNN/DM", "NQ-RAG", "WMT", "NQ")
-TASK_LABELS = {
-    "mt_bench": "MT-Bench", "humaneval": "HumanEval", "gsm8k": "GSM8K", "cnndm": "CNN/DM",
-    "nq_rag": "NQ-RAG", "wmt": "WMT", "nq": "NQ",
-}
 DEFAULT_BOOTSTRAP = 2000
 DEFAULT_SEED = 20240521
 
@@ -41,7 +36,7 @@ class Run:
 
     path: Path
     manifest: dict[str, Any]
-    records: list[dict[str, Any]]
+    records: list[Record]
 
     @property
     def name(self) -> str:
@@ -49,14 +44,14 @@ class Run:
 
     def methods(self) -> list[str]:
         """Methods in the run, baseline first, then in manifest/config order (else alphabetical)."""
-        present = {r["method"] for r in self.records}
+        present = {r.method for r in self.records}
         order = list((self.manifest.get("config") or {}).get("methods") or [])
         rest = sorted(present - set(order))
         out = [m for m in order if m in present] + rest
         return sorted(out, key=lambda m: m != BASELINE)
 
     def subtasks(self) -> list[str]:
-        return order_subtasks({subtask_of(r) for r in self.records})
+        return order_subtasks({r.subtask for r in self.records})
 
 
 def load_run(run_dir: str | Path) -> Run:
@@ -65,20 +60,6 @@ def load_run(run_dir: str | Path) -> Run:
     if not path.is_dir():
         raise FileNotFoundError(f"run folder not found: {run_dir}")
     return Run(path, read_manifest(path), read_records(path))
-
-
-def subtask_of(rec: dict[str, Any]) -> str:
-    return rec.get("subtask") or TASK_LABELS.get(rec["task"], rec["task"])
-
-
-def order_subtasks(names: Iterable[str]) -> list[str]:
-    names = set(names)
-    return [s for s in SUBTASK_ORDER if s in names] + sorted(names - set(SUBTASK_ORDER))
-
-
-def unit_key(rec: dict[str, Any]) -> tuple:
-    """Pairing key of a record: the same (task, question, turn, repeat) under AR and the method."""
-    return (rec["task"], str(rec["question_id"]), int(rec["turn"]), int(rec.get("repeat", 0)))
 
 
 @dataclass
@@ -113,40 +94,34 @@ class Cell:
         return f"{self.speedup:.2f}x ±{(self.ci_high - self.ci_low) / 2:.2f}"
 
 
-def _sums(recs: list[dict[str, Any]]) -> dict[str, float]:
-    s = defaultdict(float)
+def _sums(recs: list[Record]) -> dict[str, float]:
+    s: dict[str, float] = defaultdict(float)
     for r in recs:
-        acc = r.get("accept_lengths") or []
-        sizes = r.get("draft_sizes") or []
-        s["tokens"] += r["new_tokens"]
-        s["time"] += r["wall_time_s"]
-        s["draft_time"] += r.get("draft_time_s") or 0.0
-        s["verify_time"] += r.get("verify_time_s") or 0.0
-        s["passes"] += r.get("forward_passes", len(acc)) or 0
-        s["decode_passes"] += max(len(acc) - 1, 0)
-        s["drafted"] += sum(sizes[1:])
-        s["accepted"] += sum(a - 1 for a in acc[1:])
+        s["tokens"] += r.new_tokens
+        s["time"] += r.wall_time_s
+        s["draft_time"] += r.draft_time_s
+        s["verify_time"] += r.verify_time_s
+        s["passes"] += r.forward_passes
+        s["decode_passes"] += r.decode_passes
+        s["drafted"] += r.drafted
+        s["accepted"] += r.accepted
     return s
 
 
-def _group_by_question(recs: Iterable[dict[str, Any]]) -> dict[tuple, list[dict[str, Any]]]:
-    out: dict[tuple, list] = defaultdict(list)
-    for r in recs:
-        out[(r["task"], str(r["question_id"]))].append(r)
-    return out
+def _questions(recs: Iterable[Record]) -> set[tuple[str, str]]:
+    return {(r.task, r.question_id) for r in recs}
 
 
-def _paired_arrays(method_recs: list[dict], ar_recs: list[dict]) -> tuple[list[tuple], np.ndarray]:
+def _paired_arrays(method_recs: list[Record], ar_recs: list[Record]) -> tuple[list[tuple], np.ndarray]:
     """Per question: [method tokens, method time, AR tokens, AR time] over units both sides have."""
-    ar_by_unit = {unit_key(r): r for r in ar_recs}
+    ar_by_unit: dict[Unit, Record] = {r.unit: r for r in ar_recs}
     rows: dict[tuple, np.ndarray] = {}
     for r in method_recs:
-        a = ar_by_unit.get(unit_key(r))
+        a = ar_by_unit.get(r.unit)
         if a is None:
             continue
-        q = (r["task"], str(r["question_id"]))
-        row = rows.setdefault(q, np.zeros(4))
-        row += (r["new_tokens"], r["wall_time_s"], a["new_tokens"], a["wall_time_s"])
+        row = rows.setdefault((r.task, r.question_id), np.zeros(4))
+        row += (r.new_tokens, r.wall_time_s, a.new_tokens, a.wall_time_s)
     keys = sorted(rows)
     return keys, np.array([rows[k] for k in keys]).reshape(len(keys), 4)
 
@@ -182,16 +157,15 @@ def paired_speedup(
     return point, float(lo), float(hi)
 
 
-def _lossless_counts(recs: list[dict]) -> dict[str, int]:
-    out = {"exact": 0, "tie": 0, "mismatch": 0}
+def _lossless_counts(recs: list[Record]) -> dict[str, int]:
+    out = dict.fromkeys(LOSSLESS_CLASSES, 0)
     for r in recs:
-        cls = r.get("lossless_class")
-        if cls in out:
-            out[cls] += 1
+        if r.lossless_class in out:
+            out[r.lossless_class] += 1
     return out
 
 
-def _cell(method: str, subtask: str, recs: list[dict], strata: list[np.ndarray], n_boot: int, seed: int) -> Cell:
+def _cell(method: str, subtask: str, recs: list[Record], strata: list[np.ndarray], n_boot: int, seed: int) -> Cell:
     s = _sums(recs)
     if method == BASELINE:
         sp = lo = hi = None
@@ -201,7 +175,7 @@ def _cell(method: str, subtask: str, recs: list[dict], strata: list[np.ndarray],
     return Cell(
         method=method,
         subtask=subtask,
-        n_questions=len(_group_by_question(recs)),
+        n_questions=len(_questions(recs)),
         speedup=sp,
         ci_low=lo,
         ci_high=hi,
@@ -220,15 +194,15 @@ def _cell(method: str, subtask: str, recs: list[dict], strata: list[np.ndarray],
 
 def run_stats(run: Run, n_boot: int = DEFAULT_BOOTSTRAP, seed: int = DEFAULT_SEED) -> dict[str, dict[str, Cell]]:
     """``{method: {subtask | "Overall": Cell}}`` for every method of ``run`` (baseline included)."""
-    by: dict[tuple[str, str], list[dict]] = defaultdict(list)
+    by: dict[tuple[str, str], list[Record]] = defaultdict(list)
     for r in run.records:
-        by[(r["method"], subtask_of(r))].append(r)
+        by[(r.method, r.subtask)].append(r)
     subtasks = run.subtasks()
     out: dict[str, dict[str, Cell]] = {}
     for method in run.methods():
         cells: dict[str, Cell] = {}
         strata: list[np.ndarray] = []
-        all_recs: list[dict] = []
+        all_recs: list[Record] = []
         for sub in subtasks:
             recs = by.get((method, sub), [])
             if not recs:

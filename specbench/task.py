@@ -25,7 +25,7 @@ class Task:
     """Base class for registered tasks. ``version`` changes whenever prompts or data change."""
 
     name: ClassVar[str] = ""
-    subtask: ClassVar[str] = ""  # column label in reports, e.g. "GSM8K"
+    subtask: ClassVar[str] = ""  # column label in reports; default: specbench.catalog.task_label(name)
     version: ClassVar[str] = "1"
 
     def load(self, data_dir: Path | None) -> list[Question]:

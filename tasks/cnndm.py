@@ -5,5 +5,4 @@ from tasks._spec_bench import SpecBenchTask
 
 @register_task("cnndm")
 class CNNDMTask(SpecBenchTask):
-    subtask = "CNN/DM"
     categories = ("summarization",)

@@ -5,5 +5,4 @@ from tasks._spec_bench import SpecBenchTask
 
 @register_task("gsm8k")
 class GSM8KTask(SpecBenchTask):
-    subtask = "GSM8K"
     categories = ("math_reasoning",)

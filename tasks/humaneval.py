@@ -29,7 +29,6 @@ def humaneval_file() -> Path:
 
 @register_task("humaneval")
 class HumanEvalTask(Task):
-    subtask = "HumanEval"
     version = "1"
 
     def load(self, data_dir: Path | None) -> list[Question]:

@@ -9,5 +9,4 @@ from tasks._spec_bench import MT_BENCH_CATEGORIES, SpecBenchTask
 
 @register_task("mt_bench")
 class MTBenchTask(SpecBenchTask):
-    subtask = "MT-Bench"
     categories = MT_BENCH_CATEGORIES

@@ -5,5 +5,4 @@ from tasks._spec_bench import SpecBenchTask
 
 @register_task("nq")
 class NQTask(SpecBenchTask):
-    subtask = "NQ"
     categories = ("qa",)

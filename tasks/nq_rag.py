@@ -5,5 +5,4 @@ from tasks._spec_bench import SpecBenchTask
 
 @register_task("nq_rag")
 class NQRAGTask(SpecBenchTask):
-    subtask = "NQ-RAG"
     categories = ("rag",)

@@ -5,5 +5,4 @@ from tasks._spec_bench import SpecBenchTask
 
 @register_task("wmt")
 class WMTTask(SpecBenchTask):
-    subtask = "WMT"
     categories = ("translation",)

@@ -7,10 +7,10 @@ import numpy as np
 import pytest
 import torch
 
-from specbench.datastore_dense.build import BuildSettings, datastore_from_sequences, format_pair, interleave
-from specbench.datastore_dense.embed import EmbedSettings, ShardStore, embed_batch, embed_corpus, next_token_values
-from specbench.datastore_dense.store import DatastoreError, DenseDatastore, default_nlist
-from specbench.datastore_dense.transform import fit_transform
+from methods.dresd.datastore.build import BuildSettings, datastore_from_sequences, format_pair, interleave
+from methods.dresd.datastore.embed import EmbedSettings, ShardStore, embed_batch, embed_corpus, next_token_values
+from methods.dresd.datastore.store import DatastoreError, DenseDatastore, default_nlist
+from methods.dresd.datastore.transform import fit_transform
 from tests.conftest import make_tiny_model
 
 
@@ -186,7 +186,7 @@ def test_mismatched_model_or_tokenizer_is_a_clear_error(tmp_path) -> None:
 
 def test_unknown_corpus_is_a_config_error(tmp_path) -> None:
     from specbench.config import ConfigError
-    from specbench.datastore_dense.build import build_datastore
+    from methods.dresd.datastore.build import build_datastore
 
     tok = _FakeTokenizer({"a": 0})
     tok.eos_token_id = 0

@@ -10,9 +10,9 @@ import torch
 from methods.dresd.config import DReSDConfig
 from methods.dresd.drafter import DReSDDrafter, select_drafts
 from specbench.config import ConfigError, from_dict
-from specbench.datastore_dense.build import BuildSettings, datastore_from_sequences
-from specbench.datastore_dense.store import DenseDatastore
-from specbench.datastore_dense.transform import DenseTransform
+from methods.dresd.datastore.build import BuildSettings, datastore_from_sequences
+from methods.dresd.datastore.store import DenseDatastore
+from methods.dresd.datastore.transform import DenseTransform
 from specbench.drafter import DraftContext
 from specbench.engine.loop import Engine
 from tests.conftest import make_tiny_model
@@ -103,7 +103,7 @@ def test_dresd_lossless_on_embedded_model(embedded, tmp_path) -> None:
     if data_dir is None or not (data_dir / "gsm8k" / "test.jsonl").is_file():
         pytest.skip("needs the shared data dir")
     lm = embedded
-    env = MethodEnv(lm.model, lm.tokenizer, lm.model_id, lm.device, data_dir, tmp_path, "gsm8k")
+    env = MethodEnv.for_task(lm, data_dir, tmp_path, "gsm8k")
     drafter, cfg = build_drafter("dresd", {"max_tokens": "1500", "num_drafts": "4", "draft_len": "6"}, env)
     assert env.artifacts["datastore_entries"] == 1500 and env.artifacts["datastore_corpora"] == ["gsm8k_train"]
     assert (tmp_path / "datastores" / "dresd").is_dir()

@@ -71,7 +71,7 @@ def test_profile_adds_predicted_speedup(tmp_path: Path) -> None:
     # T(n) = 10 ms + 1 ms per token: pld drafts 6 -> forwards of 7 tokens cost 16 ms vs 11 ms for one
     prof = make_profile({n: 0.010 + 0.001 * n for n in (1, 2, 4, 8, 16)}, {"id": "tiny-fake"}, 512, CPU_HW)
     save_profile(prof, tmp_path / "profile.json")
-    recs = [r for r in load_run(run).records if r["method"] == "pld"]
+    recs = [r.to_json() for r in load_run(run).records if r.method == "pld"]
     # fabricated draft time per pass = 0.1 * wall / passes; tau = 33 / 9
     draft = sum(r["draft_times_s"][1] for r in recs) / len(recs)
     assert predicted_speedup(recs, prof) == pytest.approx((33 / 9) * 0.011 / (0.017 + draft), rel=1e-6)

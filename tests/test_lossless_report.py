@@ -1,6 +1,8 @@
 """Lossless classification and report arithmetic on constructed records."""
-from specbench.lossless import EXACT, MISMATCH, TIE, classify, first_divergence
 from pathlib import Path
+
+from specbench.lossless import EXACT, MISMATCH, TIE, classify, first_divergence
+from specbench.record import Record
 
 from specbench.report import render
 from specbench.stats import Run, run_stats
@@ -22,10 +24,10 @@ def test_classify_tie_vs_mismatch():
 
 
 def rec(method, task, sub, qid, tokens, secs, accept, cls=None):
-    return {"method": method, "task": task, "subtask": sub, "question_id": qid, "turn": 1, "repeat": 0,
-            "output_ids": list(range(tokens)), "new_tokens": tokens, "wall_time_s": secs,
-            "forward_passes": len(accept), "accept_lengths": accept, "draft_sizes": [0] + [4] * (len(accept) - 1),
-            "draft_time_s": 0.1 * secs, "verify_time_s": 0.9 * secs, "lossless_class": cls}
+    return Record(method=method, task=task, subtask=sub, task_version="1", question_id=qid, category="", turn=1,
+                  repeat=0, prompt_tokens=5, output_ids=list(range(tokens)), new_tokens=tokens, wall_time_s=secs,
+                  forward_passes=len(accept), accept_lengths=accept, draft_sizes=[0] + [4] * (len(accept) - 1),
+                  draft_time_s=0.1 * secs, verify_time_s=0.9 * secs, lossless_class=cls)
 
 
 def test_speedup_is_ratio_of_token_rates_over_paired_questions():

@@ -4,9 +4,11 @@ import json
 import pytest
 
 from specbench.config import RunConfig
-from specbench.records import RecordWriter, read_manifest, read_records, record_key
+from specbench.record import SCHEMA_VERSION, Unit
+from specbench.records import RecordWriter, read_manifest, read_records
 from specbench.report import write_report
-from specbench.runner import Runner, make_plan, run_dir_for
+from specbench.plan import make_plan, run_dir_for
+from specbench.runner import Runner
 
 
 def small_plan(tmp_path):
@@ -39,16 +41,16 @@ def test_interrupted_run_resumes_without_duplicates(embedded, tmp_path, monkeypa
     monkeypatch.setattr(RecordWriter, "write", original)
     mismatches = Runner(plan, run_dir, loaded=embedded, progress=False).run()
     recs = read_records(run_dir)
-    keys = [record_key(r) for r in recs]
+    keys = [r.key for r in recs]
     # mt_bench: 2 turns x 2 methods, gsm8k: 1 turn x 2 methods
     assert len(keys) == len(set(keys)) == 6
     assert mismatches == 0
     for r in recs:
-        assert r["schema_version"] == 1
-        assert sum(r["accept_lengths"]) == r["new_tokens"] == len(r["output_ids"]) <= 8
-        assert len(r["draft_sizes"]) == r["forward_passes"] == len(r["accept_lengths"])
-        if r["method"] == "pld":
-            assert r["lossless"] is True and r["lossless_class"] == "exact"
+        assert r.to_json()["schema_version"] == SCHEMA_VERSION == 2
+        assert sum(r.accept_lengths) == r.new_tokens == len(r.output_ids) <= 8
+        assert len(r.draft_sizes) == r.forward_passes == len(r.accept_lengths)
+        if r.method == "pld":
+            assert r.lossless is True and r.lossless_class == "exact"
     manifest = read_manifest(run_dir)
     assert manifest["model"]["dtype"] == "float32" and manifest["model"]["tf32"] is False
     assert manifest["questions"] == {"mt_bench": ["81"], "gsm8k": ["401"]}
@@ -67,9 +69,9 @@ def test_turn_two_prompt_uses_ar_answer(embedded, tmp_path):
     runner = Runner(plan, run_dir, loaded=embedded, progress=False)
     runner.run()
     q = plan.questions["mt_bench"][0]
-    ar1 = [r for r in read_records(run_dir) if r["method"] == "ar" and r["task"] == "mt_bench" and r["turn"] == 1][0]
-    answer = embedded.tokenizer.decode(ar1["output_ids"], skip_special_tokens=True)
-    prompt = embedded.tokenizer.decode(runner.prompt_for("mt_bench", q, 1))
+    ar1 = [r for r in read_records(run_dir) if r.method == "ar" and r.unit == Unit("mt_bench", q.question_id, 1)][0]
+    answer = embedded.tokenizer.decode(ar1.output_ids, skip_special_tokens=True)
+    prompt = embedded.tokenizer.decode(runner.prompt_for(Unit("mt_bench", q.question_id, 2), q))
     assert answer in prompt and q.turns[1] in prompt
 
 
@@ -85,7 +87,7 @@ def test_changed_config_refuses_same_folder(tmp_path):
 
 
 def test_shard_split_is_a_partition(tmp_path):
-    from specbench.runner import parse_shard
+    from specbench.plan import parse_shard
 
     cfg = RunConfig(tasks=("gsm8k", "wmt"), limit=5, out_dir=str(tmp_path))
     full = make_plan(cfg)

@@ -9,25 +9,25 @@ from typing import Any
 import numpy as np
 import pytest
 
-from specbench.records import SCHEMA_VERSION
+from specbench.catalog import task_label
+from specbench.manifest import MANIFEST_SCHEMA_VERSION
+from specbench.record import Record
 from specbench.stats import OVERALL, Cell, load_run, lossless_status, paired_speedup, run_stats
 
-LABELS = {"mt_bench": "MT-Bench", "humaneval": "HumanEval", "gsm8k": "GSM8K"}
 CPU_HW = {"cpu": "Fake CPU 9000", "cores": 2, "ram_gb": 24, "gpu": None, "gpu_memory_gb": None, "cuda": None, "driver": None}
 
 
 def fake_record(method: str, task: str, qid: str, turn: int, repeat: int, output: list[int], time_s: float,
-                accept: list[int], draft_sizes: list[int], cls: str | None, first_div: int | None = None) -> dict[str, Any]:
+                accept: list[int], draft_sizes: list[int], cls: str | None, first_div: int | None = None) -> Record:
     n = len(accept)
-    return {
-        "schema_version": SCHEMA_VERSION, "method": method, "task": task, "subtask": LABELS.get(task, task),
-        "task_version": "1", "question_id": qid, "category": "", "turn": turn, "repeat": repeat,
-        "prompt_tokens": 20, "new_tokens": len(output), "output_ids": output,
-        "wall_time_s": time_s, "draft_time_s": 0.1 * time_s, "verify_time_s": 0.8 * time_s,
-        "accept_lengths": accept, "draft_sizes": draft_sizes, "draft_times_s": [0.1 * time_s / n] * n,
-        "forward_passes": n, "lossless": None if cls is None else cls != "mismatch",
-        "lossless_class": cls, "first_divergence": first_div, "ar_margin": None if first_div is None else 0.0012,
-    }
+    return Record(
+        method=method, task=task, subtask=task_label(task), task_version="1", question_id=qid, category="",
+        turn=turn, repeat=repeat, prompt_tokens=20, new_tokens=len(output), output_ids=output,
+        wall_time_s=time_s, draft_time_s=0.1 * time_s, verify_time_s=0.8 * time_s,
+        accept_lengths=accept, draft_sizes=draft_sizes, draft_times_s=[0.1 * time_s / n] * n,
+        forward_passes=n, lossless=None if cls is None else cls != "mismatch",
+        lossless_class=cls, first_divergence=first_div, ar_margin=None if first_div is None else 0.0012,
+    )
 
 
 def write_fake_run(
@@ -75,9 +75,9 @@ def write_fake_run(
                         recs.append(fake_record(m, task, qid, turn, rep, mo, t, accept, sizes, cls, div))
     with (path / "records.jsonl").open("w") as fh:
         for r in recs:
-            fh.write(json.dumps(r) + "\n")
+            fh.write(json.dumps(r.to_json()) + "\n")
     manifest = {
-        "schema_version": SCHEMA_VERSION,
+        "schema_version": MANIFEST_SCHEMA_VERSION,
         "hardware": hardware or CPU_HW,
         "versions": {"python": "3.11.2", "torch": "2.13.0", "transformers": "5.23.0", "specbench": "0.1.0"},
         "model": {"id": "tiny-fake", "hash": "abc123", "dtype": dtype, "tf32": False},

@@ -5,7 +5,7 @@ import pytest
 
 from specbench.config import default_data_dir
 from specbench.registry import TASKS
-from specbench.runner import ALL_TASKS
+from specbench.catalog import ALL_TASKS
 from specbench.task import TaskDataError
 from tasks._spec_bench import _load_all
 

@@ -12,14 +12,13 @@ from specbench.registry import DatastoreAction, register_datastore_action, regis
 @register_datastore_builder("dresd")
 def build_cli(args: argparse.Namespace) -> int:
     """Build an OOD (corpus answers) or ``--id`` (the target's own answers) DReSD datastore."""
-    from specbench.commands.datastore import parse_sets
-    from specbench.config import from_dict
-    from specbench.datastore_dense.build import BuildSettings, build_datastore
+    from specbench.config import from_dict, parse_settings, resolve_data_dir
+    from methods.dresd.datastore.build import BuildSettings, build_datastore
     from specbench.model import load_model, stop_token_ids
 
-    settings = from_dict(BuildSettings, parse_sets(args.set), where="dresd build: ")
+    settings = from_dict(BuildSettings, parse_settings(args.set), where="dresd build: ")
     corpora = [c.strip() for c in args.corpus.split(",") if c.strip()]
-    data_dir = Path(args.data_dir) if args.data_dir else args.default_data_dir()
+    data_dir = resolve_data_dir(args.data_dir)
     lm = load_model(args.model, args.dtype, args.device)
     ds = build_datastore(lm.model, lm.tokenizer, corpora, args.out, args.max_tokens, args.id, data_dir, settings,
                          lm.model_id, stop_token_ids(lm.tokenizer, lm.model))
@@ -42,15 +41,15 @@ def _eval_args(p: argparse.ArgumentParser) -> None:
 
 def eval_cli(args: argparse.Namespace) -> int:
     """Recall@k of the stored (IVF) index vs exact search, per-query latency, and survivor rate."""
-    from specbench.config import default_data_dir
-    from specbench.datastore_dense.eval import evaluate_index
-    from specbench.datastore_dense.store import DenseDatastore
+    from specbench.config import resolve_data_dir
+    from methods.dresd.datastore.eval import evaluate_index
+    from methods.dresd.datastore.store import DenseDatastore
     from specbench.model import load_model
 
     ds = DenseDatastore.load(args.path)
     lm = load_model(args.model, "float32", "cpu")
     ds.check_compatible(lm.model, lm.tokenizer)
-    data_dir = Path(args.data_dir) if args.data_dir else default_data_dir()
+    data_dir = resolve_data_dir(args.data_dir)
     nprobes = [int(x) for x in args.nprobe.split(",") if x]
     res = evaluate_index(ds, lm.model, lm.tokenizer, args.corpus, data_dir, args.queries, args.k, nprobes)
     print(json.dumps(res, indent=1))

@@ -14,7 +14,7 @@ _LOADED: dict[str, object] = {}  # path -> DenseDatastore, shared by the tasks o
 
 def default_datastore_path(config: DReSDConfig, env: MethodEnv, corpus: str) -> Path:
     """Cache location of the default datastore for (model, corpus, OOD/ID, size)."""
-    from specbench.datastore_dense.fingerprint import model_fingerprint
+    from methods.dresd.datastore.fingerprint import model_fingerprint
 
     kind = "id" if config.id else "ood"
     return Path(env.cache_dir) / "datastores" / "dresd" / f"{corpus}-{kind}-{config.max_tokens}-{model_fingerprint(env.model)}"
@@ -22,8 +22,8 @@ def default_datastore_path(config: DReSDConfig, env: MethodEnv, corpus: str) -> 
 
 def resolve_datastore(config: DReSDConfig, env: MethodEnv):
     """Load the configured datastore, building the default one under the cache on first use."""
-    from specbench.datastore_dense.build import BuildSettings, build_datastore
-    from specbench.datastore_dense.store import DenseDatastore
+    from methods.dresd.datastore.build import BuildSettings, build_datastore
+    from methods.dresd.datastore.store import DenseDatastore
     from specbench.model import stop_token_ids
 
     corpus = config.corpus_for(env.task)

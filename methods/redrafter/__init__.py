@@ -9,6 +9,7 @@ import sys
 import time
 from pathlib import Path
 
+from methods.redrafter import train_cli  # noqa: F401  (registers `specbench train redrafter`)
 from methods.redrafter.config import HeadConfig, ReDrafterConfig
 from methods.redrafter.drafter import ReDrafter
 from specbench.engine.packed_linear import pack_for_inference

@@ -11,7 +11,10 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from specbench.stats import BASELINE, load_run
+from specbench.catalog import BASELINE
+from specbench.lossless import EXACT, LOSSLESS_CLASSES, MISMATCH, TIE
+from specbench.record import Record, Unit
+from specbench.stats import load_run
 
 BEFORE, AFTER = 8, 8  # window of tokens shown around the divergence
 
@@ -40,23 +43,22 @@ def _show(ids: list[int], tokenizer: Any | None) -> str:
     return f"{tokenizer.decode(ids)!r} {ids}"
 
 
-def describe(rec: dict[str, Any], ar: dict[str, Any] | None, tokenizer: Any | None) -> list[str]:
+def describe(rec: Record, ar: Record | None, tokenizer: Any | None) -> list[str]:
     """Lines describing one non-exact record against its AR reference."""
-    pos = rec.get("first_divergence")
-    margin = rec.get("ar_margin")
-    margin_txt = f"{margin:.3g}" if margin is not None else "n/a"
-    head = (f"{rec['lossless_class'].upper()} {rec['method']} {rec['task']}/{rec['question_id']} "
-            f"turn {rec['turn']} repeat {rec.get('repeat', 0)}: first divergence at token {pos}, "
+    pos = rec.first_divergence
+    margin_txt = f"{rec.ar_margin:.3g}" if rec.ar_margin is not None else "n/a"
+    head = (f"{(rec.lossless_class or '').upper()} {rec.method} {rec.task}/{rec.question_id} "
+            f"turn {rec.turn} repeat {rec.repeat}: first divergence at token {pos}, "
             f"AR top-2 margin {margin_txt}")
     lines = [head]
     if ar is None or pos is None:
         lines.append("  (no AR reference record in this run)")
         return lines
-    a, m = ar["output_ids"], rec["output_ids"]
+    a, m = ar.output_ids, rec.output_ids
     lo = max(0, pos - BEFORE)
     lines.append(f"  common : {_show(a[lo:pos], tokenizer)}")
     lines.append(f"  {BASELINE:<7}: {_show(a[pos:pos + AFTER], tokenizer)}")
-    lines.append(f"  {rec['method'][:7]:<7}: {_show(m[pos:pos + AFTER], tokenizer)}")
+    lines.append(f"  {rec.method[:7]:<7}: {_show(m[pos:pos + AFTER], tokenizer)}")
     return lines
 
 
@@ -65,22 +67,21 @@ def check_run(run_dir: str | Path, strict: bool = False, decode: bool = True) ->
     run = load_run(run_dir)
     if not run.records:
         raise FileNotFoundError(f"run folder has no records: {run_dir}")
-    ar = {(r["task"], str(r["question_id"]), r["turn"]): r
-          for r in run.records if r["method"] == BASELINE and r.get("repeat", 0) == 0}
+    ar: dict[Unit, Record] = {r.unit: r for r in run.records if r.method == BASELINE and r.repeat == 0}
     counts: dict[str, dict[str, int]] = {}
-    bad = [r for r in run.records if r.get("lossless_class") in ("mismatch", "tie")]
+    bad = [r for r in run.records if r.lossless_class in (MISMATCH, TIE)]
     for r in run.records:
-        if r["method"] != BASELINE:
-            c = counts.setdefault(r["method"], {"exact": 0, "tie": 0, "mismatch": 0, "unchecked": 0})
-            c[r.get("lossless_class") or "unchecked"] += 1
+        if r.method != BASELINE:
+            c = counts.setdefault(r.method, dict.fromkeys((*LOSSLESS_CLASSES, "unchecked"), 0))
+            c[r.lossless_class or "unchecked"] += 1
     tokenizer = load_run_tokenizer(run.manifest) if decode and bad else None
     lines = []
-    for r in sorted(bad, key=lambda r: (r["lossless_class"] != "mismatch", r["method"], r["task"], str(r["question_id"]))):
-        lines += describe(r, ar.get((r["task"], str(r["question_id"]), r["turn"])), tokenizer)
+    for r in sorted(bad, key=lambda r: (r.lossless_class != MISMATCH, r.method, r.task, r.question_id)):
+        lines += describe(r, ar.get(r.unit.reference()), tokenizer)
     for method, c in counts.items():
-        lines.append(f"{method}: {c['exact']} exact, {c['tie']} tie, {c['mismatch']} mismatch"
+        lines.append(f"{method}: {c[EXACT]} exact, {c[TIE]} tie, {c[MISMATCH]} mismatch"
                      + (f", {c['unchecked']} unchecked" if c["unchecked"] else ""))
-    failed = sum(c["mismatch"] + (c["tie"] if strict else 0) for c in counts.values())
+    failed = sum(c[MISMATCH] + (c[TIE] if strict else 0) for c in counts.values())
     lines.append(f"FAIL: {failed} record(s) not lossless" if failed else "OK: every method reproduces ar")
     return (1 if failed else 0), lines
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from specbench.cli import UserError
+from specbench.errors import UserError
 
 
 def compare_command(args: argparse.Namespace) -> int:

@@ -8,23 +8,11 @@ from __future__ import annotations
 
 import argparse
 
-from specbench.config import default_data_dir
 from specbench.registry import DATASTORE_ACTIONS, DATASTORE_BUILDERS
 
 
 def _run_build(args: argparse.Namespace) -> int:
     return DATASTORE_BUILDERS.get(args.kind)(args)
-
-
-def parse_sets(pairs: list[str] | None) -> dict[str, str]:
-    """``["k=5000", "m=10"]`` -> ``{"k": "5000", "m": "10"}``; a malformed pair is a ValueError."""
-    out: dict[str, str] = {}
-    for item in pairs or []:
-        key, sep, value = item.partition("=")
-        if not sep or not key:
-            raise ValueError(f"--set expects KEY=VALUE, got {item!r}")
-        out[key.strip()] = value.strip()
-    return out
 
 
 def register(subs: argparse._SubParsersAction) -> None:
@@ -42,7 +30,7 @@ def register(subs: argparse._SubParsersAction) -> None:
     b.add_argument("--device", default="auto")
     b.add_argument("--data-dir", default=None, help="data dir (default: $SPECBENCH_DATA_DIR or ../shared/data)")
     b.add_argument("--set", action="append", metavar="KEY=VALUE", help="kind-specific setting (repeatable)")
-    b.set_defaults(func=_run_build, default_data_dir=default_data_dir)
+    b.set_defaults(func=_run_build)
     for name in DATASTORE_ACTIONS.names():
         action = DATASTORE_ACTIONS.get(name)
         ap = actions.add_parser(name, help=action.help)

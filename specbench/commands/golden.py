@@ -9,8 +9,8 @@ import argparse
 import sys
 from pathlib import Path
 
-from specbench.cli import UserError
-from specbench.config import ConfigError, cache_dir, default_data_dir
+from specbench.errors import UserError
+from specbench.config import ConfigError, cache_dir, resolve_data_dir
 
 
 def _methods(text: str | None, default: list[str]) -> list[str]:
@@ -34,7 +34,7 @@ def _load(args: argparse.Namespace):
 
 
 def _data_dir(args: argparse.Namespace) -> Path | None:
-    return Path(args.data_dir) if args.data_dir else default_data_dir()
+    return resolve_data_dir(args.data_dir)
 
 
 def record_command(args: argparse.Namespace) -> int:
@@ -91,7 +91,7 @@ def verify_command(args: argparse.Namespace) -> int:
     data_dir = _data_dir(args)
 
     def env_for(task: str) -> MethodEnv:
-        return MethodEnv(lm.model, lm.tokenizer, lm.model_id, lm.device, data_dir, cache_dir(), task)
+        return MethodEnv.for_task(lm, data_dir, cache_dir(), task)
 
     result = verify_golden(golden, lm.model, env_for, methods, opts)
     for m in methods:

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import argparse
 
-from specbench.cli import UserError
+from specbench.errors import UserError
 
 
 def merge_command(args: argparse.Namespace) -> int:

@@ -7,7 +7,9 @@ from typing import Any
 
 from specbench.config import ConfigError, RunConfig, from_dict, load_yaml
 from specbench.report import write_report
-from specbench.runner import ALL_TASKS, Runner, make_plan, parse_shard, run_dir_for
+from specbench.catalog import ALL_TASKS
+from specbench.plan import make_plan, parse_shard, run_dir_for
+from specbench.runner import Runner
 
 
 def _int_at_least(minimum: int):

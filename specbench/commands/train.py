@@ -1,61 +1,18 @@
-"""``specbench train redrafter --corpus NAME[,NAME] --tokens T --epochs E --out DIR``: train a draft head.
-
-Progress bars for the target forward pass and the training steps; a checkpoint of the training state
-every ``--checkpoint-every`` steps; re-running the same command resumes (collected data are reused).
-"""
+"""``specbench train METHOD ...``: train a learned drafter; methods contribute their trainer with
+``register_trainer`` (``methods/redrafter/train_cli.py`` adds ``specbench train redrafter``)."""
 from __future__ import annotations
 
 import argparse
-import dataclasses
-from pathlib import Path
 
-from specbench.config import default_data_dir
-
-
-def _run_redrafter(args: argparse.Namespace) -> int:
-    from methods.redrafter.train import TrainConfig, train_redrafter
-    from specbench.corpora import PAIR_LOADERS
-    from specbench.model import load_model
-
-    corpora = [c.strip() for c in args.corpus.split(",") if c.strip()]
-    known = set(PAIR_LOADERS) | {"python_stdlib"}
-    bad = [c for c in corpora if c not in known]
-    if not corpora or bad:
-        raise FileNotFoundError(f"unknown corpus {', '.join(bad) or '(none)'} (known: {', '.join(sorted(known))})")
-    fields = {f.name for f in dataclasses.fields(TrainConfig)}
-    opts = {k: v for k, v in vars(args).items() if k in fields and v is not None}
-    cfg = TrainConfig(**opts)
-    cfg.validate()
-    loaded = load_model(args.model, "float32", args.device)
-    data_dir = Path(args.data_dir) if args.data_dir else default_data_dir()
-    print(f"[specbench] training a redrafter head on {','.join(corpora)}: {cfg.tokens} examples, {cfg.epochs} epoch(s); "
-          f"ETA ~{cfg.eta_minutes():.0f} min on 2 CPU cores -> {args.out}")
-    metrics = train_redrafter(loaded.model, loaded.tokenizer, corpora, data_dir, Path(args.out), cfg, model_id=loaded.model_id)
-    print(f"held-out top-1 accuracy per predicted position: {metrics.get('heldout_top1')}")
-    print(f"use it with: --method-opt redrafter.checkpoint={args.out}")
-    return 0
+from specbench.registry import TRAINERS
 
 
 def register(subs: argparse._SubParsersAction) -> None:
     p = subs.add_parser("train", help="train a learned drafter (redrafter)")
     kinds = p.add_subparsers(dest="kind", metavar="METHOD", parser_class=type(p))
     kinds.required = True
-    r = kinds.add_parser("redrafter", help="self-distil a ReDrafter head from the frozen target on CPU")
-    r.add_argument("--corpus", required=True, help="corpus name(s), comma-separated: sharegpt, code_alpaca, gsm8k_train, python_stdlib")
-    r.add_argument("--tokens", type=int, help="training examples (token positions) to collect (default 20000)")
-    r.add_argument("--epochs", type=int, help="passes over the collected data (default 1)")
-    r.add_argument("--out", required=True, help="output directory (checkpoint; re-run to resume)")
-    r.add_argument("--n-predict", dest="n_predict", type=int, help="predicted positions per example (default 3)")
-    r.add_argument("--labels", choices=("target", "ground_truth"), help="distil the target's argmax (default) or the corpus tokens")
-    r.add_argument("--batch-size", dest="batch_size", type=int)
-    r.add_argument("--lr", type=float)
-    r.add_argument("--warmup", type=float, help="warmup fraction of the steps (default 0.1)")
-    r.add_argument("--max-seq-len", dest="max_seq_len", type=int)
-    r.add_argument("--num-blocks", dest="num_blocks", type=int, help="ResNet blocks (default 1)")
-    r.add_argument("--no-proj", dest="proj", action="store_false", default=None, help="keep 2h-wide features (the reference layout)")
-    r.add_argument("--checkpoint-every", dest="checkpoint_every", type=int)
-    r.add_argument("--seed", type=int)
-    r.add_argument("--model", default="embedded", help="target model: 'embedded', a HF id or a directory")
-    r.add_argument("--device", default="cpu")
-    r.add_argument("--data-dir", default=None)
-    r.set_defaults(func=_run_redrafter)
+    for name in TRAINERS.names():
+        trainer = TRAINERS.get(name)
+        tp = kinds.add_parser(name, help=trainer.help)
+        trainer.add_arguments(tp)
+        tp.set_defaults(func=trainer.run)

@@ -1,7 +1,7 @@
 """Keeping benchmark test prompts out of retrieval datastores.
 
-At build time every test prompt (all Spec-Bench turns from ``spec_bench/question.jsonl`` and every
-HumanEval prompt) is tokenised with the target tokenizer; its interior tokens (the first and last
+At build time every test prompt (every turn of every question of every registered task: all
+Spec-Bench categories and HumanEval) is tokenised with the target tokenizer; its interior tokens (the first and last
 ``EDGE`` tokens dropped, since BPE merges at a text boundary depend on the neighbouring characters) are
 searched in each chunk's suffix array, and every entry containing one verbatim is dropped before the
 chunk is written. Prompts with fewer than ``MIN_TOKENS`` interior tokens are too short to be evidence
@@ -9,32 +9,28 @@ of contamination and are skipped. The header records what was dropped.
 """
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from specbench.datastore.suffix_array import find_all
+from specbench.registry import TASKS
+from specbench.task import TaskDataError
 
 EDGE = 2
 MIN_TOKENS = 12
 
 
 def test_prompts(data_dir: Path | None) -> list[str]:
-    """Texts of the benchmark's test prompts that are available locally."""
+    """Texts of every registered task's questions (all turns); a task whose data is missing is skipped."""
     out: list[str] = []
-    if data_dir is not None and (data_dir / "spec_bench" / "question.jsonl").is_file():
-        for line in (data_dir / "spec_bench" / "question.jsonl").read_text(encoding="utf-8").splitlines():
-            if line.strip():
-                out.extend(t for t in json.loads(line).get("turns", []) if isinstance(t, str))
-    try:
-        from specbench.corpora import read_gz_jsonl
-        from tasks.humaneval import humaneval_file
-
-        out.extend(rec["prompt"] for rec in read_gz_jsonl(humaneval_file()))
-    except Exception:  # HumanEval not installed: nothing to check against
-        pass
+    for name in TASKS.names():
+        try:
+            questions = TASKS.get(name)().load(data_dir)
+        except (TaskDataError, OSError):  # data not installed (or no network for the hub copy)
+            continue
+        out.extend(t for q in questions for t in q.turns)
     return out
 
 

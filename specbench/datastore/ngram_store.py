@@ -87,7 +87,7 @@ def write_ngram_store(
     """Count, select, precompute REST trees and write the SQLite store; returns the header."""
     from tqdm import tqdm
 
-    from methods.rest import query_tree
+    from specbench.datastore.trie import query_tree
 
     t0 = time.time()
     out = Path(out)

@@ -30,19 +30,12 @@ from typing import Any, Iterable, Sequence
 
 import numpy as np
 
-from specbench.config import ConfigError
+from specbench.errors import DatastoreError
 
 FORMAT = "specbench-token-datastore"
 FORMAT_VERSION = 1
 HEADER = "header.json"
 DEFAULT_CHUNK_TOKENS = 1 << 28  # 268M tokens: a 4-byte-SA chunk of ~2 GB; ShareGPT fits in one
-
-
-class DatastoreError(ConfigError):
-    """A datastore is missing, corrupt, truncated, or does not belong to this tokenizer.
-
-    A ``ConfigError`` (hence a ``ValueError``) so the CLI and runner report it as a one-line user error.
-    """
 
 
 @dataclass(frozen=True)

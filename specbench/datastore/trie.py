@@ -12,6 +12,8 @@ counts ``1:3, 1>2:2, 1>3:1, 4:1``. With c = 3 the tie between ``1>3`` (first see
 """
 from __future__ import annotations
 
+from typing import Any, Sequence
+
 import numpy as np
 
 from specbench.engine.tree import DraftTree
@@ -45,6 +47,14 @@ def top_nodes(conts: np.ndarray, c: int) -> DraftTree | None:
     if conts.size <= SMALL:
         return top_nodes_dict(conts.tolist(), c)
     return top_nodes_vectorised(conts, c)
+
+
+def query_tree(ds: Any, query: Sequence[int], k: int, m: int, c: int) -> DraftTree | None:
+    """The REST tree for a fixed query: top-c trie nodes over the continuations of <= k matches.
+
+    ``ds`` is any datastore with ``continuations(query, k, m)`` (a suffix-array ``TokenDatastore``).
+    """
+    return top_nodes(ds.continuations(query, k, m), c)
 
 
 def top_nodes_dict(rows: list[list[int]], c: int) -> DraftTree | None:

@@ -9,6 +9,8 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from specbench.numfmt import fmt_num
+from specbench.table import Table
 from specbench.stats import (
     BASELINE,
     OVERALL,
@@ -22,16 +24,6 @@ from specbench.stats import (
     order_subtasks,
     run_stats,
 )
-
-
-@dataclass
-class Table:
-    """A table of display strings plus numeric sort keys (None sorts last)."""
-
-    title: str
-    headers: list[str]
-    rows: list[list[str]]
-    keys: list[list[float | str | None]]
 
 
 @dataclass
@@ -93,10 +85,6 @@ def _unique_name(g: Group, run: Run) -> str:
     return name
 
 
-def _num(x: float | None, fmt: str = "{:.2f}") -> str:
-    return "-" if x is None or x != x else fmt.format(x)
-
-
 def main_table(g: Group) -> Table:
     """Spec-Bench layout: Method | subtasks... | tau | Overall | Lossless."""
     subs = g.subtasks()
@@ -109,7 +97,7 @@ def main_table(g: Group) -> Table:
             row.append(c.speedup_text() if c else "-")
             key.append(1.0 if c and method == BASELINE else (c.speedup if c else None))
         ov = cells.get(OVERALL)
-        row.append(_num(ov.tau if ov else None))
+        row.append(fmt_num(ov.tau if ov else None))
         key.append(ov.tau if ov else None)
         row.append(ov.speedup_text() if ov else "-")
         key.append(_overall(method, cells) if ov else None)
@@ -131,8 +119,8 @@ def details_table(g: Group) -> Table:
             continue
         vals: list[Any] = [c.tokens_per_s, c.tau, c.acceptance_rate, c.mean_draft_size, c.draft_share, c.verify_share, c.n_questions, c.new_tokens]
         rows.append([
-            label, _num(c.tokens_per_s, "{:.1f}"), _num(c.tau), _num(c.acceptance_rate, "{:.1%}"),
-            _num(c.mean_draft_size, "{:.1f}"), _num(c.draft_share, "{:.1%}"), _num(c.verify_share, "{:.1%}"),
+            label, fmt_num(c.tokens_per_s, "{:.1f}"), fmt_num(c.tau), fmt_num(c.acceptance_rate, "{:.1%}"),
+            fmt_num(c.mean_draft_size, "{:.1f}"), fmt_num(c.draft_share, "{:.1%}"), fmt_num(c.verify_share, "{:.1%}"),
             str(c.n_questions), str(c.new_tokens),
         ])
         keys.append([label, *vals])
@@ -170,8 +158,8 @@ def prediction_table(g: Group, profile: dict[str, Any]) -> Table:
     rows, keys = [], []
     by_method: dict[tuple[str, str], list[dict]] = {}
     for run_name, run in zip(g.stats, g.runs):
-        for r in run.records:
-            by_method.setdefault((run_name, r["method"]), []).append(r)
+        for r in run.records:  # the profile module reads records in their JSON form
+            by_method.setdefault((run_name, r.method), []).append(r.to_json())
     names = [m for st in g.stats.values() for m in st]
     for run_name, st in g.stats.items():
         for method, cells in st.items():
@@ -180,6 +168,6 @@ def prediction_table(g: Group, profile: dict[str, Any]) -> Table:
                 continue
             label = method if names.count(method) == 1 else f"{method} [{run_name}]"
             pred = predicted_speedup(by_method.get((run_name, method), []), profile)
-            rows.append([label, _num(c.tau), _num(c.mean_draft_size, "{:.1f}"), _num(pred, "{:.2f}x"), c.speedup_text()])
+            rows.append([label, fmt_num(c.tau), fmt_num(c.mean_draft_size, "{:.1f}"), fmt_num(pred, "{:.2f}x"), c.speedup_text()])
             keys.append([label, c.tau, c.mean_draft_size, pred, c.speedup])
     return Table(f"Predicted (from the cost profile) vs measured speedup — {g.title}", headers, rows, keys)

@@ -20,18 +20,14 @@ from typing import Any
 
 import numpy as np
 
-from specbench.config import ConfigError
-from specbench.datastore_dense.fingerprint import hidden_size, model_fingerprint, tokenizer_fingerprint
-from specbench.datastore_dense.transform import DenseTransform
+from specbench.errors import DatastoreError
+from methods.dresd.datastore.fingerprint import hidden_size, model_fingerprint, tokenizer_fingerprint
+from methods.dresd.datastore.transform import DenseTransform
 
 FORMAT = "specbench-dresd-datastore"
 VERSION = 1
 FILES = ("keys.npy", "values.npy", "transform.safetensors", "index.faiss")
 MIN_IVF_POINTS_PER_LIST = 39  # faiss k-means warns below this many training points per centroid
-
-
-class DatastoreError(ConfigError):
-    """A missing, corrupt or mismatched DReSD datastore (one-line message for the CLI)."""
 
 
 def _sha256(path: Path) -> str:

@@ -7,6 +7,8 @@ from typing import Any
 
 import torch
 
+from specbench.datastore.tokenize_corpus import tokenizer_hash
+
 
 def hidden_size(model: Any) -> int:
     """Width of the final-norm hidden state (= the input width of the output head)."""
@@ -30,7 +32,4 @@ def model_fingerprint(model: Any) -> str:
 
 def tokenizer_fingerprint(tokenizer: Any | None) -> str | None:
     """Hash of the vocabulary (token -> id); None when there is no tokenizer (raw-id datastores)."""
-    if tokenizer is None:
-        return None
-    vocab = sorted(tokenizer.get_vocab().items(), key=lambda kv: kv[1])
-    return hashlib.sha256(json.dumps(vocab, ensure_ascii=False).encode()).hexdigest()[:16]
+    return None if tokenizer is None else tokenizer_hash(tokenizer)

@@ -1,0 +1,132 @@
+"""What a run will do, resolved before the model loads: methods, tasks, questions, shard, folder name.
+
+``make_plan`` validates every name and option (raising ``ConfigError``/``UnknownNameError``), puts the
+baseline first, expands ``--tasks all`` and slices the questions; ``jobs`` lists the work in the
+order the runner times it; ``run_dir_for`` names the run folder from the config and its digest.
+
+>>> parse_shard("2/4")
+(2, 4)
+>>> shard_slice(["a", "b", "c", "d", "e"], (2, 2))
+['b', 'd']
+"""
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterator, Sequence, TypeVar
+
+from specbench.catalog import ALL_TASKS, BASELINE
+from specbench.config import ConfigError, RunConfig, resolve_data_dir
+from specbench.lossless import default_tie_threshold
+from specbench.methods_factory import method_config
+from specbench.record import Unit
+from specbench.registry import METHODS, TASKS
+from specbench.task import Question, Task
+
+T = TypeVar("T")
+
+
+@dataclass
+class Plan:
+    """What a run will do, resolved and validated before the model is loaded."""
+
+    config: RunConfig
+    methods: list[str]
+    tasks: dict[str, Task]
+    questions: dict[str, list[Question]]
+    data_dir: Path | None
+    shard: tuple[int, int] | None = None
+
+    def jobs(self) -> Iterator[tuple[Unit, Question, str]]:
+        """(unit, question, method): per question and turn every method (baseline first) and repeat, so
+        machine drift hits all methods alike and turn 2 finds the baseline's turn-1 answer."""
+        for task, qs in self.questions.items():
+            for q in qs:
+                for turn in range(1, len(q.turns) + 1):
+                    for rep in range(self.config.repeats):
+                        for method in self.methods:
+                            yield Unit(task, q.question_id, turn, rep), q, method
+
+
+def parse_shard(text: str | None) -> tuple[int, int] | None:
+    """``"2/4"`` -> (2, 4): this machine runs the 2nd of 4 deterministic slices (1-based)."""
+    if not text:
+        return None
+    try:
+        k, n = (int(x) for x in text.split("/"))
+    except ValueError:
+        raise ConfigError(f"--shard expects k/N (e.g. 1/4), got {text!r}") from None
+    if not 1 <= k <= n:
+        raise ConfigError(f"--shard {text}: need 1 <= k <= N")
+    return k, n
+
+
+def shard_slice(items: Sequence[T], shard: tuple[int, int], start: int = 0) -> list[T]:
+    """Round-robin slice ``k`` of ``n`` of ``items``, counting positions from ``start``."""
+    k, n = shard
+    return [x for i, x in enumerate(items, start) if i % n == k - 1]
+
+
+def _method_names(config: RunConfig) -> list[str]:
+    methods = [m.strip() for m in config.methods if m.strip()]
+    for m in methods:
+        METHODS.get(m)  # unknown names raise with a suggestion
+        method_config(m, config.method_options.get(m))  # bad options raise now, before loading the model
+    unknown_opts = sorted(set(config.method_options) - set(methods))
+    if unknown_opts:
+        raise ConfigError(f"--method-opt given for method(s) not in --methods: {', '.join(unknown_opts)}")
+    return [BASELINE] + [m for m in dict.fromkeys(methods) if m != BASELINE]
+
+
+def _task_names(config: RunConfig) -> list[str]:
+    names: list[str] = []
+    for t in config.tasks:
+        names.extend(ALL_TASKS if t == "all" else [t.strip()])
+    names = list(dict.fromkeys(n for n in names if n))
+    if not names:
+        raise ConfigError("--tasks is empty")
+    return names
+
+
+def make_plan(config: RunConfig, shard: tuple[int, int] | None = None) -> Plan:
+    """Resolve names (``all``, baseline first), load and slice questions; raises on any bad input."""
+    if config.tie_threshold is None:
+        config = dataclasses.replace(config, tie_threshold=default_tie_threshold(config.dtype))
+    methods = _method_names(config)
+    tasks = {n: TASKS.get(n)() for n in _task_names(config)}
+    data_dir = resolve_data_dir(config.data_dir)
+    if data_dir is not None and not data_dir.is_dir():
+        raise ConfigError(f"--data-dir not found: {data_dir}")
+    questions = {}
+    index = 0  # shards slice (task, question) pairs round-robin; all methods of a pair stay together
+    for name, task in tasks.items():
+        qs = task.load(data_dir)[: config.limit]
+        questions[name] = shard_slice(qs, shard, index) if shard else qs
+        index += len(qs)
+    return Plan(config, methods, tasks, questions, data_dir, shard)
+
+
+def config_digest(plan: Plan) -> str:
+    """Hash of everything that changes the work of a run (not its name or output folder)."""
+    cfg = dataclasses.asdict(plan.config)
+    for k in ("out_dir", "run_name", "allow_mismatch"):
+        cfg.pop(k, None)
+    cfg.update(methods=plan.methods, tasks=list(plan.tasks), shard=plan.shard)
+    return hashlib.sha256(json.dumps(cfg, sort_keys=True, default=str).encode()).hexdigest()[:8]
+
+
+def run_dir_for(plan: Plan) -> Path:
+    """``out_dir/run_name``, or a name made of methods, tasks, limit, tokens, dtype, shard and digest."""
+    c = plan.config
+    if c.run_name:
+        name = c.run_name
+    else:
+        tasks = "all" if list(plan.tasks) == list(ALL_TASKS) else "-".join(plan.tasks)
+        name = f"{'-'.join(plan.methods)}_{tasks}_l{c.limit or 'full'}_n{c.max_new_tokens}_{c.dtype}"
+        if plan.shard:
+            name += f"_shard{plan.shard[0]}of{plan.shard[1]}"
+        name += f"_{config_digest(plan)}"
+    return Path(c.out_dir) / name

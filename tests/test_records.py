@@ -1,0 +1,59 @@
+"""The typed record: JSON round trip, the one ``Unit`` key, and reading schema-1 files (migration)."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from specbench.record import SCHEMA_VERSION, Record, Unit
+from specbench.records import RecordWriter, read_records
+from specbench.report import render
+from specbench.stats import load_run
+from test_stats import fake_record, write_fake_run
+
+
+def _v1(rec: Record) -> dict:
+    """A record as the schema-1 runner wrote it (an untyped dict; same fields, version 1)."""
+    return {**rec.to_json(), "schema_version": 1}
+
+
+def test_round_trip_and_unit_key(tmp_path: Path) -> None:
+    rec = fake_record("pld", "mt_bench", "81", 2, 1, [5, 6, 7], 0.3, [1, 2], [0, 3], "exact")
+    assert Record.from_json(rec.to_json()) == rec
+    assert rec.unit == Unit("mt_bench", "81", 2, 1) and rec.key == ("pld", rec.unit)
+    assert rec.unit.reference() == Unit("mt_bench", "81", 2, 0)
+    assert (rec.accepted, rec.drafted, rec.decode_passes) == (1, 3, 1)
+    with RecordWriter(tmp_path) as w:
+        w.write(rec)
+    assert read_records(tmp_path) == [rec]
+    assert json.loads((tmp_path / "records.jsonl").read_text())["schema_version"] == SCHEMA_VERSION == 2
+
+
+def test_schema1_records_migrate_to_schema2(tmp_path: Path) -> None:
+    new = write_fake_run(tmp_path / "new", {"pld": 1.5}, mismatch=("pld", "gsm8k", "gsm8k-1"))
+    old = tmp_path / "old"
+    old.mkdir()
+    (old / "manifest.json").write_text((new / "manifest.json").read_text())
+    lines = []
+    for i, r in enumerate(read_records(new)):
+        d = _v1(r)
+        if i % 3 == 0:  # schema 1 left these optional; its readers filled the same defaults
+            for key in ("subtask", "forward_passes") + (("repeat",) if d["repeat"] == 0 else ()):
+                d.pop(key)
+        lines.append(json.dumps(d))
+    (old / "records.jsonl").write_text("\n".join(lines) + "\n")
+    assert read_records(old) == read_records(new)
+    a, b = load_run(old), load_run(new)
+    assert render(a) == render(b)
+    # an integer question id (schema 1 allowed it) becomes the string every key uses
+    v1 = _v1(fake_record("ar", "gsm8k", "7", 1, 0, [1], 0.1, [1], [0], None)) | {"question_id": 7}
+    assert Record.from_json(v1).unit == Unit("gsm8k", "7", 1, 0)
+
+
+def test_unknown_schema_and_fields_are_refused() -> None:
+    good = fake_record("ar", "gsm8k", "7", 1, 0, [1], 0.1, [1], [0], None).to_json()
+    with pytest.raises(ValueError, match="schema_version 3"):
+        Record.from_json(good | {"schema_version": 3})
+    with pytest.raises(ValueError, match="unknown field"):
+        Record.from_json(good | {"colour": "red"})
