@@ -36,7 +36,8 @@ def test_tree_verify_and_trim_equal_plain_decoding(family):
         prompt = [rng.randrange(64) for _ in range(rng.randint(2, 6))]
         cache = PreallocatedCache(capacity=4)  # smaller than the prompt + tree: forces growth
         with torch.inference_mode():
-            _, logits = target.forward(torch.tensor([prompt]), cache, 0, last_logits_only=True)
+            hidden, logits = target.forward(torch.tensor([prompt]), cache, 0, last_logits_only=True)
+            assert logits.shape[0] == 1 and hidden.shape[0] == len(prompt)  # the head ran on the last row only
             root = int(logits[-1].argmax())
             tree = _greedy_path_tree(model, prompt, root, rng)
             c = compile_tree(root, tree, torch.device("cpu"))
