@@ -72,6 +72,7 @@ class Runner:
     def _write_manifest(self, digest: str, configs: dict, artifacts: dict) -> None:
         lm = self.loaded
         manifest = build_manifest(
+            device=lm.device,
             run_name=self.run_dir.name,
             config_digest=digest,
             config=dataclasses.asdict(self.cfg) | {"methods": self.plan.methods, "tasks": list(self.plan.tasks)},
