@@ -170,9 +170,19 @@ def test_golden_cli_on_embedded_model(tmp_path: Path, embedded, capsys: pytest.C
                  "--max-new-tokens", "16", "--out", str(path)]) == 0
     g = load_golden(path)
     assert g["model"]["hash"] == embedded.model_hash and len(g["entries"]) == 1
+    assert g["recorded_on"]["device"] == "cpu" and g["recorded_on"]["cpu"] and "gpu" not in g["recorded_on"]
     assert len(g["entries"][0]["output_ids"]) == 16
     assert main(["golden", "verify", str(path)]) == 0
     assert "pld: 1/1 golden outputs reproduced" in capsys.readouterr().out
     g["entries"][0]["output_ids"][0] += 1
     save_golden(g, path)
     assert main(["golden", "verify", str(path), "--methods", "ar"]) == 1
+
+
+def test_verify_notes_a_golden_file_made_on_another_device(tmp_path: Path) -> None:
+    from specbench.golden import device_note
+
+    golden = make_golden([], {"name": "x"}, {"max_new_tokens": 1}, set(), device="cpu")
+    assert golden["recorded_on"]["device"] == "cpu" and device_note(golden, "cpu") is None
+    golden["recorded_on"] = {"device": "cuda:1", "gpu": "Fake A100"}
+    assert "cuda:1 (Fake A100)" in device_note(golden, "cpu") and device_note(golden, "cuda:0") is None
