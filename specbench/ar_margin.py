@@ -1,5 +1,9 @@
 """AR's relative top-2 logit margin at a position of its own output (the tie test of the lossless check).
 
+The engine records the margin of every token AR emits from the very logits that chose it
+(``Engine.generate(..., record_margins=True)``), so in fp16/bf16 the tie test reads the same kind of
+forward (one token after a KV cache) that produced the AR output. ``margin_at`` recomputes it with a
+full forward, for AR records written before margins were recorded; in fp32 both agree to ~1e-7.
 The forward goes through the engine's ``TargetModel``, the one path that runs the target model.
 
 >>> # margin = (l1 - l2) / max(|l1|, 1): logits top-2 of 10.0 and 9.5 give 0.05
@@ -8,7 +12,7 @@ The forward goes through the engine's ``TargetModel``, the one path that runs th
 """
 from __future__ import annotations
 
-from typing import Callable
+from typing import Callable, Sequence
 
 import torch
 from transformers import DynamicCache
@@ -18,6 +22,20 @@ from specbench.engine.verify import TargetModel
 
 def relative_margin(top1: float, top2: float) -> float:
     return (top1 - top2) / max(abs(top1), 1.0)
+
+
+def relative_margins(logits: torch.Tensor) -> torch.Tensor:
+    """Per row of ``logits`` [n, V]: ``(l1 - l2) / max(|l1|, 1)`` of its top two, in fp32, on its device."""
+    top = torch.topk(logits.float(), 2, dim=-1).values  # [n, 2]
+    return (top[:, 0] - top[:, 1]) / top[:, 0].abs().clamp_min(1.0)
+
+
+def recorded_or_recomputed(recorded: Sequence[float] | None, target: TargetModel, prompt: list[int],
+                           ar_ids: list[int]) -> Callable[[int], float]:
+    """``margin(pos)`` from AR's recorded margins when present, else ``margin_at`` (older records)."""
+    if recorded is not None and len(recorded) == len(ar_ids):
+        return lambda pos: float(recorded[pos])
+    return margin_at(target, prompt, ar_ids)
 
 
 def margin_at(target: TargetModel, prompt: list[int], ar_ids: list[int]) -> Callable[[int], float]:

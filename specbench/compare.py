@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from specbench.catalog import BASELINE, OVERALL, order_subtasks
-from specbench.stats import Run, backend_label, dtype_label, hardware_label, model_label, run_stats
+from specbench.stats import Run, backend_label, dtype_label, hardware_label, model_label, precision_label, ran_on_cpu, run_stats
 from specbench.table import Table
 
 
@@ -68,9 +68,14 @@ def fingerprint_table(runs: list[Run]) -> Table:
         ("run", lambda m, r: r.name),
         ("hardware", lambda m, r: hardware_label(m)),
         ("CPU", lambda m, r: f"{(m.get('hardware') or {}).get('cpu', '?')} ({(m.get('hardware') or {}).get('cores', '?')} cores)"),
-        ("GPU", lambda m, r: str((m.get("hardware") or {}).get("gpu") or "-")),
+        ("device", lambda m, r: str((m.get("hardware") or {}).get("device") or (m.get("model") or {}).get("device") or "?")),
+        ("GPU", lambda m, r: "-" if ran_on_cpu(m) else str((m.get("hardware") or {}).get("gpu") or "-")),
+        ("GPU index / UUID / CC", lambda m, r: " / ".join(str((m.get("hardware") or {}).get(k) or "-")
+                                                         for k in ("gpu_index", "gpu_uuid", "compute_capability"))),
         ("GPU memory GB", lambda m, r: str((m.get("hardware") or {}).get("gpu_memory_gb") or "-")),
-        ("CUDA / driver", lambda m, r: f"{(m.get('hardware') or {}).get('cuda') or '-'} / {(m.get('hardware') or {}).get('driver') or '-'}"),
+        ("CUDA / driver (its CUDA) / cuDNN", lambda m, r: "{} / {} ({}) / {}".format(
+            *((m.get("hardware") or {}).get(k) or "-" for k in ("cuda", "driver", "driver_cuda", "cudnn")))),
+        ("reduced-precision flags", lambda m, r: precision_label(m)),
         ("torch", lambda m, r: str((m.get("versions") or {}).get("torch", "?"))),
         ("transformers", lambda m, r: str((m.get("versions") or {}).get("transformers", "?"))),
         ("model", lambda m, r: model_label(m)),

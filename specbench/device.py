@@ -1,9 +1,14 @@
-"""Device helpers shared by the engine, the runner and the profile.
+"""Device helpers shared by the engine, the runner, the profile and the manifest.
 
 ``synchronize(torch.device("cpu"))`` is a no-op; on CUDA it waits for the kernels queued on *that*
 device (``cuda:1`` syncs GPU 1, not the current default GPU), so timings bracket real work.
+
+>>> exact_reductions()["fp16_reduced_precision_reduction"]
+False
 """
 from __future__ import annotations
+
+from typing import Any
 
 import torch
 
@@ -13,3 +18,38 @@ def synchronize(device: torch.device | str) -> None:
     device = torch.device(device)
     if device.type == "cuda":
         torch.cuda.synchronize(device)
+
+
+def select_device(device: torch.device) -> None:
+    """Make ``cuda:N`` the current GPU, so nothing (a library's bare ``"cuda"``) lands on GPU 0 instead."""
+    if device.type == "cuda" and device.index is not None:
+        torch.cuda.set_device(device)
+
+
+def exact_reductions() -> dict[str, Any]:
+    """Turn off reduced-precision reductions in fp16/bf16 matmuls; returns ``precision_flags()``.
+
+    With them on, cuBLAS may accumulate a half-precision GEMM's split-K partial sums in half
+    precision, so a one-token and a multi-token forward round differently and more lossless checks
+    land on ties. They are process-wide switches (no-ops on CPU).
+    """
+    torch.backends.cuda.matmul.allow_fp16_reduced_precision_reduction = False
+    torch.backends.cuda.matmul.allow_bf16_reduced_precision_reduction = False
+    return precision_flags()
+
+
+def precision_flags() -> dict[str, Any]:
+    """The process-wide numeric switches a timing or a lossless verdict depends on (for the manifest)."""
+    matmul = torch.backends.cuda.matmul
+    flags: dict[str, Any] = {
+        "tf32_matmul": bool(matmul.allow_tf32),
+        "tf32_cudnn": bool(torch.backends.cudnn.allow_tf32),
+        "float32_matmul_precision": torch.get_float32_matmul_precision(),
+        "fp16_reduced_precision_reduction": bool(matmul.allow_fp16_reduced_precision_reduction),
+        "bf16_reduced_precision_reduction": bool(matmul.allow_bf16_reduced_precision_reduction),
+    }
+    for kind in ("flash", "mem_efficient", "math", "cudnn"):
+        enabled = getattr(torch.backends.cuda, f"{kind}_sdp_enabled", None)
+        if enabled is not None:
+            flags[f"sdpa_{kind}"] = bool(enabled())
+    return flags

@@ -90,10 +90,44 @@ def task_prompt_builders(tokenizer: Any, tasks: list[str], limit: int, data_dir:
     return out
 
 
+def recorded_on(device: Any) -> dict[str, Any]:
+    """Where golden outputs were made: the device, its GPU/CPU name, compute capability and torch version.
+
+    Another device runs other kernels, so a golden file is only a bit-exact reference there when the
+    outputs happen to agree; ``verify`` says when the devices differ.
+    """
+    import torch
+
+    from specbench.manifest import hardware
+
+    hw = hardware(device)
+    keys = ("device", "gpu", "gpu_uuid", "compute_capability", "cuda", "cpu")
+    return {**{k: hw.get(k) for k in keys if hw.get(k) is not None}, "torch": torch.__version__}
+
+
+def device_note(golden: dict[str, Any], device: Any) -> str | None:
+    """A one-line warning when ``golden`` was recorded on another kind of device than ``device`` (None if same).
+
+    >>> device_note({"recorded_on": {"device": "cuda:0", "gpu": "A100"}}, "cpu")
+    'golden outputs were recorded on cuda:0 (A100), verifying on cpu: other kernels may round near-ties differently'
+    """
+    made = (golden.get("recorded_on") or {}).get("device")
+    if made is None or str(made).split(":")[0] == str(device).split(":")[0]:
+        return None
+    gpu = (golden.get("recorded_on") or {}).get("gpu")
+    return (f"golden outputs were recorded on {made}{f' ({gpu})' if gpu else ''}, verifying on {device}: "
+            "other kernels may round near-ties differently")
+
+
 def make_golden(entries: list[dict[str, Any]], model: dict[str, Any], config: dict[str, Any],
-                stop_ids: set[int], task_versions: dict[str, str] | None = None) -> dict[str, Any]:
-    return {"schema": GOLDEN_SCHEMA, "model": model, "config": config, "stop_ids": sorted(stop_ids),
-            "task_versions": task_versions or {}, "entries": entries}
+                stop_ids: set[int], task_versions: dict[str, str] | None = None,
+                device: Any = None) -> dict[str, Any]:
+    """The golden file's content; ``device`` (the model's) is recorded under ``recorded_on``."""
+    golden = {"schema": GOLDEN_SCHEMA, "model": model, "config": config, "stop_ids": sorted(stop_ids),
+              "task_versions": task_versions or {}, "entries": entries}
+    if device is not None:
+        golden["recorded_on"] = recorded_on(device)
+    return golden
 
 
 def save_golden(golden: dict[str, Any], path: str | Path) -> None:

@@ -6,7 +6,9 @@ multi-token forward can legitimately flip a near-tie); ``mismatch`` (anything el
 
 The check is exact in float32, where the default threshold is 1e-4. In float16/bfloat16 a one-token and
 a multi-token forward round differently by ~2^-8 relative, so near-ties flip routinely; the default
-there is 2e-2, and such runs test "equal up to half-precision rounding", not exactness.
+there is 2e-2, and such runs test "equal up to half-precision rounding", not exactness. The runner
+reads the margin AR recorded for the token it emitted (``specbench.ar_margin``), so the tie test sees
+the same kind of forward that produced the AR output.
 """
 from __future__ import annotations
 

@@ -11,6 +11,8 @@ from typing import Any
 
 import torch
 
+from specbench.device import precision_flags
+
 # the manifest's own format; records carry theirs (``specbench.record.SCHEMA_VERSION``)
 MANIFEST_SCHEMA_VERSION = 1
 
@@ -25,8 +27,12 @@ def cpu_model() -> str:
     return platform.processor() or platform.machine()
 
 
-def hardware() -> dict[str, Any]:
-    """CPU model, cores, RAM, and GPU name/memory/CUDA when present."""
+def hardware(device: torch.device | str | None = None) -> dict[str, Any]:
+    """CPU model, cores, RAM, the device used and, for a CUDA device, its fingerprint (``gpu_info``).
+
+    A CPU run leaves every GPU field ``None`` even on a machine with GPUs: its numbers are the CPU's.
+    ``device`` None (legacy callers) means the default GPU when CUDA exists, else the CPU.
+    """
     try:
         ram = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
     except (ValueError, OSError, AttributeError):
@@ -37,20 +43,19 @@ def hardware() -> dict[str, Any]:
         "ram_gb": round(ram, 1) if ram else None,
         "gpu": None,
         "gpu_memory_gb": None,
-        "cuda": torch.version.cuda,
+        "cuda": None,
         "driver": None,
         "torch_threads": torch.get_num_threads(),
     }
-    if torch.cuda.is_available():
-        props = torch.cuda.get_device_properties(0)
-        hw.update(gpu=props.name, gpu_memory_gb=round(props.total_memory / 2**30, 1))
-        try:
-            hw["driver"] = subprocess.run(
-                ["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
-                capture_output=True, text=True, timeout=10,
-            ).stdout.strip() or None
-        except (OSError, subprocess.SubprocessError):
-            pass
+    if device is None:
+        device = "cuda" if torch.cuda.is_available() else "cpu"
+    device = torch.device(device)
+    hw["device"] = str(device)
+    if device.type == "cuda":
+        from specbench.gpu_info import cuda_fingerprint
+
+        hw.update(cuda_fingerprint(device))
+    hw["precision"] = precision_flags()
     return hw
 
 
@@ -82,13 +87,13 @@ def git_commit() -> str | None:
         return None
 
 
-def build_manifest(**fields: Any) -> dict[str, Any]:
-    """A manifest dict: schema version, timestamp, hardware, versions, git commit, command, plus ``fields``."""
+def build_manifest(device: torch.device | str | None = None, **fields: Any) -> dict[str, Any]:
+    """A manifest dict: schema version, timestamp, hardware of ``device``, versions, git commit, command, plus ``fields``."""
     return {
         "schema_version": MANIFEST_SCHEMA_VERSION,
         "timestamp": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
         "command": " ".join(sys.argv),
-        "hardware": hardware(),
+        "hardware": hardware(device),
         "versions": versions(),
         "git_commit": git_commit(),
         **fields,

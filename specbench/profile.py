@@ -25,13 +25,13 @@ PROFILE_SCHEMA = 1
 DEFAULT_SIZES = (1, 2, 4, 8, 16, 32, 64, 128)
 
 
-def hardware_fingerprint() -> dict[str, Any]:
-    """The run manifest's hardware fingerprint plus the torch version."""
+def hardware_fingerprint(device: Any = None) -> dict[str, Any]:
+    """The run manifest's hardware fingerprint of ``device`` (the one profiled) plus the torch version."""
     import torch
 
     from specbench.manifest import hardware
 
-    return {**hardware(), "torch": torch.__version__}
+    return {**hardware(device), "torch": torch.__version__}
 
 
 def measure_forward_curve(

@@ -4,7 +4,7 @@ A ``Unit`` is the unit of work every part of specbench pairs on: (task, question
 1-based, repeats 0-based. A ``Record`` is what the runner writes per (method, unit); ``stats``,
 ``check``, ``merge`` and the tests read the same type back.
 
-Fields (``SCHEMA_VERSION`` 2):
+Fields (``SCHEMA_VERSION`` 3):
 - identity: ``method, task, subtask, task_version, question_id, category, turn, repeat``
 - work: ``prompt_tokens, new_tokens, output_ids``
 - timing: ``wall_time_s`` (whole generation incl. prefill, tokenisation excluded), ``draft_time_s``,
@@ -14,6 +14,12 @@ Fields (``SCHEMA_VERSION`` 2):
   ``forward_passes`` == len(accept_lengths)
 - lossless check vs the AR record of the same question/turn/repeat 0: ``lossless`` (bool, null for AR),
   ``lossless_class`` (see ``specbench.lossless``, null for AR), ``first_divergence``, ``ar_margin``
+- AR records only: ``token_margins`` (per output token, the relative top-2 margin of the logits that chose
+  it: the lossless check's tie test reads these, see ``specbench.ar_margin``)
+- memory: ``peak_memory_bytes`` and ``peak_memory_kind`` (``specbench.memory``: CUDA max allocated, or the
+  CPU peak RSS), reset before each generation
+
+Schema 2 -> 3 added only the optional AR margins and peak memory (null when absent).
 
 Schema 1 (before the typed record) allowed an integer ``question_id`` and left ``repeat``,
 ``forward_passes``, the time sums and ``subtask`` optional; ``from_json`` fills them as the readers of
@@ -25,7 +31,7 @@ schema 1 did, so old runs report identically.
 >>> rec.unit, rec.subtask, rec.forward_passes
 (Unit(task='gsm8k', question_id='7', turn=1, repeat=0), 'GSM8K', 2)
 >>> rec.to_json()["schema_version"]
-2
+3
 """
 from __future__ import annotations
 
@@ -35,7 +41,8 @@ from typing import Any, Sequence
 
 from specbench.catalog import task_label
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
+READABLE_VERSIONS = (1, 2, 3)  # 2 reads as is: every field it lacks is optional
 
 
 @dataclass(frozen=True, order=True)
@@ -95,6 +102,9 @@ class Record:
     lossless_class: str | None = None
     first_divergence: int | None = None
     ar_margin: float | None = None
+    token_margins: list[float] | None = None
+    peak_memory_bytes: int | None = None
+    peak_memory_kind: str | None = None
 
     @property
     def unit(self) -> Unit:
@@ -127,8 +137,8 @@ class Record:
         version = data.get("schema_version")
         if version == 1:
             data = migrate_v1(data)
-        elif version != SCHEMA_VERSION:
-            raise ValueError(f"record schema_version {version!r} is not one of 1, {SCHEMA_VERSION}")
+        elif version not in READABLE_VERSIONS:
+            raise ValueError(f"record schema_version {version!r} is not one of {', '.join(map(str, READABLE_VERSIONS))}")
         names = {f.name for f in dataclasses.fields(cls)}
         unknown = sorted(set(data) - names - {"schema_version"})
         if unknown:

@@ -14,14 +14,14 @@ from tabulate import tabulate
 from specbench.catalog import BASELINE, OVERALL
 from specbench.lossless import EXACT, MISMATCH, TIE
 from specbench.numfmt import fmt_num
-from specbench.stats import Cell, Run, backend_label, load_run, run_stats
+from specbench.stats import Cell, Run, backend_label, load_run, ran_on_cpu, run_stats
 
 
 def _header(manifest: dict[str, Any]) -> list[str]:
     m = manifest.get("model", {})
     hw = manifest.get("hardware", {})
     cfg = manifest.get("config", {})
-    gpu = f", GPU {hw['gpu']}" if hw.get("gpu") else ""
+    gpu = f", GPU {hw['gpu']}" if hw.get("gpu") and not ran_on_cpu(manifest) else ""
     lines = [
         f"Run `{manifest.get('run_name', '')}`: model {m.get('id')} ({m.get('dtype')}, TF32 {m.get('tf32')}, "
         f"backend {backend_label(manifest)}), "

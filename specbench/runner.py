@@ -16,13 +16,14 @@ from typing import Any
 
 from tqdm import tqdm
 
-from specbench.ar_margin import margin_at
+from specbench.ar_margin import recorded_or_recomputed
 from specbench.catalog import BASELINE
 from specbench.config import ConfigError, cache_dir
 from specbench.device import synchronize
 from specbench.engine.loop import Engine, Generation
 from specbench.lossless import MISMATCH, classify
 from specbench.manifest import build_manifest
+from specbench.memory import peak_memory, reset_peak
 from specbench.method_env import MethodEnv
 from specbench.methods_factory import build_drafter
 from specbench.model import LoadedModel, load_model, stop_token_ids
@@ -42,6 +43,7 @@ class Runner:
         self.loaded = loaded
         self.progress = progress
         self.ar_outputs: dict[Unit, list[int]] = {}  # AR outputs of repeat 0: references and turn-2 context
+        self.ar_margins: dict[Unit, list[float] | None] = {}  # their per-token top-2 margins (lossless ties)
         self.mismatches = 0
 
     # -- setup -------------------------------------------------------------------------------
@@ -72,6 +74,7 @@ class Runner:
     def _write_manifest(self, digest: str, configs: dict, artifacts: dict) -> None:
         lm = self.loaded
         manifest = build_manifest(
+            device=lm.device,
             run_name=self.run_dir.name,
             config_digest=digest,
             config=dataclasses.asdict(self.cfg) | {"methods": self.plan.methods, "tasks": list(self.plan.tasks)},
@@ -96,12 +99,16 @@ class Runner:
         tmp.replace(path)
 
     # -- timing ------------------------------------------------------------------------------
-    def _timed(self, prompt: list[int], drafter: Any) -> tuple[Generation, float]:
-        synchronize(self.loaded.device)
+    def _timed(self, prompt: list[int], drafter: Any, record_margins: bool = False) -> tuple[Generation, float, tuple[str, int]]:
+        """(generation, wall seconds, its peak memory ``(kind, bytes)``); the peak is reset outside the timing."""
+        device = self.loaded.device
+        synchronize(device)
+        reset_peak(device)
         t0 = time.perf_counter()
-        gen = self.engine.generate(prompt, drafter, self.cfg.max_new_tokens)
-        synchronize(self.loaded.device)
-        return gen, time.perf_counter() - t0
+        gen = self.engine.generate(prompt, drafter, self.cfg.max_new_tokens, record_margins=record_margins)
+        synchronize(device)
+        wall = time.perf_counter() - t0
+        return gen, wall, peak_memory(device)
 
     # -- main loop ---------------------------------------------------------------------------
     def prompt_for(self, unit: Unit, q: Question) -> list[int]:
@@ -131,13 +138,14 @@ class Runner:
         for r in existing:
             if r.method == BASELINE and r.repeat == 0:
                 self.ar_outputs[r.unit] = r.output_ids
+                self.ar_margins[r.unit] = r.token_margins
             self.mismatches += r.lossless_class == MISMATCH
 
         jobs = list(self.plan.jobs())
         todo = [(unit, q, method) for unit, q, method in jobs if (method, unit) not in done]
         if not todo:
             return self.mismatches
-        self._warm_up(drafters, todo[0])
+        self._warm_up(drafters, todo)
         bar = tqdm(total=len(jobs), initial=len(jobs) - len(todo), desc="bench", unit="gen",
                    disable=not self.progress, file=sys.stderr, dynamic_ncols=True)
         with RecordWriter(self.run_dir) as writer:
@@ -148,16 +156,22 @@ class Runner:
         bar.close()
         return self.mismatches
 
-    def _warm_up(self, drafters: dict, first_job: tuple[Unit, Question, str]) -> None:
-        unit, q, _method = first_job
-        prompt = self.prompt_for(Unit(unit.task, unit.question_id, 1), q)
-        for _ in range(self.cfg.warmup):
-            for method in self.plan.methods:
-                self.engine.generate(prompt, drafters[(method, unit.task)], self.cfg.max_new_tokens)
+    def _warm_up(self, drafters: dict, todo: list[tuple[Unit, Question, str]]) -> None:
+        """Warm every drafter left to time (each task's own: first calls, caches and kernels happen here,
+        not inside a timed generation), on the turn-1 prompt of that task's first pending question."""
+        first: dict[str, tuple[Unit, Question]] = {}
+        for unit, q, _method in todo:
+            first.setdefault(unit.task, (unit, q))
+        for task, (unit, q) in first.items():
+            prompt = self.prompt_for(Unit(task, unit.question_id, 1), q)
+            for _ in range(self.cfg.warmup):
+                for method in self.plan.methods:
+                    self.engine.generate(prompt, drafters[(method, task)], self.cfg.max_new_tokens,
+                                         record_margins=method == BASELINE)
 
     def _one(self, drafter: Any, unit: Unit, q: Question, method: str) -> Record:
         prompt = self.prompt_for(unit, q)  # tokenisation outside the timed window
-        gen, wall = self._timed(prompt, drafter)
+        gen, wall, (memory_kind, memory_peak) = self._timed(prompt, drafter, record_margins=method == BASELINE)
         task = self.plan.tasks[unit.task]
         rec = Record(
             method=method,
@@ -178,12 +192,18 @@ class Runner:
             draft_sizes=gen.draft_sizes,
             draft_times_s=[round(t, 7) for t in gen.draft_times_s],
             output_ids=gen.output_ids,
+            token_margins=gen.token_margins(),
+            peak_memory_bytes=memory_peak,
+            peak_memory_kind=memory_kind,
         )
         if method == BASELINE:
             if unit.repeat == 0:
                 self.ar_outputs[unit] = gen.output_ids
+                self.ar_margins[unit] = rec.token_margins
             return rec
-        ref = self.ar_outputs[unit.reference()]
-        result = classify(ref, gen.output_ids, margin_at(self.target, prompt, ref), self.cfg.tie_threshold)
+        ref_unit = unit.reference()
+        ref = self.ar_outputs[ref_unit]
+        margin = recorded_or_recomputed(self.ar_margins.get(ref_unit), self.target, prompt, ref)
+        result = classify(ref, gen.output_ids, margin, self.cfg.tie_threshold)
         self.mismatches += result.lossless_class == MISMATCH
         return dataclasses.replace(rec, **result.as_record())

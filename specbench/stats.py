@@ -232,16 +232,38 @@ def lossless_status(cells: dict[str, Cell], method: str) -> str:
     return "exact" if n.get("exact") else "unchecked"
 
 
+def ran_on_cpu(manifest: dict[str, Any]) -> bool:
+    """Whether the run's model was on the CPU (older manifests filled ``gpu`` whenever CUDA existed)."""
+    device = (manifest.get("hardware") or {}).get("device") or (manifest.get("model") or {}).get("device") or ""
+    return str(device).startswith("cpu")
+
+
 def hardware_label(manifest: dict[str, Any]) -> str:
-    """One-line hardware fingerprint: GPU (memory, CUDA/driver) if any, else CPU (cores)."""
+    """One-line hardware fingerprint: the GPU used (memory, CUDA/driver), else the CPU (cores).
+
+    >>> hardware_label({"hardware": {"cpu": "Xeon", "cores": 8, "gpu": "A100"}, "model": {"device": "cpu"}})
+    'Xeon (8 cores)'
+    """
     hw = manifest.get("hardware") or {}
-    gpu = hw.get("gpu")
+    gpu = None if ran_on_cpu(manifest) else hw.get("gpu")
     if gpu:
         mem = f" {hw['gpu_memory_gb']:.0f} GB" if isinstance(hw.get("gpu_memory_gb"), (int, float)) else ""
         extra = ", ".join(f"{k} {hw[k]}" for k in ("cuda", "driver") if hw.get(k))
         return f"{gpu}{mem}" + (f" ({extra})" if extra else "")
     cpu = hw.get("cpu") or "unknown CPU"
     return f"{cpu} ({hw['cores']} cores)" if hw.get("cores") else str(cpu)
+
+
+def precision_label(manifest: dict[str, Any]) -> str:
+    """The numeric switches a run had on (TF32, reduced-precision reductions), or ``-`` when none/unrecorded.
+
+    >>> precision_label({"hardware": {"precision": {"tf32_matmul": False, "fp16_reduced_precision_reduction": True}}})
+    'fp16_reduced_precision_reduction'
+    """
+    flags = (manifest.get("hardware") or {}).get("precision") or {}
+    on = [k for k in ("tf32_matmul", "tf32_cudnn", "fp16_reduced_precision_reduction", "bf16_reduced_precision_reduction")
+          if flags.get(k)]
+    return ", ".join(on) or "-"
 
 
 def model_label(manifest: dict[str, Any]) -> str:

@@ -29,7 +29,7 @@ def test_compare_two_machines(tmp_path: Path) -> None:
     fp = tables[0]
     assert fp.headers == ["", "A", "B"]
     rows = {r[0]: r[1:] for r in fp.rows}
-    assert rows["GPU"] == ["-", "Fake A100"] and rows["CUDA / driver"] == ["- / -", "12.4 / 550.1"]
+    assert rows["GPU"] == ["-", "Fake A100"] and rows["CUDA / driver (its CUDA) / cuDNN"] == ["- / - (-) / -", "12.4 / 550.1 (-) / -"]
     ar = {r[0]: r for r in tables[1].rows}
     assert float(ar[OVERALL][3]) == pytest.approx(5.0, rel=0.1)  # GPU AR is 5x faster
     pld = {r[0]: r for r in tables[2].rows}

@@ -42,6 +42,29 @@ def test_transform_matches_float64_reference() -> None:
     assert fit_transform(sample[:, :8], 64).out_dim == 8
 
 
+def test_streamed_fit_reads_rows_in_chunks_and_matches_the_reference(monkeypatch) -> None:
+    """The fit never converts more than one chunk to float64, and a row subset equals fitting its copy."""
+    import methods.dresd.datastore.transform as tmod
+
+    rng = np.random.default_rng(1)
+    mix = rng.normal(size=(32, 32)) * np.linspace(3, 0.1, 32)[:, None]
+    keys = (rng.normal(size=(3000, 32)) @ mix + 200.0).astype(np.float16)  # large mean: one-pass cancellation risk
+    rows = np.sort(rng.choice(3000, 1000, replace=False))
+    seen = []
+    real = tmod._chunks
+
+    def spy(k, r, c):
+        for x in real(k, r, c):
+            seen.append(x.shape[0])
+            yield x
+
+    monkeypatch.setattr(tmod, "_chunks", spy)
+    t = fit_transform(keys, 8, rows, chunk_rows=64)
+    assert max(seen) == 64 and sum(seen) == 1000
+    x = keys[rows][:50]
+    np.testing.assert_allclose(t.apply(x), _reference(keys[rows].astype(np.float32), x, 8), atol=2e-3)
+
+
 def test_next_token_values_example() -> None:
     np.testing.assert_array_equal(next_token_values([5, 6, 7], 2, 0), [[6, 7], [7, 0], [0, 0]])
     assert next_token_values(list(range(30)), 20, -1)[3].tolist() == list(range(4, 24))

@@ -170,9 +170,52 @@ def test_golden_cli_on_embedded_model(tmp_path: Path, embedded, capsys: pytest.C
                  "--max-new-tokens", "16", "--out", str(path)]) == 0
     g = load_golden(path)
     assert g["model"]["hash"] == embedded.model_hash and len(g["entries"]) == 1
+    assert g["recorded_on"]["device"] == "cpu" and g["recorded_on"]["cpu"] and "gpu" not in g["recorded_on"]
     assert len(g["entries"][0]["output_ids"]) == 16
     assert main(["golden", "verify", str(path)]) == 0
     assert "pld: 1/1 golden outputs reproduced" in capsys.readouterr().out
     g["entries"][0]["output_ids"][0] += 1
     save_golden(g, path)
     assert main(["golden", "verify", str(path), "--methods", "ar"]) == 1
+
+
+def test_verify_notes_a_golden_file_made_on_another_device(tmp_path: Path) -> None:
+    from specbench.golden import device_note
+
+    golden = make_golden([], {"name": "x"}, {"max_new_tokens": 1}, set(), device="cpu")
+    assert golden["recorded_on"]["device"] == "cpu" and device_note(golden, "cpu") is None
+    golden["recorded_on"] = {"device": "cuda:1", "gpu": "Fake A100"}
+    assert "cuda:1 (Fake A100)" in device_note(golden, "cpu") and device_note(golden, "cuda:0") is None
+
+
+_HALF_MODELS: dict[torch.dtype, torch.nn.Module] = {}
+
+
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
+@pytest.mark.parametrize("method", METHODS.names())
+def test_every_method_in_half_precision(tiny, method: str, dtype: str) -> None:
+    """Each method on the tiny model cast to ``dtype`` (its drafter built there too: heads, datastores)
+    equals the same-dtype AR output or diverges only at a near-tie of AR's own recorded margin."""
+    from specbench.lossless import MISMATCH, classify, default_tie_threshold
+    from specbench.methods_factory import build_drafter
+
+    if method in SKIPS:
+        pytest.skip(SKIPS[method])
+    _, tok, golden, cache = tiny
+    torch_dtype = getattr(torch, dtype)
+    if torch_dtype not in _HALF_MODELS:  # the fixture's model, rebuilt (its linears may be packed: no copy)
+        _HALF_MODELS[torch_dtype] = make_tiny_model("llama", seed=3).to(torch_dtype)
+    model = _HALF_MODELS[torch_dtype]
+    engine = Engine(model, set(golden["stop_ids"]))
+    env = MethodEnv(model, tok, f"tiny-llama-seed3-{dtype}", torch.device("cpu"), default_data_dir(), cache, "synthetic")
+    drafter, _ = build_drafter(method, TINY_OPTIONS.get(method, {}), env)
+    drafted = 0
+    for e in golden["entries"]:
+        ar = engine.generate(e["prompt_ids"], None, MAX_NEW, record_margins=True)
+        gen = engine.generate(e["prompt_ids"], drafter, MAX_NEW)
+        drafted += sum(gen.draft_sizes)
+        margins = ar.token_margins()
+        verdict = classify(ar.output_ids, gen.output_ids, lambda pos: margins[pos], default_tie_threshold(dtype))
+        assert verdict.lossless_class != MISMATCH, (method, dtype, e["question_id"], verdict)
+    if method != "ar":
+        assert drafted > 0, f"{method} proposed no drafts in {dtype}"

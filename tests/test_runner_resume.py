@@ -46,12 +46,19 @@ def test_interrupted_run_resumes_without_duplicates(embedded, tmp_path, monkeypa
     assert len(keys) == len(set(keys)) == 6
     assert mismatches == 0
     for r in recs:
-        assert r.to_json()["schema_version"] == SCHEMA_VERSION == 2
+        assert r.to_json()["schema_version"] == SCHEMA_VERSION == 3
         assert sum(r.accept_lengths) == r.new_tokens == len(r.output_ids) <= 8
         assert len(r.draft_sizes) == r.forward_passes == len(r.accept_lengths)
         if r.method == "pld":
             assert r.lossless is True and r.lossless_class == "exact"
+    for r in recs:  # peak memory per generation; AR keeps the margin of every token it chose
+        assert r.peak_memory_kind == "cpu_rss_peak" and r.peak_memory_bytes > 0
+        assert (r.token_margins is not None) == (r.method == "ar")
+        if r.method == "ar":
+            assert len(r.token_margins) == len(r.output_ids) and min(r.token_margins) >= 0
     manifest = read_manifest(run_dir)
+    assert manifest["hardware"]["device"] == "cpu" and manifest["hardware"]["gpu"] is None
+    assert manifest["hardware"]["precision"]["fp16_reduced_precision_reduction"] is False
     assert manifest["model"]["dtype"] == "float32" and manifest["model"]["tf32"] is False
     assert manifest["questions"] == {"mt_bench": ["81"], "gsm8k": ["401"]}
     assert "resumed" in manifest and manifest["hardware"]["cores"]
@@ -102,3 +109,25 @@ def test_tie_threshold_defaults_by_dtype(tmp_path):
     assert make_plan(RunConfig(**base)).config.tie_threshold == 1e-4
     assert make_plan(RunConfig(dtype="bfloat16", **base)).config.tie_threshold == 2e-2
     assert make_plan(RunConfig(dtype="bfloat16", tie_threshold=1e-3, **base)).config.tie_threshold == 1e-3
+
+
+@pytest.mark.embedded
+def test_warm_up_covers_every_tasks_drafters_before_any_timing(embedded, tmp_path, monkeypatch):
+    from specbench.engine.loop import Engine
+
+    cfg = RunConfig(methods=("pld",), tasks=("gsm8k", "humaneval"), limit=1, max_new_tokens=3, warmup=1,
+                    out_dir=str(tmp_path))
+    plan = make_plan(cfg)
+    events = []
+    real_generate, real_timed = Engine.generate, Runner._timed
+    monkeypatch.setattr(Engine, "generate", lambda self, p, d, n, **k: events.append(("gen", d)) or real_generate(self, p, d, n, **k))
+    monkeypatch.setattr(Runner, "_timed", lambda self, p, d, **k: events.append(("timed", d)) or real_timed(self, p, d, **k))
+    runner = Runner(plan, run_dir_for(plan), loaded=embedded, progress=False)
+    real_build = runner._build_drafters
+    built = {}
+    monkeypatch.setattr(runner, "_build_drafters", lambda: built.setdefault("d", real_build()))
+    runner.run()
+    drafters = built["d"][0]
+    first_timed = next(i for i, e in enumerate(events) if e[0] == "timed")
+    warmed = [d for kind, d in events[:first_timed] if kind == "gen"]
+    assert all(any(w is drafters[("pld", task)] for w in warmed) for task in ("gsm8k", "humaneval"))

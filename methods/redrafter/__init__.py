@@ -50,12 +50,19 @@ def build_redrafter(config: ReDrafterConfig, env: MethodEnv) -> ReDrafter:
     """ReDrafter: recurrent draft head + beam search, beams deduplicated into one verified tree."""
     from methods.redrafter.checkpoint import checkpoint_hash, load_checkpoint
     from methods.redrafter.head import build_head, head_config_for
+    from methods.redrafter.shared import shared_head
 
     info = {"beam_width": config.beam_width, "beam_length": config.beam_length}
     if config.checkpoint == "random":
-        param = next(env.model.parameters())
-        head = build_head(head_config_for(env.model), env.model).to(device=param.device, dtype=param.dtype).eval()
-        env.artifacts.update(info, checkpoint="random", packed=pack_for_inference(head))
+        def random_head() -> tuple:
+            param = next(env.model.parameters())
+            head = build_head(head_config_for(env.model)).to(device=param.device, dtype=param.dtype)
+            head.init_from_target(env.model.get_output_embeddings().weight)
+            head.attach(env.model.get_input_embeddings().weight).eval()
+            return head, pack_for_inference(head)
+
+        head, packed = shared_head(env.model, "random", random_head)
+        env.artifacts.update(info, checkpoint="random", packed=packed)
         return ReDrafter(head, config)
     if config.checkpoint is None:
         ckpt = default_checkpoint_dir(env, config)
@@ -63,7 +70,13 @@ def build_redrafter(config: ReDrafterConfig, env: MethodEnv) -> ReDrafter:
             _train_default(env, config, ckpt)
     else:
         ckpt = Path(config.checkpoint).expanduser()
-    head, meta = load_checkpoint(ckpt, env.model)
-    env.artifacts.update(info, checkpoint=str(ckpt), checkpoint_sha256=checkpoint_hash(ckpt), head=meta["head"],
-                         heldout_accuracy=meta.get("metrics", {}).get("heldout_top1"), packed=pack_for_inference(head))
+    digest = checkpoint_hash(ckpt)
+
+    def load() -> tuple:
+        head, meta = load_checkpoint(ckpt, env.model)
+        return head, meta, pack_for_inference(head)
+
+    head, meta, packed = shared_head(env.model, (str(ckpt.resolve()), digest), load)
+    env.artifacts.update(info, checkpoint=str(ckpt), checkpoint_sha256=digest, head=meta["head"],
+                         heldout_accuracy=meta.get("metrics", {}).get("heldout_top1"), packed=packed)
     return ReDrafter(head, config)

@@ -50,9 +50,9 @@ def load_checkpoint(ckpt_dir: Path, model: torch.nn.Module | None = None) -> tup
     head = DraftHead(HeadConfig(**meta["head"]))
     head.load_state_dict(load_file(str(ckpt_dir / WEIGHTS)))
     if model is not None:
-        head.attach(model.get_input_embeddings().weight)
         param = next(model.parameters())
         head.to(device=param.device, dtype=param.dtype)
+        head.attach(model.get_input_embeddings().weight)  # after the move: shares the target's table
     return head.eval(), meta
 
 

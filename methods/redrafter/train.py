@@ -1,4 +1,8 @@
-"""Training the draft head by self-distillation on CPU (frozen target), with checkpoints and resume.
+"""Training the draft head by self-distillation (frozen target), with checkpoints and resume.
+
+The head trains on the target's device in float32 master weights whatever the target's dtype (half
+precision would lose the small AdamW updates); it borrows the target's embedding table without a copy,
+and every batch and running total lives on that device (``head_placement``).
 
 Output directory layout: ``data.safetensors``/``data.json`` (collected hidden states, reused on
 resume), ``train_state.safetensors``/``train_state.json`` (head + AdamW moments + step, written
@@ -65,6 +69,32 @@ def loss_fn(head: DraftHead, context: torch.Tensor, inputs: torch.Tensor, labels
     return ce.mean(0).sum(), hits.detach()
 
 
+def head_placement(model: torch.nn.Module) -> tuple[torch.device, torch.dtype]:
+    """Where a head for ``model`` trains: the target's device, float32 master weights.
+
+    >>> head_placement(torch.nn.Linear(2, 2).to(torch.bfloat16))
+    (device(type='cpu'), torch.float32)
+    """
+    return next(model.parameters()).device, torch.float32
+
+
+def build_train_head(model: torch.nn.Module, cfg: "TrainConfig") -> DraftHead:
+    """A fresh trainable head on the target's device in fp32, attached *after* the move so the
+    borrowed embedding keeps the target's storage (``.float()`` would copy it into a new fp32 table)."""
+    device, dtype = head_placement(model)
+    head = build_head(head_config_for(model, cfg.proj, cfg.num_blocks))
+    head.to(device=device, dtype=dtype)
+    head.init_from_target(model.get_output_embeddings().weight)
+    head.attach(model.get_input_embeddings().weight)
+    return head.train()
+
+
+def to_head(batch: tuple[torch.Tensor, ...], head: DraftHead) -> tuple[torch.Tensor, ...]:
+    """Move a ``(context, inputs, labels)`` batch to the head's device, the context in the head's dtype."""
+    w = head.lm_head.weight
+    return tuple(t.to(w.device, w.dtype if t.is_floating_point() else t.dtype, non_blocking=True) for t in batch)
+
+
 def lr_at(step: int, total: int, cfg: TrainConfig) -> float:
     warm = max(1, int(cfg.warmup * total))
     if step < warm:
@@ -93,10 +123,11 @@ def evaluate(head: DraftHead, data: DistillData, starts: torch.Tensor, cfg: Trai
     """Held-out mean loss and top-1 accuracy per predicted position (labels as in training)."""
     if len(starts) == 0:
         return {"heldout_examples": 0}
-    tot_loss, tot_hits = 0.0, torch.zeros(cfg.n_predict)
+    device = head.lm_head.weight.device
+    tot_loss, tot_hits = 0.0, torch.zeros(cfg.n_predict, device=device)
     for i in range(0, len(starts), 256):
         chunk = starts[i : i + 256]
-        loss, hits = loss_fn(head, *data.batch(chunk, cfg.n_predict, cfg.labels))
+        loss, hits = loss_fn(head, *to_head(data.batch(chunk, cfg.n_predict, cfg.labels), head))
         tot_loss += float(loss) * len(chunk)
         tot_hits += hits * len(chunk)
     n = len(starts)
@@ -108,10 +139,10 @@ def _save_state(out: Path, head: DraftHead, opt: torch.optim.Optimizer, info: di
     from safetensors.torch import save_file
 
     sd = opt.state_dict()
-    tensors = {f"head.{k}": v.detach().contiguous() for k, v in head.state_dict().items()}
+    tensors = {f"head.{k}": v.detach().cpu().contiguous() for k, v in head.state_dict().items()}
     for idx, st in sd["state"].items():
         for key, val in st.items():
-            tensors[f"opt.{idx}.{key}"] = torch.as_tensor(val).contiguous()
+            tensors[f"opt.{idx}.{key}"] = torch.as_tensor(val).cpu().contiguous()
     save_file(tensors, str(out / "train_state.safetensors.tmp"))
     (out / "train_state.safetensors.tmp").replace(out / "train_state.safetensors")
     (out / "train_state.json").write_text(json.dumps({**info, "param_groups": sd["param_groups"]}, indent=1))
@@ -165,7 +196,8 @@ def _train(model: torch.nn.Module, tokenizer: Any, corpora: Sequence[str], data_
     t_collect = time.perf_counter() - t0
 
     torch.manual_seed(cfg.seed)
-    head = build_head(head_config_for(model, cfg.proj, cfg.num_blocks), model).float().train()
+    head = build_train_head(model, cfg)
+    device = head.lm_head.weight.device
     opt = make_optimizer(head, cfg)
     per_epoch = math.ceil(len(data.train_starts) / cfg.batch_size)
     total = cfg.epochs * per_epoch
@@ -173,12 +205,13 @@ def _train(model: torch.nn.Module, tokenizer: Any, corpora: Sequence[str], data_
     step, curve = info["step"], info["curve"]
     t1 = time.perf_counter()
     bar = tqdm(total=total, initial=step, desc="redrafter: train", unit="step", disable=not progress)
-    run_loss, run_hits, run_n = 0.0, torch.zeros(cfg.n_predict), 0
+    run_loss, run_hits, run_n = 0.0, torch.zeros(cfg.n_predict, device=device), 0
     while step < total:
         epoch, k = divmod(step, per_epoch)
         perm = torch.randperm(len(data.train_starts), generator=torch.Generator().manual_seed(cfg.seed + epoch))
         idx = data.train_starts[perm[k * cfg.batch_size : (k + 1) * cfg.batch_size]]
-        loss, hits = train_step(head, opt, data.batch(idx, cfg.n_predict, cfg.labels), lr_at(step, total, cfg))
+        batch = to_head(data.batch(idx, cfg.n_predict, cfg.labels), head)
+        loss, hits = train_step(head, opt, batch, lr_at(step, total, cfg))
         step += 1
         run_loss, run_hits, run_n = run_loss + loss, run_hits + hits, run_n + 1
         bar.update(1)
@@ -186,7 +219,7 @@ def _train(model: torch.nn.Module, tokenizer: Any, corpora: Sequence[str], data_
         if step % 20 == 0 or step == total:
             curve.append({"step": step, "examples": step * cfg.batch_size, "loss": round(run_loss / run_n, 4),
                           "top1": [round(float(a), 4) for a in run_hits / run_n]})
-            run_loss, run_hits, run_n = 0.0, torch.zeros(cfg.n_predict), 0
+            run_loss, run_hits, run_n = 0.0, torch.zeros(cfg.n_predict, device=device), 0
         if step % cfg.checkpoint_every == 0 or step == total:
             _save_state(out, head, opt, {"step": step, "curve": curve, "train": train_cfg})
     bar.close()

@@ -61,6 +61,7 @@ def record_command(args: argparse.Namespace) -> int:
                 "method_options": parse_method_opts(args.method_opt)},
         stop_ids=stops,
         task_versions={t: TASKS.get(t).version for t in tasks},
+        device=lm.device,
     )
     save_golden(golden, args.out)
     print(f"wrote {args.out}: {len(entries)} AR outputs ({sum(len(e['output_ids']) for e in entries)} tokens), "
@@ -70,7 +71,7 @@ def record_command(args: argparse.Namespace) -> int:
 
 def verify_command(args: argparse.Namespace) -> int:
     from specbench.commands.run import parse_method_opts
-    from specbench.golden import load_golden, verify_golden
+    from specbench.golden import device_note, load_golden, verify_golden
     from specbench.method_env import MethodEnv
     from specbench.registry import METHODS
 
@@ -89,6 +90,9 @@ def verify_command(args: argparse.Namespace) -> int:
     if lm.model_hash != golden["model"].get("hash") and not args.force:
         raise UserError(f"model hash {lm.model_hash} != golden {golden['model'].get('hash')} (use --force)")
     data_dir = _data_dir(args)
+    note = device_note(golden, lm.device)
+    if note:
+        print(f"note: {note}", file=sys.stderr)
 
     def env_for(task: str) -> MethodEnv:
         return MethodEnv.for_task(lm, data_dir, cache_dir(), task)

@@ -62,7 +62,7 @@ def profile_command(args: argparse.Namespace) -> int:
     floor = {"weight_bytes": weight_bytes, "read_bytes_per_s": read_bps, "floor_s": weight_bytes / read_bps}
     first = curves[args.backends[0]]
     prof = make_profile(first, {"name": args.model, "id": lm.model_id, "hash": lm.model_hash, "dtype": lm.dtype},
-                        args.context, hardware_fingerprint(), curves, floor)
+                        args.context, hardware_fingerprint(lm.device), curves, floor)
     out = Path(args.out)
     save_profile(prof, out / "profile.json")
     headers, rows = profile_table(prof)

@@ -29,15 +29,16 @@ def trim_cache(cache: object, n_ctx: int, rows: list[int]) -> None:
         return
     k = len(rows)
     contiguous = rows == list(range(k))
-    index = None if contiguous else torch.tensor(rows, dtype=torch.long)
+    index: torch.Tensor | None = None
     for layer in cache_layers(cache):
         if layer.keys is None or layer.keys.numel() == 0:
             continue
-        if index is not None:
-            idx = index.to(layer.keys.device) + n_ctx
+        if not contiguous:
+            if index is None or index.device != layer.keys.device:  # once per step, not per layer
+                index = torch.tensor([r + n_ctx for r in rows], dtype=torch.long, device=layer.keys.device)
             # advanced indexing on the right copies first, so the overlapping write is safe
-            layer.keys[:, :, n_ctx : n_ctx + k] = layer.keys[:, :, idx]
-            layer.values[:, :, n_ctx : n_ctx + k] = layer.values[:, :, idx]
+            layer.keys[:, :, n_ctx : n_ctx + k] = layer.keys[:, :, index]
+            layer.values[:, :, n_ctx : n_ctx + k] = layer.values[:, :, index]
         layer.keys = layer.keys[:, :, : n_ctx + k]
         layer.values = layer.values[:, :, : n_ctx + k]
 

@@ -134,9 +134,8 @@ class PreallocatedCache(Cache):
         index = None
         if rows != list(range(k)):
             device = next((layer.device for layer in self.layers if layer.is_initialized), None)
-            index = torch.tensor(rows, dtype=torch.long).add_(n_ctx)
-            if device is not None and index.device != device:
-                index = index.to(device, non_blocking=True)
+            # built once per step straight on the cache's device (one small copy, not one per layer)
+            index = torch.tensor([r + n_ctx for r in rows], dtype=torch.long, device=device)
         for layer in self.layers:
             layer.trim(n_ctx, index, k)
 

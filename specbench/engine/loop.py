@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 
 import torch
 
+from specbench.ar_margin import relative_margins
 from specbench.device import synchronize
 from specbench.drafter import DraftContext, Drafter, StepResult
 from specbench.engine.backends import DEFAULT_BACKEND, Backend, resolve_backend
@@ -34,10 +35,18 @@ class Generation:
     draft_sizes: list[int] = field(default_factory=list)
     draft_times_s: list[float] = field(default_factory=list)
     verify_times_s: list[float] = field(default_factory=list)
+    margin_rows: list[torch.Tensor] = field(default_factory=list)  # per pass, on the device (record_margins)
 
     @property
     def forward_passes(self) -> int:
         return len(self.accept_lengths)
+
+    def token_margins(self) -> list[float] | None:
+        """Per emitted token, the relative top-2 margin of the logits that chose it (read after timing:
+        this is the one host copy of the margins); None unless the generation recorded them."""
+        if not self.margin_rows:
+            return None
+        return [round(m, 7) for m in torch.cat(self.margin_rows).tolist()]
 
 
 # room for the largest draft a step may verify, so a cache sized up front rarely has to grow
@@ -58,8 +67,13 @@ class Engine:
         self._sync = lambda: synchronize(device)
 
     @torch.inference_mode()
-    def generate(self, prompt_ids: list[int], drafter: Drafter | None, max_new_tokens: int) -> Generation:
-        """Greedy-decode up to ``max_new_tokens`` after ``prompt_ids``; identical output for any drafter."""
+    def generate(self, prompt_ids: list[int], drafter: Drafter | None, max_new_tokens: int,
+                 record_margins: bool = False) -> Generation:
+        """Greedy-decode up to ``max_new_tokens`` after ``prompt_ids``; identical output for any drafter.
+
+        ``record_margins``: also keep each emitted token's top-2 margin (``Generation.token_margins``);
+        one top-k over the rows already computed per pass, no host sync.
+        """
         if max_new_tokens < 1:
             raise ValueError("max_new_tokens must be >= 1")
         if not prompt_ids:
@@ -76,6 +90,8 @@ class Engine:
         root = int(logits[-1].argmax())
         sync()
         gen = Generation(output_ids=[root], accept_lengths=[1], draft_sizes=[0], draft_times_s=[0.0])
+        if record_margins:
+            gen.margin_rows.append(relative_margins(logits[-1:]))
         gen.verify_times_s.append(now() - t)
         last_hidden = hidden[-1]
         tokens = list(prompt_ids) + [root]
@@ -118,6 +134,9 @@ class Engine:
             out.extend(emitted)
             tokens.extend(emitted)
             gen.accept_lengths.append(len(emitted))
+            if record_margins:
+                rows = ver.rows[: len(emitted)]
+                gen.margin_rows.append(relative_margins(logits[:1] if rows == [0] else logits[rows]))
             root = ver.bonus
             last_hidden = ver.hidden[ver.rows[-1]]
             if drafter is not None:

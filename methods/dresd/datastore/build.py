@@ -70,8 +70,8 @@ def finalize(hidden: np.ndarray, values: np.ndarray, header: dict[str, Any], set
     """Fit the normalisation on a key sample, transform every key, and index them."""
     rng = np.random.default_rng(settings.seed)
     n = hidden.shape[0]
-    sample = hidden if n <= settings.sample_keys else hidden[np.sort(rng.choice(n, settings.sample_keys, replace=False))]
-    transform = fit_transform(sample, settings.n_components)
+    rows = None if n <= settings.sample_keys else np.sort(rng.choice(n, settings.sample_keys, replace=False))
+    transform = fit_transform(hidden, settings.n_components, rows)  # streamed: the sample is never copied
     keys = np.concatenate([transform.apply(hidden[i : i + 65536]) for i in range(0, n, 65536)])  # [N, d]
     index = build_index(keys, settings.nlist)
     header = dict(header)
