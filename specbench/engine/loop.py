@@ -35,18 +35,19 @@ class Generation:
     draft_sizes: list[int] = field(default_factory=list)
     draft_times_s: list[float] = field(default_factory=list)
     verify_times_s: list[float] = field(default_factory=list)
-    margin_rows: list[torch.Tensor] = field(default_factory=list)  # per pass, on the device (record_margins)
+    margin_rows: list[torch.Tensor] = field(default_factory=list)  # per pass, the emitting logits rows [k, V]
 
     @property
     def forward_passes(self) -> int:
         return len(self.accept_lengths)
 
     def token_margins(self) -> list[float] | None:
-        """Per emitted token, the relative top-2 margin of the logits that chose it (read after timing:
-        this is the one host copy of the margins); None unless the generation recorded them."""
+        """Per emitted token, the relative top-2 margin of the logits that chose it; None unless the
+        generation recorded them. Computed here, after timing: inside the loop AR only keeps a view of
+        its one logits row, so recording margins does not slow the baseline."""
         if not self.margin_rows:
             return None
-        return [round(m, 7) for m in torch.cat(self.margin_rows).tolist()]
+        return [round(m, 7) for m in relative_margins(torch.cat(self.margin_rows)).tolist()]
 
 
 # room for the largest draft a step may verify, so a cache sized up front rarely has to grow
@@ -72,7 +73,7 @@ class Engine:
         """Greedy-decode up to ``max_new_tokens`` after ``prompt_ids``; identical output for any drafter.
 
         ``record_margins``: also keep each emitted token's top-2 margin (``Generation.token_margins``);
-        one top-k over the rows already computed per pass, no host sync.
+        the emitting logits rows are kept (a view for AR's single row) and reduced after timing.
         """
         if max_new_tokens < 1:
             raise ValueError("max_new_tokens must be >= 1")
@@ -91,7 +92,7 @@ class Engine:
         sync()
         gen = Generation(output_ids=[root], accept_lengths=[1], draft_sizes=[0], draft_times_s=[0.0])
         if record_margins:
-            gen.margin_rows.append(relative_margins(logits[-1:]))
+            gen.margin_rows.append(logits[-1:])
         gen.verify_times_s.append(now() - t)
         last_hidden = hidden[-1]
         tokens = list(prompt_ids) + [root]
@@ -136,7 +137,7 @@ class Engine:
             gen.accept_lengths.append(len(emitted))
             if record_margins:
                 rows = ver.rows[: len(emitted)]
-                gen.margin_rows.append(relative_margins(logits[:1] if rows == [0] else logits[rows]))
+                gen.margin_rows.append(logits[:1] if rows == [0] else logits[rows])
             root = ver.bonus
             last_hidden = ver.hidden[ver.rows[-1]]
             if drafter is not None:
