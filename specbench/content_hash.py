@@ -46,6 +46,15 @@ def _write_cache(data: dict[str, dict]) -> None:
         pass  # a read-only cache just means hashing again next time
 
 
+def stream_sha256(path: str | Path) -> str:
+    """Hex sha256 of the whole file, read in blocks (never cached)."""
+    h = hashlib.sha256()
+    with Path(path).open("rb") as fh:
+        while block := fh.read(BLOCK):
+            h.update(block)
+    return h.hexdigest()
+
+
 def file_sha256(path: str | Path) -> str:
     """Hex sha256 of the whole file, from the cache when its size and mtime are unchanged."""
     p = Path(path).resolve()
@@ -55,12 +64,9 @@ def file_sha256(path: str | Path) -> str:
     hit = cache.get(key)
     if isinstance(hit, dict) and hit.get("size") == st.st_size and hit.get("mtime_ns") == st.st_mtime_ns:
         return str(hit["sha256"])
-    h = hashlib.sha256()
-    with p.open("rb") as fh:
-        while block := fh.read(BLOCK):
-            h.update(block)
-    digest = h.hexdigest()
+    digest = stream_sha256(p)
     cache = _read_cache()  # re-read: another process may have added entries meanwhile
+    cache = {k: v for k, v in cache.items() if os.path.exists(k)}  # forget deleted files (test folders)
     cache[key] = {"size": st.st_size, "mtime_ns": st.st_mtime_ns, "sha256": digest}
     _write_cache(cache)
     return digest
