@@ -124,8 +124,8 @@ def build_rest_cli(args: Any) -> int:
         raise ConfigError(f"rest datastore: --set chunk_tokens must be >= 1, got {chunk_tokens}")
     check = sets.get("check_test_prompts", "true").lower() not in ("0", "false", "no", "off")
     data_dir = resolve_data_dir(args.data_dir)
-    loaded = load_model(args.model, args.dtype, "cpu")
     corpora = parse_corpora(args.corpus, None)
+    loaded = load_model(args.model, args.dtype, "cpu")
     header = build_rest_datastore(corpora, Path(args.out), loaded.tokenizer, loaded.model_id, data_dir, args.max_tokens, chunk_tokens, check)
     print(
         f"REST datastore {args.out}: {header['n_tokens']:,} tokens, {header['n_entries']:,} entries, "
