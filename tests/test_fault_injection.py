@@ -164,23 +164,30 @@ def test_locked_run_folder_is_refused_and_stale_lock_taken_over(tiny_dir, tmp_pa
 
 
 def test_two_processes_one_run_folder(tiny_dir, tmp_path):
+    """The first process is paused while it holds the folder, so the second meets the lock for certain."""
+    import signal
+
     args = [sys.executable, "-m", "specbench.cli", *run_args(tiny_dir, tmp_path, "same", 8)]
     args[args.index("--limit") + 1] = "3"
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    procs = [subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT, env=env)]
+    first = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT, env=env)
     lock = tmp_path / "same" / ".specbench.lock"
     deadline = time.time() + 120
-    while not lock.exists() and procs[0].poll() is None and time.time() < deadline:
-        time.sleep(0.05)
-    procs.append(subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT, env=env))
-    results = [(p.wait(timeout=300), p.stderr.read()) for p in procs]
-    codes = sorted(code for code, _ in results)
+    while not lock.exists() and first.poll() is None and time.time() < deadline:
+        time.sleep(0.005)
+    first.send_signal(signal.SIGSTOP)
+    try:
+        assert lock.exists(), "the first run finished before it could be paused"
+        second = subprocess.run(args, capture_output=True, text=True, cwd=ROOT, env=env, timeout=300)
+    finally:
+        first.send_signal(signal.SIGCONT)
+    _, first_err = first.communicate(timeout=300)
+    assert first.returncode == 0, first_err
+    assert second.returncode == 2 and second.stderr.strip().splitlines()[-1].endswith("if that process is gone")
+    assert f"is in use by pid {first.pid}" in second.stderr and "Traceback" not in second.stderr
     keys = [r.key for r in read_records(tmp_path / "same")]
     assert len(keys) == len(set(keys)) == 6  # 3 questions x (ar, pld), each written once
-    assert codes in ([0, 0], [0, 2])  # the second either waited out the first (resume: nothing to do) or was refused
-    for code, err in results:
-        if code == 2:
-            assert "is in use by pid" in err and "Traceback" not in err
+    assert not lock.exists()
 
 
 # -- 4: artifacts verified on load -----------------------------------------------------------------
