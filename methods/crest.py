@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from methods.rest import RESTConfig, datastore_artifacts, open_rest_datastore
+from specbench.argtypes import positive_int
 from specbench.config import ConfigError
 from specbench.drafter import BaseDrafter, DraftContext
 from specbench.engine.tree import DraftTree
@@ -101,11 +102,11 @@ def build_crest(config: CRESTConfig, env: MethodEnv) -> CRESTDrafter:
 def _compact_args(p: Any) -> None:
     p.add_argument("--from", dest="source", required=True, help="REST datastore directory")
     p.add_argument("--out", required=True, help="output directory")
-    p.add_argument("--top-t", type=int, default=CRESTConfig.top_t, help="n-grams kept per n")
-    p.add_argument("--max-n", type=int, default=CRESTConfig.max_n, help="longest n-gram")
-    p.add_argument("--k", type=int, default=CRESTConfig.k, help="REST matches per tree")
-    p.add_argument("--m", type=int, default=CRESTConfig.m, help="REST continuation length")
-    p.add_argument("--c", type=int, default=CRESTConfig.c, help="REST tree size")
+    p.add_argument("--top-t", type=positive_int, default=CRESTConfig.top_t, help="n-grams kept per n")
+    p.add_argument("--max-n", type=positive_int, default=CRESTConfig.max_n, help="longest n-gram")
+    p.add_argument("--k", type=positive_int, default=CRESTConfig.k, help="REST matches per tree")
+    p.add_argument("--m", type=positive_int, default=CRESTConfig.m, help="REST continuation length")
+    p.add_argument("--c", type=positive_int, default=CRESTConfig.c, help="REST tree size")
 
 
 def _compact(args: Any) -> int:

@@ -116,11 +116,16 @@ def build_rest_cli(args: Any) -> int:
     unknown = set(sets) - {"chunk_tokens", "check_test_prompts"}
     if unknown:
         raise ConfigError(f"rest datastore: unknown --set key(s) {', '.join(sorted(unknown))} (known: chunk_tokens, check_test_prompts)")
-    chunk_tokens = int(sets.get("chunk_tokens", DEFAULT_CHUNK_TOKENS))
+    try:
+        chunk_tokens = int(sets.get("chunk_tokens", DEFAULT_CHUNK_TOKENS))
+    except ValueError:
+        raise ConfigError(f"rest datastore: --set chunk_tokens expects an integer, got {sets['chunk_tokens']!r}") from None
+    if chunk_tokens < 1:
+        raise ConfigError(f"rest datastore: --set chunk_tokens must be >= 1, got {chunk_tokens}")
     check = sets.get("check_test_prompts", "true").lower() not in ("0", "false", "no", "off")
     data_dir = resolve_data_dir(args.data_dir)
-    loaded = load_model(args.model, args.dtype, "cpu")
     corpora = parse_corpora(args.corpus, None)
+    loaded = load_model(args.model, args.dtype, "cpu")
     header = build_rest_datastore(corpora, Path(args.out), loaded.tokenizer, loaded.model_id, data_dir, args.max_tokens, chunk_tokens, check)
     print(
         f"REST datastore {args.out}: {header['n_tokens']:,} tokens, {header['n_entries']:,} entries, "

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import re
 import types
 import typing
 from dataclasses import dataclass, field
@@ -60,6 +61,14 @@ def _coerce(name: str, value: Any, typ: Any) -> Any:
         if value is None or (isinstance(value, str) and value.lower() in ("none", "null")):
             return None
         return _coerce(name, value, args[0])
+    if value is None:
+        raise ConfigError(f"{name}: must not be null")
+    if typ in (int, float) and isinstance(value, bool):
+        raise ConfigError(f"{name}: expected {typ.__name__}, got {value!r}")
+    if typ is int and isinstance(value, float) and not value.is_integer():
+        raise ConfigError(f"{name}: expected an integer, got {value!r}")
+    if origin is dict and not isinstance(value, dict):
+        raise ConfigError(f"{name}: expected a mapping, got {value!r}")
     if origin in (tuple, list):
         (inner, *_) = typing.get_args(typ) or (str,)
         items = value.split(",") if isinstance(value, str) else list(value)
@@ -102,12 +111,23 @@ def load_yaml(path: str | Path) -> dict[str, Any]:
     if not p.is_file():
         raise ConfigError(f"config file not found: {p}")
     try:
-        data = yaml.safe_load(p.read_text()) or {}
+        data = yaml.safe_load(p.read_text(encoding="utf-8")) or {}
+    except UnicodeDecodeError:
+        raise ConfigError(f"{p}: not UTF-8 text") from None
     except yaml.YAMLError as e:
         raise ConfigError(f"{p}: invalid YAML ({str(e).splitlines()[0]})") from None
     if not isinstance(data, dict):
         raise ConfigError(f"{p}: expected a mapping at the top level")
     return data
+
+
+def is_safe_name(name: str) -> bool:
+    """A single path component that cannot leave its parent folder.
+
+    >>> is_safe_name("my-run_2.1"), is_safe_name("../x"), is_safe_name("/tmp/x"), is_safe_name("..")
+    (True, False, False, False)
+    """
+    return bool(re.fullmatch(r"[A-Za-z0-9._-]+", name)) and name not in (".", "..")
 
 
 @dataclass
@@ -151,5 +171,11 @@ class RunConfig:
             raise ConfigError(f"--backend must be one of {', '.join(BACKEND_CHOICES)}, got {self.backend!r}")
         if not self.methods:
             raise ConfigError("--methods is empty")
+        if self.run_name is not None and not is_safe_name(self.run_name):
+            raise ConfigError(f"--run-name must be a single folder name (letters, digits, '.', '_', '-'; not '.' "
+                              f"or '..'), got {self.run_name!r}")
+        for method, opts in self.method_options.items():
+            if not isinstance(opts, dict):
+                raise ConfigError(f"method_options.{method}: expected a mapping of options, got {opts!r}")
         if self.tie_threshold is not None and not 0 <= self.tie_threshold < 1:
             raise ConfigError(f"--tie-threshold must be in [0, 1), got {self.tie_threshold}")

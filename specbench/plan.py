@@ -14,6 +14,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator, Sequence, TypeVar
@@ -104,6 +105,11 @@ def make_plan(config: RunConfig, shard: tuple[int, int] | None = None) -> Plan:
     index = 0  # shards slice (task, question) pairs round-robin; all methods of a pair stay together
     for name, task in tasks.items():
         qs = task.load(data_dir)[: config.limit]
+        ids = [q.question_id for q in qs]
+        dups = sorted(i for i, n in Counter(ids).items() if n > 1)
+        if dups:
+            raise ConfigError(f"task {name}: duplicate question id(s) {', '.join(dups[:5])} in its data; each "
+                              "question needs its own id")
         questions[name] = shard_slice(qs, shard, index) if shard else qs
         index += len(qs)
     return Plan(config, methods, tasks, questions, data_dir, shard)

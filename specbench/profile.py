@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from specbench.config import ConfigError
 from specbench.jsonfile import load_json, save_json
 
 PROFILE_SCHEMA = 1
@@ -156,7 +157,16 @@ def save_profile(profile: dict[str, Any], path: str | Path) -> None:
 
 
 def load_profile(path: str | Path) -> dict[str, Any]:
-    return load_json(path, PROFILE_SCHEMA, "latency_s", "specbench profile")
+    """A ``profile.json``; a ``ConfigError`` unless its latencies map token counts to positive seconds."""
+    data = load_json(path, PROFILE_SCHEMA, "latency_s", "specbench profile")
+    lat = data["latency_s"]
+    try:
+        ok = isinstance(lat, dict) and lat and all(int(k) > 0 and float(v) > 0 for k, v in lat.items())
+    except (TypeError, ValueError):
+        ok = False
+    if not ok:
+        raise ConfigError(f"{path}: not a specbench profile (latency_s must map token counts to positive seconds)")
+    return data
 
 
 def latency(profile: dict[str, Any], n: float) -> float:

@@ -10,36 +10,72 @@
 """
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 from pathlib import Path
 from typing import Any
 
+from specbench.errors import UserError
 from specbench.record import Record
 
 RECORDS_FILE = "records.jsonl"
 MANIFEST_FILE = "manifest.json"
 
 
+class RunFileError(UserError):
+    """A run folder's file is damaged: the message names the file and line (one-line CLI error)."""
+
+
+def _check_types(rec: Record) -> None:
+    # JSON gives any type; a string where a number belongs would otherwise surface as a traceback in stats
+    for f in dataclasses.fields(rec):
+        value = getattr(rec, f.name)
+        if f.type in ("int", "float") and (isinstance(value, bool) or not isinstance(value, (int, float))):
+            raise ValueError(f"field {f.name!r} must be a number, got {value!r}")
+        if f.type == "str" and not isinstance(value, str):
+            raise ValueError(f"field {f.name!r} must be a string, got {value!r}")
+        if f.type.startswith("list[") and not isinstance(value, list):
+            raise ValueError(f"field {f.name!r} must be a list, got {value!r}")
+
+
+def parse_record_line(line: str) -> Record:
+    """One JSONL line as a checked ``Record``; ValueError says what is wrong."""
+    try:
+        data = json.loads(line)
+    except json.JSONDecodeError as e:
+        raise ValueError(f"not valid JSON ({e.msg})") from None
+    if not isinstance(data, dict):
+        raise ValueError(f"expected a JSON object, got {type(data).__name__}")
+    try:
+        rec = Record.from_json(data)
+    except (KeyError, TypeError) as e:
+        raise ValueError(f"not a complete record ({e})") from None
+    _check_types(rec)
+    return rec
+
+
 def read_records(run_dir: str | Path) -> list[Record]:
-    """All complete records of a run (a torn last line from an interrupted write is ignored)."""
+    """All records of a run. A torn last line (an interrupted write) is ignored; any other bad line raises
+    ``RunFileError`` naming the file and line number."""
     path = Path(run_dir) / RECORDS_FILE
     if not path.is_file():
         return []
+    try:
+        lines = path.read_text(encoding="utf-8").split("\n")
+    except UnicodeDecodeError:
+        raise RunFileError(f"{path}: not UTF-8 text") from None
     out: list[Record] = []
-    with path.open(encoding="utf-8") as fh:
-        for line in fh:
-            line = line.strip()
-            if not line:
+    for number, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            out.append(parse_record_line(line))
+        except ValueError as e:
+            torn = number == len(lines)  # no newline after it: the writer was interrupted mid-line
+            if torn and str(e).startswith("not valid JSON"):
                 continue
-            try:
-                data = json.loads(line)
-            except json.JSONDecodeError:
-                continue
-            try:
-                out.append(Record.from_json(data))
-            except ValueError as e:
-                raise ValueError(f"{path}: {e}") from None
+            raise RunFileError(f"{path}:{number}: {e}") from None
     return out
 
 
@@ -93,4 +129,10 @@ def read_manifest(run_dir: str | Path) -> dict[str, Any]:
     path = Path(run_dir) / MANIFEST_FILE
     if not path.is_file():
         raise FileNotFoundError(f"not a run folder (no {MANIFEST_FILE}): {run_dir}")
-    return json.loads(path.read_text())
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise RunFileError(f"{path}: not a valid manifest ({e})") from None
+    if not isinstance(data, dict):
+        raise RunFileError(f"{path}: not a valid manifest (expected a JSON object)")
+    return data

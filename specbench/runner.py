@@ -18,7 +18,7 @@ from tqdm import tqdm
 
 from specbench.ar_margin import recorded_or_recomputed
 from specbench.catalog import BASELINE
-from specbench.config import ConfigError, cache_dir
+from specbench.config import cache_dir
 from specbench.device import synchronize
 from specbench.engine.loop import Engine, Generation
 from specbench.lossless import MISMATCH, classify
@@ -30,6 +30,8 @@ from specbench.model import LoadedModel, load_model, stop_token_ids
 from specbench.plan import Plan, config_digest
 from specbench.record import Record, Unit
 from specbench.records import MANIFEST_FILE, RecordWriter, read_manifest, read_records
+from specbench.run_guards import check_context, check_same_config, check_same_model
+from specbench.run_lock import RunLock
 from specbench.task import Question, encode_prompt
 
 
@@ -47,15 +49,6 @@ class Runner:
         self.mismatches = 0
 
     # -- setup -------------------------------------------------------------------------------
-    def _check_existing_manifest(self, digest: str) -> None:
-        if (self.run_dir / MANIFEST_FILE).is_file():
-            old = read_manifest(self.run_dir)
-            if old.get("config_digest") != digest:
-                raise ConfigError(
-                    f"{self.run_dir} holds a run with a different configuration; pick another --run-name "
-                    "or delete that folder"
-                )
-
     def _build_drafters(self) -> tuple[dict[tuple[str, str], Any], dict[str, Any], dict[str, Any]]:
         lm = self.loaded
         drafters: dict[tuple[str, str], Any] = {}
@@ -123,10 +116,21 @@ class Runner:
     def run(self) -> int:
         """Run all missing records; returns the number of lossless MISMATCH records (this run + resumed)."""
         digest = config_digest(self.plan)
-        self._check_existing_manifest(digest)
+        created = not self.run_dir.exists()
+        try:
+            with RunLock(self.run_dir):
+                return self._run_locked(digest)
+        finally:
+            if created and self.run_dir.is_dir() and not any(self.run_dir.iterdir()):
+                self.run_dir.rmdir()  # a run that failed before writing anything leaves no empty folder
+
+    def _run_locked(self, digest: str) -> int:
+        check_same_config(self.run_dir, digest)
         if self.loaded is None:
             self.loaded = load_model(self.cfg.model, self.cfg.dtype, self.cfg.device)
         lm = self.loaded
+        check_same_model(self.run_dir, lm.model_hash)
+        self._check_turn1_context()
         self.engine = Engine(lm.model, stop_token_ids(lm.tokenizer, lm.model), self.cfg.backend)
         self.target = self.engine.target  # the AR-margin forward of the lossless check runs on the same backend
         self.run_dir.mkdir(parents=True, exist_ok=True)
@@ -156,6 +160,13 @@ class Runner:
         bar.close()
         return self.mismatches
 
+    def _check_turn1_context(self) -> None:
+        # later turns also carry earlier answers; those are checked again in ``_one`` before they run
+        for task, qs in self.plan.questions.items():
+            for q in qs:
+                prompt = self.prompt_for(Unit(task, q.question_id, 1), q)
+                check_context(self.loaded.model, len(prompt), self.cfg.max_new_tokens, f"{task}/{q.question_id}")
+
     def _warm_up(self, drafters: dict, todo: list[tuple[Unit, Question, str]]) -> None:
         """Warm every drafter left to time (each task's own: first calls, caches and kernels happen here,
         not inside a timed generation), on the turn-1 prompt of that task's first pending question."""
@@ -171,6 +182,7 @@ class Runner:
 
     def _one(self, drafter: Any, unit: Unit, q: Question, method: str) -> Record:
         prompt = self.prompt_for(unit, q)  # tokenisation outside the timed window
+        check_context(self.loaded.model, len(prompt), self.cfg.max_new_tokens, str(unit))
         gen, wall, (memory_kind, memory_peak) = self._timed(prompt, drafter, record_margins=method == BASELINE)
         task = self.plan.tasks[unit.task]
         rec = Record(

@@ -144,6 +144,8 @@ def paired_speedup(
     if not strata:
         return None, None, None
     total = sum(s.sum(axis=0) for s in strata)
+    if not np.all(total[1:] > 0):  # zero AR tokens or zero timings (e.g. a clock that did not tick): undefined
+        return None, None, None
     point = float(_ratio(total))
     if max(len(s) for s in strata) < 2 or n_boot <= 0:
         return point, None, None
@@ -152,7 +154,11 @@ def paired_speedup(
     for s in strata:
         idx = rng.integers(0, len(s), size=(n_boot, len(s)))  # [B, n]
         boot += s[idx].sum(axis=1)
-    ratios = _ratio(boot)
+    with np.errstate(divide="ignore", invalid="ignore"):  # a resample may draw only zero-time rows
+        ratios = _ratio(boot)
+    ratios = ratios[np.isfinite(ratios)]
+    if not len(ratios):
+        return point, None, None
     lo, hi = np.percentile(ratios, [2.5, 97.5])
     return point, float(lo), float(hi)
 

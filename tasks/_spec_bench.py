@@ -18,7 +18,10 @@ def _read_lines(data_dir: Path | None) -> tuple[str, list[str]]:
         path = data_dir / "spec_bench" / "question.jsonl"
         if not path.is_file():
             raise TaskDataError(f"Spec-Bench questions not found: {path}")
-        return str(path), path.read_text(encoding="utf-8").splitlines()
+        try:
+            return str(path), path.read_text(encoding="utf-8").splitlines()
+        except UnicodeDecodeError as e:
+            raise TaskDataError(f"{path}: not UTF-8 text (byte {e.start})") from None
     with urllib.request.urlopen(SPEC_BENCH_URL, timeout=60) as resp:  # real users without a data dir
         return SPEC_BENCH_URL, resp.read().decode("utf-8").splitlines()
 

@@ -6,7 +6,6 @@ target's ``model_id``, ``metrics``, ``curve``). The borrowed embedding table is 
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import json
 from pathlib import Path
 from typing import Any
@@ -14,6 +13,8 @@ from typing import Any
 import torch
 
 from methods.redrafter.config import HeadConfig
+from specbench.content_hash import file_sha256
+from specbench.errors import DatastoreError
 from methods.redrafter.head import DraftHead
 
 WEIGHTS = "head.safetensors"
@@ -29,7 +30,8 @@ def save_checkpoint(head: DraftHead, out_dir: Path, extra: dict[str, Any] | None
     tmp = out_dir / (WEIGHTS + ".tmp")
     save_file(state, str(tmp))
     tmp.replace(out_dir / WEIGHTS)
-    meta = {"head": dataclasses.asdict(head.config), **(extra or {})}
+    meta = {"head": dataclasses.asdict(head.config), **(extra or {}),
+            "weights_sha256": file_sha256(out_dir / WEIGHTS)}
     (out_dir / (CONFIG + ".tmp")).write_text(json.dumps(meta, indent=1))
     (out_dir / (CONFIG + ".tmp")).replace(out_dir / CONFIG)
     return out_dir
@@ -46,20 +48,26 @@ def load_checkpoint(ckpt_dir: Path, model: torch.nn.Module | None = None) -> tup
     """Load a head (attached to ``model``'s input embedding when given) and its config dict."""
     from safetensors.torch import load_file
 
-    meta = read_meta(ckpt_dir)
-    head = DraftHead(HeadConfig(**meta["head"]))
-    head.load_state_dict(load_file(str(ckpt_dir / WEIGHTS)))
-    if model is not None:
-        param = next(model.parameters())
-        head.to(device=param.device, dtype=param.dtype)
-        head.attach(model.get_input_embeddings().weight)  # after the move: shares the target's table
+    fix = f"retrain it with `specbench train redrafter` (or delete {ckpt_dir})"
+    try:
+        meta = read_meta(ckpt_dir)
+        expected = meta.get("weights_sha256")
+        if expected is not None and file_sha256(ckpt_dir / WEIGHTS) != expected:
+            raise DatastoreError(f"{ckpt_dir / WEIGHTS}: content does not match {CONFIG}'s weights_sha256 (corrupt); {fix}")
+        head = DraftHead(HeadConfig(**meta["head"]))
+        head.load_state_dict(load_file(str(ckpt_dir / WEIGHTS)))
+        if model is not None:
+            param = next(model.parameters())
+            head.to(device=param.device, dtype=param.dtype)
+            head.attach(model.get_input_embeddings().weight)  # after the move: shares the target's table
+    except (DatastoreError, FileNotFoundError):
+        raise
+    except Exception as e:  # safetensors, json, torch and dataclass errors all mean a damaged checkpoint
+        first = (str(e).strip().splitlines() or [type(e).__name__])[0]
+        raise DatastoreError(f"{ckpt_dir}: corrupt ReDrafter checkpoint ({type(e).__name__}: {first}); {fix}") from None
     return head.eval(), meta
 
 
 def checkpoint_hash(ckpt_dir: Path) -> str:
     """sha256 (first 16 hex digits) of the weights file, for run manifests."""
-    h = hashlib.sha256()
-    with (ckpt_dir / WEIGHTS).open("rb") as fh:
-        for chunk in iter(lambda: fh.read(1 << 22), b""):
-            h.update(chunk)
-    return h.hexdigest()[:16]
+    return file_sha256(ckpt_dir / WEIGHTS)[:16]

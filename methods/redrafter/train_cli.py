@@ -9,6 +9,7 @@ import argparse
 import dataclasses
 from pathlib import Path
 
+from specbench.argtypes import positive_float, positive_int
 from specbench.config import resolve_data_dir
 from specbench.registry import PluginCommand, register_trainer
 
@@ -39,18 +40,18 @@ def _run(args: argparse.Namespace) -> int:
 
 def _add_arguments(r: argparse.ArgumentParser) -> None:
     r.add_argument("--corpus", required=True, help="corpus name(s), comma-separated: sharegpt, code_alpaca, gsm8k_train, python_stdlib")
-    r.add_argument("--tokens", type=int, help="training examples (token positions) to collect (default 20000)")
-    r.add_argument("--epochs", type=int, help="passes over the collected data (default 1)")
+    r.add_argument("--tokens", type=positive_int, help="training examples (token positions) to collect (default 20000)")
+    r.add_argument("--epochs", type=positive_int, help="passes over the collected data (default 1)")
     r.add_argument("--out", required=True, help="output directory (checkpoint; re-run to resume)")
-    r.add_argument("--n-predict", dest="n_predict", type=int, help="predicted positions per example (default 3)")
+    r.add_argument("--n-predict", dest="n_predict", type=positive_int, help="predicted positions per example (default 3)")
     r.add_argument("--labels", choices=("target", "ground_truth"), help="distil the target's argmax (default) or the corpus tokens")
-    r.add_argument("--batch-size", dest="batch_size", type=int)
-    r.add_argument("--lr", type=float)
+    r.add_argument("--batch-size", dest="batch_size", type=positive_int)
+    r.add_argument("--lr", type=positive_float)
     r.add_argument("--warmup", type=float, help="warmup fraction of the steps (default 0.1)")
-    r.add_argument("--max-seq-len", dest="max_seq_len", type=int)
-    r.add_argument("--num-blocks", dest="num_blocks", type=int, help="ResNet blocks (default 1)")
+    r.add_argument("--max-seq-len", dest="max_seq_len", type=positive_int)
+    r.add_argument("--num-blocks", dest="num_blocks", type=positive_int, help="ResNet blocks (default 1)")
     r.add_argument("--no-proj", dest="proj", action="store_false", default=None, help="keep 2h-wide features (the reference layout)")
-    r.add_argument("--checkpoint-every", dest="checkpoint_every", type=int)
+    r.add_argument("--checkpoint-every", dest="checkpoint_every", type=positive_int)
     r.add_argument("--seed", type=int)
     r.add_argument("--model", default="embedded", help="target model: 'embedded', a HF id or a directory")
     r.add_argument("--device", default="cpu")

@@ -8,11 +8,12 @@ unless ``--strict``.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 from pathlib import Path
 from typing import Any
 
 from specbench.catalog import BASELINE
-from specbench.lossless import EXACT, LOSSLESS_CLASSES, MISMATCH, TIE
+from specbench.lossless import EXACT, LOSSLESS_CLASSES, MISMATCH, TIE, classify, default_tie_threshold, first_divergence
 from specbench.record import Record, Unit
 from specbench.stats import load_run
 
@@ -62,20 +63,45 @@ def describe(rec: Record, ar: Record | None, tokenizer: Any | None) -> list[str]
     return lines
 
 
+def rederive(rec: Record, ar: Record | None, threshold: float) -> Record:
+    """``rec`` with its lossless class derived again from the output ids (the stored label is not trusted).
+
+    The AR margin cannot be recomputed without the model, so the stored margin counts only where it was
+    measured at the divergence found now; anything else that differs is a mismatch.
+    """
+    if ar is None:
+        return dataclasses.replace(rec, lossless=None, lossless_class=None)
+    pos = first_divergence(ar.output_ids, rec.output_ids)
+    stored = rec.ar_margin if pos is not None and pos == rec.first_divergence else None
+    result = classify(ar.output_ids, rec.output_ids, lambda _i: stored, threshold)
+    return dataclasses.replace(rec, **result.as_record())
+
+
 def check_run(run_dir: str | Path, strict: bool = False, decode: bool = True) -> tuple[int, list[str]]:
     """(exit code, report lines): 1 if any record is a mismatch (or a tie with ``strict``), else 0."""
     run = load_run(run_dir)
     if not run.records:
         raise FileNotFoundError(f"run folder has no records: {run_dir}")
     ar: dict[Unit, Record] = {r.unit: r for r in run.records if r.method == BASELINE and r.repeat == 0}
-    counts: dict[str, dict[str, int]] = {}
-    bad = [r for r in run.records if r.lossless_class in (MISMATCH, TIE)]
+    config = run.manifest.get("config") or {}
+    threshold = config.get("tie_threshold") or default_tie_threshold(config.get("dtype", "float32"))
+    lines = []
+    records = []
     for r in run.records:
+        if r.method != BASELINE:
+            derived = rederive(r, ar.get(r.unit.reference()), threshold)
+            if derived.lossless_class != r.lossless_class:
+                lines.append(f"RELABELLED {r.method} {r.unit}: stored {r.lossless_class}, output ids say "
+                             f"{derived.lossless_class or 'unchecked (no AR reference)'}")
+            r = derived
+        records.append(r)
+    counts: dict[str, dict[str, int]] = {}
+    bad = [r for r in records if r.lossless_class in (MISMATCH, TIE)]
+    for r in records:
         if r.method != BASELINE:
             c = counts.setdefault(r.method, dict.fromkeys((*LOSSLESS_CLASSES, "unchecked"), 0))
             c[r.lossless_class or "unchecked"] += 1
     tokenizer = load_run_tokenizer(run.manifest) if decode and bad else None
-    lines = []
     for r in sorted(bad, key=lambda r: (r.lossless_class != MISMATCH, r.method, r.task, r.question_id)):
         lines += describe(r, ar.get(r.unit.reference()), tokenizer)
     for method, c in counts.items():

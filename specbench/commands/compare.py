@@ -4,6 +4,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from specbench.argtypes import positive_int
 from specbench.errors import UserError
 
 
@@ -35,5 +36,5 @@ def register(subs: argparse._SubParsersAction) -> None:
     p.add_argument("run_dirs", nargs="+", metavar="RUN_DIR", help="two or more results/<run> folders (A is the reference)")
     p.add_argument("--force", action="store_true", help="compare even if questions, max_new_tokens, backend or method configs differ")
     p.add_argument("--out", help="also write the tables to this markdown file")
-    p.add_argument("--bootstrap", type=int, default=1000, help="bootstrap resamples for the 95%% CI")
+    p.add_argument("--bootstrap", type=positive_int, default=1000, help="bootstrap resamples for the 95%% CI")
     p.set_defaults(func=compare_command)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 
+from specbench.argtypes import positive_int
 from specbench.registry import DATASTORE_ACTIONS, DATASTORE_BUILDERS
 
 
@@ -23,7 +24,7 @@ def register(subs: argparse._SubParsersAction) -> None:
     b.add_argument("--kind", required=True, help=f"datastore kind: {', '.join(DATASTORE_BUILDERS.names())}")
     b.add_argument("--corpus", required=True, help="comma-separated corpus names (see specbench corpora)")
     b.add_argument("--out", required=True, help="output directory")
-    b.add_argument("--max-tokens", type=int, default=None, help="stop after this many corpus tokens")
+    b.add_argument("--max-tokens", type=positive_int, default=None, help="stop after this many corpus tokens")
     b.add_argument("--id", action="store_true", help="(dresd) index the target's own greedy answers")
     b.add_argument("--model", default="embedded", help="target model (HF id, directory or 'embedded')")
     b.add_argument("--dtype", default="float32", choices=["float32", "float16", "bfloat16"])

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import argparse
 
+from specbench.argtypes import out_folder, positive_int
 from specbench.stats import DEFAULT_BOOTSTRAP, DEFAULT_SEED
 
 
@@ -20,9 +21,9 @@ def leaderboard_command(args: argparse.Namespace) -> int:
 def register(subs: argparse._SubParsersAction) -> None:
     p = subs.add_parser("leaderboard", help="render a Spec-Bench style leaderboard (markdown + HTML) from runs")
     p.add_argument("run_dirs", nargs="+", metavar="RUN_DIR", help="results/<run> folders")
-    p.add_argument("--out", required=True, help="output directory for leaderboard.md and leaderboard.html")
+    p.add_argument("--out", required=True, type=out_folder, help="output directory for leaderboard.md and leaderboard.html")
     p.add_argument("--profile", help="a profile.json from `specbench profile` (adds predicted speedups)")
-    p.add_argument("--bootstrap", type=int, default=DEFAULT_BOOTSTRAP, help="bootstrap resamples for the 95%% CI")
+    p.add_argument("--bootstrap", type=positive_int, default=DEFAULT_BOOTSTRAP, help="bootstrap resamples for the 95%% CI")
     p.add_argument("--seed", type=int, default=DEFAULT_SEED, help="bootstrap seed (results are deterministic)")
     p.add_argument("--no-plots", action="store_true", help="skip the matplotlib figures")
     p.set_defaults(func=leaderboard_command)

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import argparse
 
+from specbench.argtypes import out_folder
 from specbench.errors import UserError
 
 
@@ -23,6 +24,6 @@ def merge_command(args: argparse.Namespace) -> int:
 def register(subs: argparse._SubParsersAction) -> None:
     p = subs.add_parser("merge", help="merge shard run folders (--shard k/N) into one run folder")
     p.add_argument("run_dirs", nargs="+", metavar="RUN_DIR", help="shard folders of the same run")
-    p.add_argument("--out", required=True, help="new folder for the merged run")
+    p.add_argument("--out", required=True, type=out_folder, help="new folder for the merged run")
     p.add_argument("--force", action="store_true", help="merge even if the manifests differ or shards are missing")
     p.set_defaults(func=merge_command)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from specbench.argtypes import out_folder, positive_int
 from specbench.config import ConfigError
 
 
@@ -84,10 +85,10 @@ def register(subs: argparse._SubParsersAction) -> None:
     p.add_argument("--model", default="embedded", help="HF id, directory or 'embedded'")
     p.add_argument("--dtype", default="float32", choices=["float32", "float16", "bfloat16"])
     p.add_argument("--device", default="auto")
-    p.add_argument("--context", type=int, default=1024, help="tokens in the KV cache before the timed forward")
+    p.add_argument("--context", type=positive_int, default=1024, help="tokens in the KV cache before the timed forward")
     p.add_argument("--sizes", type=_sizes, default=(1, 2, 4, 8, 16, 32, 64, 128), help="new-token counts, e.g. 1,2,4,8")
-    p.add_argument("--repeats", type=int, default=5, help="timed forwards per size (median reported)")
+    p.add_argument("--repeats", type=positive_int, default=5, help="timed forwards per size (median reported)")
     p.add_argument("--backends", type=_backends, default=("fast", "reference"),
                    help="comma-separated engine backends to measure side by side (default fast,reference)")
-    p.add_argument("--out", default="results/profile", help="output folder (profile.json, profile.md, profile.png)")
+    p.add_argument("--out", default="results/profile", type=out_folder, help="output folder (profile.json, profile.md, profile.png)")
     p.set_defaults(func=profile_command)

@@ -5,6 +5,7 @@ import argparse
 import sys
 from typing import Any
 
+from specbench.argtypes import non_negative_int, positive_int
 from specbench.config import ConfigError, RunConfig, from_dict, load_yaml
 from specbench.report import write_report
 from specbench.catalog import ALL_TASKS
@@ -12,33 +13,13 @@ from specbench.plan import make_plan, parse_shard, run_dir_for
 from specbench.runner import Runner
 
 
-def _int_at_least(minimum: int):
-    """An argparse type accepting integers >= ``minimum`` with a one-line message otherwise."""
-    what = "a positive integer" if minimum == 1 else f"an integer >= {minimum}"
-
-    def parse(text: str) -> int:
-        try:
-            value = int(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"expected {what}, got {text!r}") from None
-        if value < minimum:
-            raise argparse.ArgumentTypeError(f"expected {what}, got {value}")
-        return value
-
-    return parse
-
-
-_positive_int = _int_at_least(1)
-_non_negative_int = _int_at_least(0)
-
-
 def add_run_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--methods", help="comma-separated methods (ar is always added as the baseline); default ar,pld")
     p.add_argument("--tasks", help=f"comma-separated tasks, or 'all' = {','.join(ALL_TASKS)} (also: nq); default all")
-    p.add_argument("--limit", type=_positive_int, help="first N questions of each task (default: all)")
-    p.add_argument("--max-new-tokens", type=_positive_int, help="tokens to generate per turn (default 128)")
-    p.add_argument("--repeats", type=_positive_int, help="timed generations per (method, question, turn) (default 1)")
-    p.add_argument("--warmup", type=_non_negative_int, help="warm-up generations per method before timing (default 1)")
+    p.add_argument("--limit", type=positive_int, help="first N questions of each task (default: all)")
+    p.add_argument("--max-new-tokens", type=positive_int, help="tokens to generate per turn (default 128)")
+    p.add_argument("--repeats", type=positive_int, help="timed generations per (method, question, turn) (default 1)")
+    p.add_argument("--warmup", type=non_negative_int, help="warm-up generations per method before timing (default 1)")
     p.add_argument("--model", help="HF model id, local model directory, or 'embedded' (default: embedded SmolLM2-135M)")
     p.add_argument("--dtype", choices=["float32", "float16", "bfloat16"], help="model dtype (default float32, TF32 off)")
     p.add_argument("--device", help="auto, cpu or cuda[:N] (default auto)")

@@ -32,7 +32,11 @@ def default_corpora(task: str | None) -> tuple[str, ...]:
 
 def parse_corpora(spec: str | None, task: str | None) -> tuple[str, ...]:
     """``"a,b"`` -> ("a", "b"); None or empty -> the task's default."""
+    from specbench.registry import CORPORA
+
     names = tuple(n.strip() for n in (spec or "").replace("+", ",").split(",") if n.strip())
+    for n in names:
+        CORPORA.get(n)  # a misspelled name fails now, before a cache folder or lock file is made
     return names or default_corpora(task)
 
 

@@ -22,6 +22,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from specbench.content_hash import file_sha256
 from specbench.datastore.suffix_array import DatastoreError, TokenDatastore, dir_bytes
 from specbench.engine.tree import DraftTree
 
@@ -136,8 +137,33 @@ def write_ngram_store(
     finally:
         conn.close()
     os.replace(tmp, db)
+    header = {**header, "db_sha256": file_sha256(db)}  # only the header.json copy: the db cannot hash itself
     (out / "header.json").write_text(json.dumps(header, indent=1), encoding="utf-8")
     return header
+
+
+def verify_db(path: Path) -> None:
+    """The SQLite file against ``header.json``'s ``db_sha256`` (cached by size+mtime); stores built before
+    that field get SQLite's own page check instead."""
+    rebuild = f"rebuild it with `specbench datastore compact` (or delete {path})"
+    try:
+        expected = json.loads((path / "header.json").read_text(encoding="utf-8")).get("db_sha256")
+    except (OSError, ValueError, AttributeError):
+        expected = None
+    if expected is not None:
+        if file_sha256(path / DB) != expected:
+            raise DatastoreError(f"{path / DB}: content does not match header.json's db_sha256 (corrupt); {rebuild}")
+        return
+    try:
+        conn = sqlite3.connect(f"file:{path / DB}?mode=ro", uri=True)
+        try:
+            ok = conn.execute("PRAGMA quick_check").fetchone()
+        finally:
+            conn.close()
+    except sqlite3.DatabaseError as e:
+        raise DatastoreError(f"{path / DB}: corrupt CREST datastore ({e}); {rebuild}") from None
+    if not ok or ok[0] != "ok":
+        raise DatastoreError(f"{path / DB}: corrupt CREST datastore ({ok[0] if ok else 'no answer'}); {rebuild}")
 
 
 class NgramStore:
@@ -148,6 +174,7 @@ class NgramStore:
         db = self.path / DB
         if not db.is_file():
             raise DatastoreError(f"{self.path}: not a CREST datastore (no {DB}; build it with `specbench datastore compact`)")
+        verify_db(self.path)
         try:
             self.conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True, check_same_thread=False)
             row = self.conn.execute("SELECT value FROM meta WHERE key='header'").fetchone()
@@ -163,6 +190,7 @@ class NgramStore:
             raise DatastoreError(f"{self.path}: built with another tokenizer ({header.get('tokenizer_id')!r})")
         self.header = header
         self.max_n = int(header["max_n"])
+        self.vocab_size = int(header["vocab_size"])
 
     def get(self, gram: Sequence[int]) -> DraftTree | None:
         """The stored tree of exactly ``gram`` (None when it is not a key)."""
@@ -172,7 +200,11 @@ class NgramStore:
             raise DatastoreError(f"{self.path}: lookup failed ({e})") from None
         if row is None:
             return None
-        return DraftTree(tuple(np.frombuffer(row[0], "<i4").tolist()), tuple(np.frombuffer(row[1], "<i2").tolist()))
+        tokens = np.frombuffer(row[0], "<i4")
+        if len(tokens) and (int(tokens.min()) < 0 or int(tokens.max()) >= self.vocab_size):
+            raise DatastoreError(f"{self.path / DB}: token ids outside the vocabulary [0, {self.vocab_size}); "
+                                 "rebuild it with `specbench datastore compact`")
+        return DraftTree(tuple(tokens.tolist()), tuple(np.frombuffer(row[1], "<i2").tolist()))
 
     def lookup(self, context: Sequence[int], max_n: int | None = None) -> DraftTree | None:
         """Tree of the longest suffix of ``context`` (ending with the root) that is a key, n = max_n..1."""

@@ -30,6 +30,7 @@ from typing import Any, Iterable, Sequence
 
 import numpy as np
 
+from specbench.content_hash import file_sha256, stream_sha256
 from specbench.errors import DatastoreError
 
 FORMAT = "specbench-token-datastore"
@@ -100,6 +101,7 @@ class TokenDatastore:
             chunks.append(Chunk(tokens, sa, entries))
         if sum(len(c) for c in chunks) != header["n_tokens"]:
             raise DatastoreError(f"{path}: chunk token counts do not add up to n_tokens={header['n_tokens']}")
+        verify_contents(path, header, [c.tokens for c in chunks])
         return cls(chunks, header, path)
 
     # properties ---------------------------------------------------------------------------------------
@@ -249,6 +251,31 @@ def _chunk_files(i: int) -> tuple[str, str, str]:
     return (f"chunk_{i:03d}.tokens.npy", f"chunk_{i:03d}.sa.npy", f"chunk_{i:03d}.entries.npy")
 
 
+def verify_contents(path: Path, header: dict[str, Any], tokens: list[np.ndarray]) -> None:
+    """Full content check: every chunk file's sha256 against the header (hashes cached by size+mtime), or
+    for stores built before per-file hashes, the tokens against ``tokens_sha256``; token ids in range."""
+    rebuild = f"rebuild it with `specbench datastore build --kind rest --out {path} ...` or delete it"
+    legacy = False
+    for i, meta in enumerate(header["chunks"]):
+        expected = meta.get("sha256")
+        if not isinstance(expected, dict):
+            legacy = True
+            continue
+        for name in _chunk_files(i):
+            if expected.get(name) != file_sha256(path / name):
+                raise DatastoreError(f"{path / name}: content does not match the datastore header (corrupt); {rebuild}")
+    if legacy and header.get("tokens_sha256"):
+        digest = hashlib.sha256()
+        for t in tokens:
+            digest.update(np.ascontiguousarray(t).tobytes())
+        if digest.hexdigest() != header["tokens_sha256"]:
+            raise DatastoreError(f"{path}: token chunks do not match tokens_sha256 (corrupt); {rebuild}")
+    vocab = int(header["vocab_size"])
+    for i, t in enumerate(tokens):
+        if len(t) and (int(t.min()) < 0 or int(t.max()) >= vocab):
+            raise DatastoreError(f"{path / _chunk_files(i)[0]}: token ids outside the vocabulary [0, {vocab}); {rebuild}")
+
+
 def _load_array(path: Path, name: str, meta: dict[str, Any]) -> np.ndarray:
     f = path / name
     expected = meta.get("files", {}).get(name)
@@ -278,6 +305,12 @@ def read_header(path: Path) -> dict[str, Any]:
     for key in ("vocab_size", "n_tokens", "chunks"):
         if key not in header:
             raise DatastoreError(f"{path}: {HEADER} lacks {key!r}")
+    chunks = header["chunks"]
+    ints = ("n_tokens", "n_entries")
+    if (not isinstance(chunks, list) or not all(isinstance(c, dict) and all(isinstance(c.get(k), int) for k in ints)
+                                                for c in chunks)
+            or not isinstance(header["vocab_size"], int) or not isinstance(header["n_tokens"], int)):
+        raise DatastoreError(f"{path}: {HEADER} is malformed (chunks must be a list of chunk entries; rebuild it)")
     return header
 
 
@@ -326,7 +359,9 @@ def write_datastore(
             digest.update(tokens.tobytes())
             max_tok = max(max_tok, int(tokens.max()))
             files = {n: (tmp / n).stat().st_size for n in names}
-            chunks_meta.append({"n_tokens": int(len(tokens)), "n_entries": int(len(starts)), "files": files})
+            hashes = {n: stream_sha256(tmp / n) for n in names}  # tmp path: a cache entry would never hit
+            chunks_meta.append({"n_tokens": int(len(tokens)), "n_entries": int(len(starts)), "files": files,
+                                "sha256": hashes})
         header = {
             "format": FORMAT,
             "format_version": FORMAT_VERSION,

@@ -20,6 +20,7 @@ from typing import Any
 
 import numpy as np
 
+from specbench.content_hash import file_sha256
 from specbench.errors import DatastoreError
 from methods.dresd.datastore.fingerprint import hidden_size, model_fingerprint, tokenizer_fingerprint
 from methods.dresd.datastore.transform import DenseTransform
@@ -28,14 +29,6 @@ FORMAT = "specbench-dresd-datastore"
 VERSION = 1
 FILES = ("keys.npy", "values.npy", "transform.safetensors", "index.faiss")
 MIN_IVF_POINTS_PER_LIST = 39  # faiss k-means warns below this many training points per centroid
-
-
-def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with path.open("rb") as fh:
-        for block in iter(lambda: fh.read(1 << 22), b""):
-            h.update(block)
-    return h.hexdigest()
 
 
 def default_nlist(n: int) -> int:
@@ -144,7 +137,7 @@ class DenseDatastore:
         header = dict(self.header)
         header.update(format=FORMAT, version=VERSION, n_entries=len(self), key_dim=int(self.keys.shape[1]),
                       n_next=int(self.values.shape[1]), hidden_size=self.transform.in_dim)
-        header["files"] = {name: {"sha256": _sha256(out / name), "bytes": (out / name).stat().st_size} for name in FILES}
+        header["files"] = {name: {"sha256": file_sha256(out / name), "bytes": (out / name).stat().st_size} for name in FILES}
         header.pop("path", None)
         tmp = out / "header.json.tmp"
         tmp.write_text(json.dumps(header, indent=2, sort_keys=True))
@@ -176,7 +169,7 @@ class DenseDatastore:
             if not f.is_file():
                 raise DatastoreError(f"{path}: missing {name}; the datastore is incomplete, rebuild it")
             meta = files.get(name) or {}
-            if meta.get("bytes") != f.stat().st_size or (verify and meta.get("sha256") != _sha256(f)):
+            if meta.get("bytes") != f.stat().st_size or (verify and meta.get("sha256") != file_sha256(f)):
                 raise DatastoreError(f"{path}: {name} does not match its checksum in header.json (corrupt or modified); rebuild it")
         try:
             keys = np.load(path / "keys.npy", allow_pickle=False)
@@ -188,6 +181,8 @@ class DenseDatastore:
         n = header.get("n_entries")
         if keys.ndim != 2 or values.ndim != 2 or keys.shape[0] != n or values.shape[0] != n or index.ntotal != n:
             raise DatastoreError(f"{path}: inconsistent sizes (header {n}, keys {keys.shape}, values {values.shape}, index {index.ntotal})")
+        if values.size and (int(values.min()) < -1 or int(values.max()) >= int(header.get("vocab_size", 2**31))):
+            raise DatastoreError(f"{path}: values.npy holds token ids outside the vocabulary; rebuild it")
         if keys.shape[1] != transform.out_dim:
             raise DatastoreError(f"{path}: key width {keys.shape[1]} differs from the transform's {transform.out_dim}")
         header["path"] = str(path)

@@ -1,0 +1,402 @@
+"""Fault injection (issue 12): every corrupt, ill-typed or conflicting input gives one line on stderr and
+exit 2 (no traceback, nothing written where it must not be); one run folder is never shared by two
+processes; a resumed run refuses changed weights or a lost manifest.
+
+Runs use a tiny random Llama saved with the embedded model's tokenizer, so they take a second each.
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from specbench.cli import main
+from specbench.config import cache_dir
+from specbench.records import read_records
+
+ROOT = Path(__file__).resolve().parent.parent
+TOKENIZER_DIR = cache_dir() / "models" / "smollm2-135m-instruct"  # read before tests repoint the cache
+TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "chat_template.jinja", "special_tokens_map.json")
+
+
+@pytest.fixture(autouse=True)
+def own_cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("SPECBENCH_CACHE", str(tmp_path / "cache"))
+
+
+def save_tiny_model(out: Path, seed: int = 0, context: int = 2048) -> Path:
+    """A 2-layer Llama over the embedded tokenizer's vocabulary, saved as a model directory."""
+    from transformers import AutoTokenizer, LlamaConfig, LlamaForCausalLM
+
+    if not (TOKENIZER_DIR / "tokenizer.json").is_file():
+        pytest.skip("embedded model cache (its tokenizer) not present")
+    tok = AutoTokenizer.from_pretrained(str(TOKENIZER_DIR))
+    torch.manual_seed(seed)
+    cfg = LlamaConfig(vocab_size=len(tok), hidden_size=16, intermediate_size=32, num_hidden_layers=2,
+                      num_attention_heads=2, num_key_value_heads=1, max_position_embeddings=context,
+                      eos_token_id=tok.eos_token_id, bos_token_id=None, pad_token_id=None, tie_word_embeddings=True)
+    LlamaForCausalLM(cfg).save_pretrained(out)
+    for name in TOKENIZER_FILES:
+        if (TOKENIZER_DIR / name).is_file():
+            shutil.copy(TOKENIZER_DIR / name, out / name)
+    return out
+
+
+@pytest.fixture(scope="module")
+def tiny_dir(tmp_path_factory) -> Path:
+    return save_tiny_model(tmp_path_factory.mktemp("tiny") / "model")
+
+
+def cli(argv: list[str], capsys) -> tuple[int, str]:
+    """Exit code and stderr of ``specbench ARGV`` in-process, asserting the one-line contract on exit 2."""
+    try:
+        code = main(argv)
+    except SystemExit as e:  # argparse errors
+        code = e.code
+    err = capsys.readouterr().err.strip()
+    if code == 2:  # progress lines of the model loader may precede it: the error is one line, and the last
+        errors = [line for line in err.splitlines() if "error:" in line]
+        assert len(errors) == 1 and err.splitlines()[-1] == errors[0] and "Traceback" not in err, err
+    return code, err
+
+
+def run_args(model: Path, out: Path, name: str = "r", tokens: int = 4, *extra: str) -> list[str]:
+    return ["run", "--model", str(model), "--tasks", "gsm8k", "--limit", "1", "--methods", "pld",
+            "--max-new-tokens", str(tokens), "--warmup", "0", "--out-dir", str(out), "--run-name", name,
+            "--no-progress", "--device", "cpu", *extra]
+
+
+def flip_middle(path: Path, n: int = 4096) -> None:
+    """Overwrite ``n`` bytes in the middle of ``path`` in place (same size)."""
+    size = path.stat().st_size
+    with path.open("r+b") as fh:
+        fh.seek(size // 2)
+        block = fh.read(n)
+        fh.seek(size // 2)
+        fh.write(bytes(255 - b for b in block))
+
+
+# -- 1, 3: model hash and resume guards -------------------------------------------------------------
+def test_resume_refuses_changed_weights_and_lost_manifest(tiny_dir, tmp_path, capsys):
+    model = tmp_path / "model"
+    shutil.copytree(tiny_dir, model)
+    out = tmp_path / "results"
+    assert cli(run_args(model, out), capsys)[0] == 0
+    run_dir = out / "r"
+    manifest = json.loads((run_dir / "manifest.json").read_text())
+    assert len(manifest["model"]["hash"]) == 16
+    lines = (run_dir / "records.jsonl").read_text().splitlines(keepends=True)
+    (run_dir / "records.jsonl").write_text(lines[0])  # as if interrupted after the AR record
+    flip_middle(model / "model.safetensors")  # same size, only the middle differs
+    code, err = cli(run_args(model, out), capsys)
+    assert code == 2 and "weights changed" in err
+    assert (run_dir / "records.jsonl").read_text() == lines[0]
+    # a lost manifest: a different configuration must not resume into the old records
+    (run_dir / "manifest.json").unlink()
+    code, err = cli(run_args(model, out, "r", 6), capsys)
+    assert code == 2 and "no manifest.json" in err
+    assert not (run_dir / "manifest.json").exists()
+
+
+def test_corrupt_embedded_cache_is_detected(tmp_path, monkeypatch):
+    from specbench.model import EMBEDDED_HASH_FILE, ModelLoadError, verify_embedded
+
+    d = tmp_path / "emb"
+    d.mkdir()
+    (d / "model.safetensors").write_bytes(b"x" * 4096)
+    first = verify_embedded(d)  # trust on first use: records the hash
+    assert json.loads((d / EMBEDDED_HASH_FILE).read_text())["weights_sha256"] == first
+    flip_middle(d / "model.safetensors", 16)
+    os.utime(d / "model.safetensors", ns=(1, 1))  # a new mtime even on coarse clocks
+    with pytest.raises(ModelLoadError, match="corrupt"):
+        verify_embedded(d)
+
+
+def test_truncated_model_file(tiny_dir, tmp_path, capsys):
+    model = tmp_path / "model"
+    shutil.copytree(tiny_dir, model)
+    f = model / "model.safetensors"
+    f.write_bytes(f.read_bytes()[: f.stat().st_size // 2])
+    code, err = cli(run_args(model, tmp_path / "out"), capsys)
+    assert code == 2 and "cannot load model" in err
+    assert not (tmp_path / "out" / "r").exists()
+
+
+# -- 2: run-folder lock ----------------------------------------------------------------------------
+HOLD_LOCK = """
+import sys, time
+from specbench.run_lock import RunLock
+with RunLock(sys.argv[1]):
+    print("locked", flush=True)
+    sys.stdin.readline()
+"""
+
+
+def test_locked_run_folder_is_refused_and_stale_lock_taken_over(tiny_dir, tmp_path, capsys):
+    from specbench.run_lock import LOCK_FILE, RunLock
+
+    run_dir = tmp_path / "out" / "r"
+    holder = subprocess.Popen([sys.executable, "-c", HOLD_LOCK, str(run_dir)], stdin=subprocess.PIPE,
+                              stdout=subprocess.PIPE, text=True, cwd=ROOT,
+                              env={**os.environ, "PYTHONPATH": str(ROOT)})
+    try:
+        assert holder.stdout.readline().strip() == "locked"
+        code, err = cli(run_args(tiny_dir, tmp_path / "out"), capsys)
+        assert code == 2 and f"in use by pid {holder.pid}" in err
+        assert sorted(p.name for p in run_dir.iterdir()) == [LOCK_FILE]
+    finally:
+        holder.communicate("\n", timeout=60)
+    assert not (run_dir / LOCK_FILE).exists()
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    (run_dir / LOCK_FILE).write_text(json.dumps({"pid": dead.pid, "host": os.uname().nodename}))
+    with RunLock(run_dir):
+        assert json.loads((run_dir / LOCK_FILE).read_text())["pid"] == os.getpid()
+    assert "stale lock" in capsys.readouterr().err
+
+
+def test_two_processes_one_run_folder(tiny_dir, tmp_path):
+    """The first process is paused while it holds the folder, so the second meets the lock for certain."""
+    import signal
+
+    args = [sys.executable, "-m", "specbench.cli", *run_args(tiny_dir, tmp_path, "same", 8)]
+    args[args.index("--limit") + 1] = "3"
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    first = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT, env=env)
+    lock = tmp_path / "same" / ".specbench.lock"
+    deadline = time.time() + 120
+    while not lock.exists() and first.poll() is None and time.time() < deadline:
+        time.sleep(0.005)
+    first.send_signal(signal.SIGSTOP)
+    try:
+        assert lock.exists(), "the first run finished before it could be paused"
+        second = subprocess.run(args, capture_output=True, text=True, cwd=ROOT, env=env, timeout=300)
+    finally:
+        first.send_signal(signal.SIGCONT)
+    _, first_err = first.communicate(timeout=300)
+    assert first.returncode == 0, first_err
+    assert second.returncode == 2 and second.stderr.strip().splitlines()[-1].endswith("if that process is gone")
+    assert f"is in use by pid {first.pid}" in second.stderr and "Traceback" not in second.stderr
+    keys = [r.key for r in read_records(tmp_path / "same")]
+    assert len(keys) == len(set(keys)) == 6  # 3 questions x (ar, pld), each written once
+    assert not lock.exists()
+
+
+# -- 4: artifacts verified on load -----------------------------------------------------------------
+def tiny_rest_store(out: Path, vocab: int = 200) -> Path:
+    from specbench.datastore.suffix_array import write_datastore
+
+    rng = np.random.default_rng(0)
+    entries = [rng.integers(0, vocab, size=50).tolist() for _ in range(20)]
+    write_datastore(entries, out, vocab_size=vocab, meta={"corpora": ["t"]})
+    return out
+
+
+def test_rest_chunks_verified_on_load(tmp_path):
+    from specbench.datastore.suffix_array import HEADER, DatastoreError, TokenDatastore
+
+    ds = tiny_rest_store(tmp_path / "rest")
+    TokenDatastore.load(ds)
+    flip_middle(ds / "chunk_000.sa.npy", 64)
+    with pytest.raises(DatastoreError, match=r"chunk_000\.sa\.npy: content does not match.*rebuild"):
+        TokenDatastore.load(ds)
+    ds = tiny_rest_store(tmp_path / "rest2")
+    header = json.loads((ds / HEADER).read_text())
+    (ds / HEADER).write_text(json.dumps({**header, "vocab_size": 10}))  # tokens now outside the vocabulary
+    with pytest.raises(DatastoreError, match="outside the vocabulary"):
+        TokenDatastore.load(ds)
+    (ds / HEADER).write_text(json.dumps({**header, "chunks": 5}))
+    with pytest.raises(DatastoreError, match="malformed"):
+        TokenDatastore.load(ds)
+
+
+def test_crest_store_verified_on_load(tmp_path):
+    from specbench.datastore.ngram_store import DB, NgramStore, write_ngram_store
+    from specbench.datastore.suffix_array import DatastoreError, TokenDatastore
+
+    src = TokenDatastore.load(tiny_rest_store(tmp_path / "rest"))
+    write_ngram_store(src, tmp_path / "crest", top_t=20, max_n=2, k=4, m=3, c=6)
+    NgramStore(tmp_path / "crest").close()
+    flip_middle(tmp_path / "crest" / DB, 512)
+    with pytest.raises(DatastoreError, match="db_sha256"):
+        NgramStore(tmp_path / "crest")
+
+
+@pytest.mark.parametrize("damage", ["truncated", "bad header", "bad config", "extra key", "wrong shape", "flipped"])
+def test_corrupt_redrafter_checkpoint(tmp_path, damage):
+    from safetensors.torch import load_file, save_file
+
+    from methods.redrafter.checkpoint import CONFIG, WEIGHTS, load_checkpoint, save_checkpoint
+    from methods.redrafter.config import HeadConfig
+    from methods.redrafter.head import DraftHead
+    from specbench.errors import DatastoreError
+
+    ckpt = save_checkpoint(DraftHead(HeadConfig(hidden_size=8, embed_dim=4, vocab_size=16, proj_dim=8, num_blocks=1)),
+                           tmp_path / "ckpt")
+    load_checkpoint(ckpt)
+    w, c = ckpt / WEIGHTS, ckpt / CONFIG
+    meta = json.loads(c.read_text())
+    if damage == "truncated":
+        w.write_bytes(w.read_bytes()[:100])
+    elif damage == "bad header":
+        w.write_bytes(b"\xff" * 8 + w.read_bytes()[8:])
+    elif damage == "bad config":
+        c.write_text("{not json")
+    elif damage == "flipped":
+        flip_middle(w, 16)
+    else:
+        state = load_file(str(w))
+        if damage == "extra key":
+            state["bogus"] = torch.zeros(1)
+        else:
+            name = next(iter(state))
+            state[name] = torch.zeros(3, 3)
+        save_file(state, str(w))
+        c.write_text(json.dumps({k: v for k, v in meta.items() if k != "weights_sha256"}))
+    with pytest.raises(DatastoreError, match="(corrupt|does not match)"):
+        load_checkpoint(ckpt)
+
+
+# -- 5, 8, 9: one-line errors for ill-typed inputs -------------------------------------------------
+def fake_run(run_dir: Path, records: list[dict] | None = None, manifest: str | None = None) -> Path:
+    """A run folder with ``records`` (dicts, or raw strings as lines) and a manifest."""
+    run_dir.mkdir(parents=True)
+    (run_dir / "manifest.json").write_text(manifest if manifest is not None else json.dumps(
+        {"config": {"dtype": "float32"}, "config_digest": "x", "questions": {"gsm8k": ["1"]}}))
+    lines = [r if isinstance(r, str) else json.dumps(r) for r in records or []]
+    (run_dir / "records.jsonl").write_text("".join(line + "\n" for line in lines))
+    return run_dir
+
+
+def record(method: str, ids: list[int], cls: str | None = None, **kw) -> dict:
+    rec = {"schema_version": 2, "method": method, "task": "gsm8k", "subtask": "GSM8K", "task_version": "1",
+           "question_id": "1", "category": "", "turn": 1, "repeat": 0, "prompt_tokens": 3, "new_tokens": len(ids),
+           "wall_time_s": 0.1, "forward_passes": len(ids), "draft_time_s": 0.0, "verify_time_s": 0.1,
+           "accept_lengths": [1] * len(ids), "draft_sizes": [0] * len(ids), "draft_times_s": [0.0] * len(ids),
+           "output_ids": ids, "lossless": None if cls is None else cls == "exact", "lossless_class": cls,
+           "first_divergence": None, "ar_margin": None}
+    return rec | kw
+
+
+BAD_RECORD_LINES = {
+    "newer schema": record("pld", [1, 2], "exact", schema_version=3),
+    "missing field": {k: v for k, v in record("pld", [1, 2], "exact").items() if k != "turn"},
+    "not an object": [1, 2, 3],
+    "string time": record("pld", [1, 2], "exact", wall_time_s="fast"),
+    "bad json": '{"method": "pld", "task"',
+}
+
+
+@pytest.mark.parametrize("what", list(BAD_RECORD_LINES))
+@pytest.mark.parametrize("command", ["report", "check"])
+def test_bad_record_line_names_file_and_line(tmp_path, capsys, command, what):
+    run = fake_run(tmp_path / "run", [record("ar", [1, 2]), BAD_RECORD_LINES[what], record("pld", [1, 2], "exact")])
+    code, err = cli([command, str(run)], capsys)
+    assert code == 2 and "records.jsonl:2:" in err
+    assert not (run / "report.md").exists()
+
+
+@pytest.mark.parametrize("command", ["report", "check", "compare", "leaderboard", "merge"])
+def test_malformed_manifest(tmp_path, capsys, command):
+    run = fake_run(tmp_path / "run", [record("ar", [1, 2])], manifest="{oops")
+    argv = {"report": ["report", str(run)], "check": ["check", str(run)], "compare": ["compare", str(run), str(run)],
+            "leaderboard": ["leaderboard", str(run), "--out", str(tmp_path / "lb"), "--no-plots"],
+            "merge": ["merge", str(run), str(run), "--out", str(tmp_path / "merged")]}[command]
+    code, err = cli(argv, capsys)
+    assert code == 2 and "manifest.json: not a valid manifest" in err
+    assert not (tmp_path / "lb").exists() and not (tmp_path / "merged").exists()
+
+
+def test_check_rederives_the_lossless_class(tmp_path, capsys):
+    run = fake_run(tmp_path / "run", [record("ar", [1, 2, 3]), record("pld", [1, 9, 3], "exact")])
+    code = main(["check", str(run), "--ids"])
+    out = capsys.readouterr().out
+    assert code == 1 and "RELABELLED" in out and "pld: 0 exact, 0 tie, 1 mismatch" in out
+
+
+@pytest.mark.parametrize("yaml_text, needle", [
+    ("limit: 1.7\n", "expected an integer, got 1.7"),
+    ("limit: true\n", "expected int, got True"),
+    ("model: null\n", "model: must not be null"),
+    ("out_dir: null\n", "out_dir: must not be null"),
+    ("method_options: {pld: 5}\n", "method_options.pld: expected a mapping"),
+    ("run_name: ../../x\n", "--run-name must be a single folder name"),
+])
+def test_ill_typed_yaml(tmp_path, capsys, monkeypatch, yaml_text, needle):
+    monkeypatch.chdir(tmp_path)
+    # flags would override the YAML, so the guards against a real run (should the check be missing) are in it
+    guards = {"tasks": "[gsm8k]", "limit": "1", "max_new_tokens": "1", "model": str(tmp_path / "no-model")}
+    key = yaml_text.split(":")[0]
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text(yaml_text + "".join(f"{k}: {v}\n" for k, v in guards.items() if k != key))
+    code, err = cli(["run", "--config", str(cfg)], capsys)
+    assert code == 2 and needle in err
+    assert not (tmp_path / "results").exists() and not (tmp_path / "None").exists()
+    assert not (tmp_path.parent / "x").exists()
+
+
+def test_bad_files_and_values(tmp_path, capsys):
+    (tmp_path / "bin.yaml").write_bytes(b"limit: \xff\xfe\n")
+    bad_q = tmp_path / "data" / "spec_bench"
+    bad_q.mkdir(parents=True)
+    (bad_q / "question.jsonl").write_bytes(b'{"category": "qa", "turns": ["\xff"]}\n')
+    dup = tmp_path / "dup" / "spec_bench"
+    dup.mkdir(parents=True)
+    row = {"question_id": 7, "category": "qa", "turns": ["hi"]}
+    (dup / "question.jsonl").write_text(json.dumps(row) + "\n" + json.dumps(row) + "\n")
+    (tmp_path / "bad.json").write_text('{"schema": 1}')
+    (tmp_path / "file").write_text("x")
+    run = fake_run(tmp_path / "run", [record("ar", [1])])
+    cases = [
+        (["run", "--config", str(tmp_path / "bin.yaml")], "not UTF-8"),
+        (["run", "--tasks", "nq", "--data-dir", str(tmp_path / "data")], "not UTF-8"),
+        (["run", "--tasks", "nq", "--data-dir", str(tmp_path / "dup")], "duplicate question id(s) 7"),
+        (["run", "--run-name", "/tmp/abs"], "--run-name must be a single folder name"),
+        (["run", "--run-name", ".."], "--run-name must be a single folder name"),
+        (["leaderboard", str(run), "--out", str(tmp_path / "lb"), "--profile", str(tmp_path / "bad.json")],
+         "not a specbench profile"),
+        (["leaderboard", str(run), "--out", str(tmp_path / "file")], "exists and is not a folder"),
+        (["leaderboard", str(run), "--out", str(tmp_path / "lb"), "--bootstrap", "-3"], "expected a positive integer"),
+        (["merge", str(run), "--out", str(tmp_path / "file")], "exists and is not a folder"),
+        (["profile", "--context", "-5"], "expected a positive integer, got -5"),
+        (["profile", "--repeats", "0"], "expected a positive integer, got 0"),
+        (["datastore", "build", "--kind", "rest", "--corpus", "sharegpt", "--out", str(tmp_path / "ds"),
+          "--set", "chunk_tokens=abc"], "chunk_tokens expects an integer"),
+        (["datastore", "build", "--kind", "rest", "--corpus", "sharegpt", "--out", str(tmp_path / "ds"),
+          "--max-tokens", "-5"], "expected a positive integer, got -5"),
+        (["datastore", "build", "--kind", "rest", "--corpus", "sharegtp", "--out", str(tmp_path / "ds")],
+         "did you mean 'sharegpt'"),
+        (["train", "redrafter", "--corpus", "sharegpt", "--out", str(tmp_path / "hd"), "--lr", "-1"],
+         "expected a positive number"),
+    ]
+    for argv, needle in cases:
+        code, err = cli(argv, capsys)
+        assert code == 2 and needle in err, (argv, err)
+    assert not (tmp_path / "lb").exists() and not (tmp_path / "ds").exists() and not (tmp_path / "hd").exists()
+    assert not list(tmp_path.rglob("*.lock"))  # the misspelled corpus failed before any build lock
+
+
+# -- 7: context length -----------------------------------------------------------------------------
+def test_context_checked_before_the_model_runs(tmp_path, capsys):
+    model = save_tiny_model(tmp_path / "short", context=256)
+    code, err = cli(run_args(model, tmp_path / "out", "r", 200), capsys)
+    assert code == 2 and "exceeds the model's context of 256 tokens" in err
+    assert not (tmp_path / "out" / "r").exists()
+
+
+def test_zero_timings_give_no_speedup_and_no_warning():
+    import warnings
+
+    from specbench.stats import paired_speedup
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert paired_speedup([np.array([[4.0, 0.0, 4.0, 0.0], [4.0, 0.0, 4.0, 0.0]])]) == (None, None, None)
