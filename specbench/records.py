@@ -31,11 +31,16 @@ def _check_types(rec: Record) -> None:
     # JSON gives any type; a string where a number belongs would otherwise surface as a traceback in stats
     for f in dataclasses.fields(rec):
         value = getattr(rec, f.name)
-        if f.type in ("int", "float") and (isinstance(value, bool) or not isinstance(value, (int, float))):
+        kind, optional = str(f.type), False
+        if kind.endswith(" | None"):
+            kind, optional = kind[: -len(" | None")], True
+        if optional and value is None:
+            continue
+        if kind in ("int", "float") and (isinstance(value, bool) or not isinstance(value, (int, float))):
             raise ValueError(f"field {f.name!r} must be a number, got {value!r}")
-        if f.type == "str" and not isinstance(value, str):
+        if kind == "str" and not isinstance(value, str):
             raise ValueError(f"field {f.name!r} must be a string, got {value!r}")
-        if f.type.startswith("list[") and not isinstance(value, list):
+        if kind.startswith("list[") and not isinstance(value, list):
             raise ValueError(f"field {f.name!r} must be a list, got {value!r}")
 
 

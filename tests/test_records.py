@@ -66,3 +66,14 @@ def test_schema2_records_read_without_margins_or_memory() -> None:
     assert old == rec and old.token_margins is None and old.peak_memory_bytes is None
     new = rec.__class__(**{**rec.__dict__, "token_margins": [0.5, 1e-5], "peak_memory_bytes": 10, "peak_memory_kind": "cpu_rss_peak"})
     assert Record.from_json(new.to_json()) == new and new.to_json()["schema_version"] == 3
+
+
+def test_optional_fields_may_be_null_but_not_ill_typed() -> None:
+    from specbench.records import parse_record_line
+
+    data = fake_record("pld", "gsm8k", "1", 1, 0, [5, 6], 0.5, [1, 1], [0, 0], "exact").to_json()
+    data.update(token_margins=None, peak_memory_bytes=None, ar_margin=None)
+    assert parse_record_line(json.dumps(data)).token_margins is None
+    for field, bad in (("token_margins", "0.1"), ("peak_memory_bytes", "12"), ("wall_time_s", None)):
+        with pytest.raises(ValueError, match=field):
+            parse_record_line(json.dumps({**data, field: bad}))
