@@ -21,6 +21,7 @@ import torch
 from specbench.cli import main
 from specbench.config import cache_dir
 from specbench.records import read_records
+from specbench.record import SCHEMA_VERSION
 
 ROOT = Path(__file__).resolve().parent.parent
 TOKENIZER_DIR = cache_dir() / "models" / "smollm2-135m-instruct"  # read before tests repoint the cache
@@ -287,7 +288,7 @@ def record(method: str, ids: list[int], cls: str | None = None, **kw) -> dict:
 
 
 BAD_RECORD_LINES = {
-    "newer schema": record("pld", [1, 2], "exact", schema_version=3),
+    "newer schema": record("pld", [1, 2], "exact", schema_version=SCHEMA_VERSION + 1),
     "missing field": {k: v for k, v in record("pld", [1, 2], "exact").items() if k != "turn"},
     "not an object": [1, 2, 3],
     "string time": record("pld", [1, 2], "exact", wall_time_s="fast"),
