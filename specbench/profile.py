@@ -63,23 +63,23 @@ def measure_forward_curve(
     target = TargetModel(model)
     vocab = vocab_limit or int(model.config.vocab_size)
     gen = torch.Generator().manual_seed(seed)
-    out: dict[int, float] = {}
     with torch.inference_mode():
         cache = chosen.new_cache(model, context_len + max(sizes))
         ctx = torch.randint(0, vocab, (1, context_len), generator=gen).to(target.device)  # [1, L]
         target.forward(ctx, cache, 0, last_logits_only=True)
-        for n in sizes:
-            ids = torch.randint(0, vocab, (1, n), generator=gen).to(target.device)  # [1, n]
-            times = []
-            for i in range(warmup + repeats):
+        batches = {n: torch.randint(0, vocab, (1, n), generator=gen).to(target.device) for n in sizes}  # [1, n]
+        times: dict[int, list[float]] = {n: [] for n in sizes}
+        # rounds over every size (not one size after another): warm-up and machine drift hit all sizes alike
+        for i in range(warmup + repeats):
+            for n in sizes:
                 synchronize(target.device)
                 t = time.perf_counter()
-                target.forward(ids, cache, context_len)
+                target.forward(batches[n], cache, context_len)
                 synchronize(target.device)
                 if i >= warmup:
-                    times.append(time.perf_counter() - t)
+                    times[n].append(time.perf_counter() - t)
                 trim_cache(cache, context_len, [])  # back to the long context
-            out[n] = statistics.median(times)
+        out = {n: statistics.median(ts) for n, ts in times.items()}
     return out
 
 
