@@ -104,22 +104,24 @@ def weight_bytes_per_forward(model: Any) -> int:
 
 
 def measure_read_bandwidth(device: Any, megabytes: int = 512, repeats: int = 7) -> float:
-    """This machine's memory read bandwidth in bytes/s: the best of ``repeats`` full reads (a sum)
-    of a buffer far larger than any cache."""
+    """This machine's memory read bandwidth in bytes/s: the median of ``repeats`` full reads (a sum)
+    of a buffer far larger than any cache (the median, not the best: single reads on a shared VM
+    occasionally come out far above what the memory sustains)."""
     import torch
 
     from specbench.device import synchronize
 
     buf = torch.ones(megabytes * 2**20 // 4, dtype=torch.float32, device=device)
-    best = float("inf")
+    times = []
     with torch.inference_mode():
-        for _ in range(repeats + 1):
+        for i in range(repeats + 1):
             synchronize(buf.device)
             t = time.perf_counter()
             buf.sum()
             synchronize(buf.device)
-            best = min(best, time.perf_counter() - t)
-    return buf.numel() * 4 / best
+            if i:  # the first read pays page faults
+                times.append(time.perf_counter() - t)
+    return buf.numel() * 4 / statistics.median(times)
 
 
 def make_profile(
