@@ -112,6 +112,31 @@ def verify_embedded(path: Path) -> str:
     return digest
 
 
+def check_hub_model(name: str) -> None:
+    """Fail in one line, at once, for a hub id that is neither cached nor reachable.
+
+    transformers retries a failing download for about a minute before it gives up; one metadata
+    request tells the two cases apart first: ``check_hub_model("no-such-model")`` offline ->
+    ``ModelLoadError("cannot reach the Hugging Face Hub ...")``, online -> ``"unknown model ..."``.
+    """
+    import os
+
+    from huggingface_hub import HfApi, try_to_load_from_cache
+    from huggingface_hub.errors import RepositoryNotFoundError
+
+    if os.environ.get("HF_HUB_OFFLINE") or isinstance(try_to_load_from_cache(name, "config.json"), str):
+        return  # offline mode fails fast by itself; a cached model needs no network
+    try:
+        HfApi().model_info(name, timeout=10)
+    except RepositoryNotFoundError:
+        raise ModelLoadError(f"unknown model {name!r}: not a local directory and not on the Hugging Face Hub") from None
+    except Exception as e:  # connection and timeout errors come from several HTTP libraries
+        if isinstance(e, OSError) or any(w in type(e).__name__ for w in ("Connect", "Timeout", "Network")):
+            raise ModelLoadError(f"cannot reach the Hugging Face Hub to fetch {name!r} ({type(e).__name__}); "
+                                 "pass a local model directory, or --model embedded") from None
+        # anything else (gated, rate-limited, ...): from_pretrained reports it
+
+
 def load_model(name: str = EMBEDDED, dtype: str = "float32", device: str = "auto") -> LoadedModel:
     """Load a causal LM and its tokenizer for greedy decoding; fp32 runs with TF32 off."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
@@ -127,6 +152,8 @@ def load_model(name: str = EMBEDDED, dtype: str = "float32", device: str = "auto
         looks_local = name.startswith((".", "/", "~")) or path.exists()
         if looks_local and not (path / "config.json").is_file():
             raise ModelLoadError(f"model directory not found or has no config.json: {name}")
+        if not looks_local:
+            check_hub_model(name)
     tf32 = False
     if dtype == "float32":
         torch.backends.cuda.matmul.allow_tf32 = False

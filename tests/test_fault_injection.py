@@ -401,3 +401,14 @@ def test_zero_timings_give_no_speedup_and_no_warning():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         assert paired_speedup([np.array([[4.0, 0.0, 4.0, 0.0], [4.0, 0.0, 4.0, 0.0]])]) == (None, None, None)
+
+
+def test_unknown_hub_model_fails_in_one_line_at_once() -> None:
+    import time as _time
+
+    from specbench.model import ModelLoadError, load_model
+
+    start = _time.perf_counter()
+    with pytest.raises(ModelLoadError, match="no-such-specbench-model") as err:
+        load_model("no-such-specbench-model-0xdead", "float32", "cpu")
+    assert "\n" not in str(err.value) and _time.perf_counter() - start < 20  # not a minute of retries
