@@ -1,7 +1,6 @@
 """Loading the target model: a Hugging Face id or directory, or the embedded SmolLM2 GGUF default."""
 from __future__ import annotations
 
-import hashlib
 import importlib.util
 import json
 import sys
@@ -112,6 +111,16 @@ def verify_embedded(path: Path) -> str:
     return digest
 
 
+def _hub_snapshot(name: str) -> Path:
+    """The local snapshot folder from_pretrained just filled for hub id ``name`` (its weights get hashed)."""
+    from huggingface_hub import try_to_load_from_cache
+
+    config = try_to_load_from_cache(name, "config.json")
+    if not isinstance(config, str):
+        raise ModelLoadError(f"model {name!r} loaded but its files are not in the Hugging Face cache; cannot hash its weights")
+    return Path(config).parent
+
+
 def check_hub_model(name: str) -> None:
     """Fail in one line, at once, for a hub id that is neither cached nor reachable.
 
@@ -173,7 +182,7 @@ def load_model(name: str = EMBEDDED, dtype: str = "float32", device: str = "auto
     if name == EMBEDDED:
         digest = verify_embedded(path)
     else:
-        digest = _weights_hash(path) if path.is_dir() else hashlib.sha256(name.encode()).hexdigest()[:16]
+        digest = _weights_hash(path if path.is_dir() else _hub_snapshot(name))
     return LoadedModel(model, tokenizer, model_id, digest, dev, dtype, tf32)
 
 

@@ -412,3 +412,24 @@ def test_unknown_hub_model_fails_in_one_line_at_once() -> None:
     with pytest.raises(ModelLoadError, match="no-such-specbench-model") as err:
         load_model("no-such-specbench-model-0xdead", "float32", "cpu")
     assert "\n" not in str(err.value) and _time.perf_counter() - start < 20  # not a minute of retries
+
+
+def test_hub_model_hash_covers_its_cached_weights(tiny_dir, tmp_path, monkeypatch):
+    import shutil
+
+    from specbench.model import load_model
+
+    hub = tmp_path / "hub"
+    snap = hub / "models--acme--tiny" / "snapshots" / ("0" * 40)
+    shutil.copytree(tiny_dir, snap)
+    (hub / "models--acme--tiny" / "refs").mkdir()
+    (hub / "models--acme--tiny" / "refs" / "main").write_text("0" * 40)
+    monkeypatch.setenv("HF_HUB_CACHE", str(hub))
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    import huggingface_hub.constants as hc
+
+    monkeypatch.setattr(hc, "HF_HUB_CACHE", str(hub))
+    monkeypatch.setattr(hc, "HF_HUB_OFFLINE", True)
+    first = load_model("acme/tiny", "float32", "cpu").model_hash
+    flip_middle(next(snap.glob("*.safetensors")))
+    assert load_model("acme/tiny", "float32", "cpu").model_hash != first  # content, not the name
