@@ -7,7 +7,7 @@ full forward, for AR records written before margins were recorded; in fp32 both 
 The forward goes through the engine's ``TargetModel``, the one path that runs the target model.
 
 >>> # margin = (l1 - l2) / max(|l1|, 1): logits top-2 of 10.0 and 9.5 give 0.05
->>> relative_margin(10.0, 9.5)
+>>> round(float(relative_margins(torch.tensor([[10.0, 1.0, 9.5]]))[0]), 6)
 0.05
 """
 from __future__ import annotations
@@ -18,10 +18,6 @@ import torch
 from transformers import DynamicCache
 
 from specbench.engine.verify import TargetModel
-
-
-def relative_margin(top1: float, top2: float) -> float:
-    return (top1 - top2) / max(abs(top1), 1.0)
 
 
 def relative_margins(logits: torch.Tensor) -> torch.Tensor:
@@ -44,8 +40,7 @@ def margin_at(target: TargetModel, prompt: list[int], ar_ids: list[int]) -> Call
     def margin(pos: int) -> float:
         ids = torch.tensor([prompt + ar_ids[:pos]], dtype=torch.long, device=target.device)
         with torch.inference_mode():
-            _, logits = target.forward(ids, DynamicCache(config=target.model.config), 0)
-        top = torch.topk(logits[-1].float(), 2).values.tolist()
-        return relative_margin(top[0], top[1])
+            _, logits = target.forward(ids, DynamicCache(config=target.model.config), 0, last_logits_only=True)
+        return float(relative_margins(logits)[0])
 
     return margin

@@ -43,13 +43,14 @@ class Backend:
 
     def prepare(self, model: torch.nn.Module) -> None:
         """Put ``model`` in this backend's state (idempotent, cheap when already there)."""
-        if getattr(model, _STATE_ATTR, None) == self.name and is_packed(model) == self.packed:
-            return
+        state = (self.name, self.packed)
+        if getattr(model, _STATE_ATTR, None) == state:
+            return  # the common case, once per generation: no walk over the modules
         if self.packed:
             pack_linears(model)
         elif is_packed(model):
             unpack_linears(model)
-        setattr(model, _STATE_ATTR, self.name)
+        setattr(model, _STATE_ATTR, state)
 
     def new_cache(self, model: torch.nn.Module, capacity: int) -> Any:
         """An empty KV cache for one generation of up to about ``capacity`` positions."""
