@@ -14,6 +14,7 @@ from typing import Any, Protocol, runtime_checkable
 
 import torch
 
+from specbench.engine.aux_rows import AuxRows
 from specbench.engine.tree import DraftTree
 
 
@@ -34,23 +35,39 @@ class DraftContext:
     max_depth: int
 
 
+@dataclass(frozen=True)
+class Proposal:
+    """A draft tree plus auxiliary rows verified in the same forward (``engine/aux_rows.py``).
+
+    A drafter that needs nothing but a tree returns the ``DraftTree`` itself (or ``None``).
+    """
+
+    tree: DraftTree | None
+    aux: AuxRows | None = None
+
+
 @dataclass
 class StepResult:
-    """What the engine tells a drafter after verification: which of its nodes were accepted."""
+    """What the engine tells a drafter after verification: which of its nodes were accepted.
+
+    ``aux_predictions``: the model's greedy token at each auxiliary row of the proposal, if it had any.
+    """
 
     tree: DraftTree | None
     accepted_nodes: list[int]  # tree node indices on the accepted path, root excluded
     bonus: int
+    aux_predictions: list[int] | None = None
 
 
 @runtime_checkable
 class Drafter(Protocol):
-    """A drafting method. ``propose`` returns a ``DraftTree`` (a chain is a tree) or ``None``."""
+    """A drafting method. ``propose`` returns a ``DraftTree`` (a chain is a tree), a ``Proposal``
+    (tree + auxiliary rows) or ``None``."""
 
     def begin(self, prompt_ids: list[int]) -> None:
         """Called once before each generation (reset per-sequence state)."""
 
-    def propose(self, ctx: DraftContext) -> DraftTree | None:
+    def propose(self, ctx: DraftContext) -> DraftTree | Proposal | None:
         """Draft continuations of ``ctx.tokens`` (which ends with the root)."""
 
     def observe(self, result: StepResult) -> None:
@@ -63,7 +80,7 @@ class BaseDrafter:
     def begin(self, prompt_ids: list[int]) -> None:
         return None
 
-    def propose(self, ctx: DraftContext) -> DraftTree | None:  # pragma: no cover - abstract
+    def propose(self, ctx: DraftContext) -> DraftTree | Proposal | None:  # pragma: no cover - abstract
         raise NotImplementedError
 
     def observe(self, result: StepResult) -> None:

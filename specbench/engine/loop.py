@@ -19,7 +19,8 @@ import torch
 
 from specbench.ar_margin import relative_margins
 from specbench.device import synchronize
-from specbench.drafter import DraftContext, Drafter, StepResult
+from specbench.drafter import DraftContext, Drafter, Proposal, StepResult
+from specbench.engine.aux_rows import append_aux
 from specbench.engine.backends import DEFAULT_BACKEND, Backend, resolve_backend
 from specbench.engine.cache import trim_cache
 from specbench.engine.tree import compile_tree
@@ -33,6 +34,7 @@ class Generation:
     output_ids: list[int]
     accept_lengths: list[int] = field(default_factory=list)
     draft_sizes: list[int] = field(default_factory=list)
+    aux_sizes: list[int] = field(default_factory=list)  # auxiliary rows per pass (all 0 unless a method uses them)
     draft_times_s: list[float] = field(default_factory=list)
     verify_times_s: list[float] = field(default_factory=list)
     margin_rows: list[torch.Tensor] = field(default_factory=list)  # per pass, the emitting logits rows [k, V]
@@ -90,7 +92,7 @@ class Engine:
         hidden, logits = target.forward(ids, cache, 0, last_logits_only=True)
         root = int(logits[-1].argmax())
         sync()
-        gen = Generation(output_ids=[root], accept_lengths=[1], draft_sizes=[0], draft_times_s=[0.0])
+        gen = Generation(output_ids=[root], accept_lengths=[1], draft_sizes=[0], aux_sizes=[0], draft_times_s=[0.0])
         if record_margins:
             gen.margin_rows.append(logits[-1:])
         gen.verify_times_s.append(now() - t)
@@ -102,10 +104,14 @@ class Engine:
             budget = max_new_tokens - len(out)  # tokens this step may still emit
             # 1. draft
             t = now()
-            tree = None
+            tree, aux = None, None
             if drafter is not None and budget > 1:
                 ctx = DraftContext(tokens, len(prompt_ids), last_hidden, self.model, budget - 1)
-                tree = drafter.propose(ctx)
+                proposal = drafter.propose(ctx)
+                if isinstance(proposal, Proposal):
+                    tree, aux = proposal.tree, proposal.aux
+                else:
+                    tree = proposal
                 if tree is not None:
                     tree = tree.truncated(budget - 1) if len(tree) else None
             sync()
@@ -113,7 +119,7 @@ class Engine:
             # 2. verify
             t = now()
             n_ctx = len(tokens) - 1
-            compiled = compile_tree(root, tree, target.device)
+            compiled = append_aux(compile_tree(root, tree, target.device), aux)
             hidden, logits = target.forward(
                 compiled.input_ids, cache, n_ctx, compiled.position_offsets, compiled.ancestor_mask
             )
@@ -126,6 +132,7 @@ class Engine:
             gen.verify_times_s.append(now() - t)
             gen.draft_times_s.append(t_draft)
             gen.draft_sizes.append(0 if tree is None else len(tree))
+            gen.aux_sizes.append(0 if aux is None else len(aux))
             # 5. emit and stop
             emitted = ver.accepted + [ver.bonus]
             for i, tok in enumerate(emitted):
@@ -141,7 +148,7 @@ class Engine:
             root = ver.bonus
             last_hidden = ver.hidden[ver.rows[-1]]
             if drafter is not None:
-                drafter.observe(StepResult(tree, [r - 1 for r in ver.rows[1:]], ver.bonus))
+                drafter.observe(StepResult(tree, [r - 1 for r in ver.rows[1:]], ver.bonus, ver.aux_predictions))
             if emitted[-1] in self.stop_ids:
                 break
         return gen

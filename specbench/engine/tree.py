@@ -99,6 +99,7 @@ class CompiledTree:
     """The tensors one verification pass needs for ``[t0] + tree`` (n = len(tree) + 1 query rows).
 
     ``parents`` and ``children`` index the query rows: row 0 is t0, row i + 1 is tree node i.
+    ``aux_start``: the first auxiliary row (``aux_rows.py``) when a proposal carries some, else None.
     """
 
     input_ids: torch.Tensor  # [1, n]
@@ -106,6 +107,12 @@ class CompiledTree:
     ancestor_mask: torch.Tensor | None  # [n, n] bool, row attends to column; None for a chain
     parents: list[int]  # [n] parent row per row (-1 for t0)
     children: list[dict[int, int]]  # per row: token -> child row
+    aux_start: int | None = None
+
+    @property
+    def tree_rows(self) -> int:
+        """Rows of ``[t0] + tree`` (auxiliary rows excluded)."""
+        return len(self.parents)
 
 
 def compile_tree(root: int, tree: DraftTree | None, device: torch.device) -> CompiledTree:

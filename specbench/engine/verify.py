@@ -16,6 +16,7 @@ class Verification:
     accepted: list[int]  # accepted draft tokens (root excluded)
     bonus: int  # the model's greedy token after the last accepted row
     hidden: torch.Tensor  # [n, hidden] final-norm hidden states of all rows
+    aux_predictions: list[int] | None = None  # the model's greedy token at each auxiliary row
 
 
 class TargetModel:
@@ -70,7 +71,7 @@ class TargetModel:
 
 def accept_greedy(compiled: CompiledTree, logits: torch.Tensor, hidden: torch.Tensor) -> Verification:
     """Follow the model's argmax from the root down the tree while a child matches it."""
-    pred = logits.argmax(dim=-1).tolist()  # [n]; the only host sync of the step
+    pred = logits.argmax(dim=-1).tolist()  # [n]; the only host sync of the step (auxiliary rows included)
     row = 0
     rows = [0]
     while True:
@@ -80,4 +81,5 @@ def accept_greedy(compiled: CompiledTree, logits: torch.Tensor, hidden: torch.Te
         rows.append(nxt)
         row = nxt
     accepted = [pred[r] for r in rows[:-1]]  # child tokens equal the parent's argmax
-    return Verification(rows=rows, accepted=accepted, bonus=pred[row], hidden=hidden)
+    aux = None if compiled.aux_start is None else pred[compiled.aux_start :]
+    return Verification(rows=rows, accepted=accepted, bonus=pred[row], hidden=hidden, aux_predictions=aux)
