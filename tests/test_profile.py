@@ -38,3 +38,16 @@ def test_curve_per_backend_and_bandwidth_are_measured():
     assert 1e8 < measure_read_bandwidth(torch.device("cpu"), megabytes=16, repeats=2) < 1e13
     with pytest.raises(ValueError, match="unknown backend"):
         measure_forward_curve(model, context_len=8, sizes=(1,), backend="nope")
+
+
+@pytest.mark.parametrize("backend", ["fast", "reference"])
+def test_breakdown_finds_the_matrix_products_of_either_backend(backend: str) -> None:
+    from conftest import make_tiny_model
+    from specbench.profile_breakdown import breakdown_text, measure_breakdown
+
+    parts = measure_breakdown(make_tiny_model("llama", seed=0), context_len=16, forwards=3, backend=backend)
+    assert parts is not None and set(parts) == {"wall", "matrix", "other_ops", "overhead"}
+    assert parts["matrix"] > 0 and parts["other_ops"] > 0  # packed and plain linears are both recognised
+    assert parts["matrix"] + parts["other_ops"] <= parts["wall"] * 1.5  # self times of one forward, not more
+    text = breakdown_text(parts, weight_bytes=10**6, floor_s=parts["matrix"] / 2)
+    assert "2.00x the floor" in text

@@ -57,7 +57,10 @@ def profile_command(args: argparse.Namespace) -> int:
         lm = load_model(args.model, args.dtype, args.device)
     except ModelLoadError as e:
         raise ConfigError(str(e)) from None
+    from specbench.profile_breakdown import breakdown_text, measure_breakdown
+
     curves = {b: measure_forward_curve(lm.model, args.context, args.sizes, args.repeats, backend=b) for b in args.backends}
+    parts = measure_breakdown(lm.model, args.context, backend=args.backends[0])
     read_bps = measure_read_bandwidth(lm.device)
     weight_bytes = weight_bytes_per_forward(lm.model)
     floor = {"weight_bytes": weight_bytes, "read_bytes_per_s": read_bps, "floor_s": weight_bytes / read_bps}
@@ -65,12 +68,15 @@ def profile_command(args: argparse.Namespace) -> int:
     prof = make_profile(first, {"name": args.model, "id": lm.model_id, "hash": lm.model_hash, "dtype": lm.dtype},
                         args.context, hardware_fingerprint(lm.device), curves, floor)
     out = Path(args.out)
+    if parts is not None:
+        prof["breakdown_s"] = {"backend": args.backends[0], **parts}
     save_profile(prof, out / "profile.json")
     headers, rows = profile_table(prof)
     text = (f"# Cost profile\n\nmodel {lm.model_id} ({lm.dtype}); {args.context} cached tokens; median of "
             f"{args.repeats}; hardware {prof['hardware']}\n\n"
             f"Bandwidth floor: {weight_bytes / 1e6:.0f} MB of weights per forward / {read_bps / 1e9:.1f} GB/s "
             f"measured read bandwidth = {floor['floor_s'] * 1e3:.2f} ms.\n\n"
+            + (f"{args.backends[0]}: {breakdown_text(parts, weight_bytes, floor['floor_s'])}\n\n" if parts else "")
             + table_md(Table("", headers, rows, [])) + "\n")
     (out / "profile.md").write_text(text, encoding="utf-8")
     uri = profile_curve(prof)
