@@ -1,8 +1,9 @@
 """The decode loop shared by every method (the autoregressive baseline is the same loop, no drafts).
 
 Each generation: prefill the prompt (its greedy token is the first root), then repeat
-1. draft: the drafter proposes a tree continuing ``context + [root]``;
-2. verify: one forward over ``[root] + tree`` with a tree mask and depth-based positions;
+1. draft: the drafter proposes a tree continuing ``context + [root]`` (optionally with auxiliary rows,
+   ``aux_rows.py``, whose greedy predictions go back to the drafter and are never output);
+2. verify: one forward over ``[root] + tree (+ auxiliary rows)`` with a tree mask and depth-based positions;
 3. accept: the longest path matching the model's argmax, plus the bonus token;
 4. trim: the KV cache keeps the context plus the accepted path;
 5. stop: EOS (any of the stop ids) or ``max_new_tokens``; output never overshoots and ends at EOS.
