@@ -71,6 +71,10 @@ def tiny(tmp_path_factory: pytest.TempPathFactory):
     """(model, tokenizer, golden dict, cache dir): AR outputs of the synthetic prompts on the tiny model."""
     model = make_tiny_model("llama", seed=3)
     tok = char_tokenizer()
+    draft_dir = tmp_path_factory.mktemp("sps_draft")  # SpS drafts with a saved copy of the target (an oracle)
+    model.save_pretrained(draft_dir)
+    tok.save_pretrained(draft_dir)
+    TINY_OPTIONS["sps"] = {"draft_model": str(draft_dir)}
     stop = {tok.convert_tokens_to_ids("#")}
     prompts = [Prompt("synthetic", str(i), 1, tok(t, add_special_tokens=False)["input_ids"]) for i, t in enumerate(PROMPT_TEXTS)]
     # a prompt made of the model's own greedy output makes copy-based drafters accept a lot
