@@ -71,6 +71,6 @@ def test_bad_config_and_missing_draft_are_one_line_errors() -> None:
             bad.validate()
     env = MethodEnv(make_tiny_model("llama"), None, "tiny", torch.device("cpu"), None, None)
     with pytest.raises(ConfigError, match="needs a draft model"):
-        build_sps(SpSConfig(), env)
+        build_sps(SpSConfig(draft_model=""), env)
     with pytest.raises(ConfigError, match="draft model"):
         build_sps(SpSConfig(draft_model="/nonexistent/draft"), env)

@@ -13,17 +13,27 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
 import torch
 
 from specbench.engine.kv_cache import PreallocatedCache
 
 
 class DraftRunner:
-    """Owns the draft model's cache for one generation at a time."""
+    """Owns the draft model's cache for one generation at a time.
 
-    def __init__(self, model: Any, capacity: int = 1024) -> None:
+    ``vocab`` (draft id -> target id; id 0 = any other token, never proposed) for a draft with a reduced
+    vocabulary, such as the distilled default; ``None`` when the draft shares the target's ids.
+    """
+
+    def __init__(self, model: Any, capacity: int = 1024, vocab: np.ndarray | None = None, target_vocab: int = 0) -> None:
         self.model = model
         self.device = next(model.parameters()).device
+        self.to_target = vocab
+        self.to_draft: np.ndarray | None = None
+        if vocab is not None:
+            self.to_draft = np.zeros(max(target_vocab, int(vocab.max()) + 1), dtype=np.int64)
+            self.to_draft[vocab[1:]] = np.arange(1, len(vocab))
         self.capacity = capacity
         self.cache = PreallocatedCache(capacity)
         self.fed = 0
@@ -34,10 +44,14 @@ class DraftRunner:
 
     @torch.inference_mode()
     def _next_logits(self, new_tokens: list[int]) -> torch.Tensor:
-        ids = torch.tensor([new_tokens], dtype=torch.long, device=self.device)
+        mapped = new_tokens if self.to_draft is None else self.to_draft[new_tokens].tolist()
+        ids = torch.tensor([mapped], dtype=torch.long, device=self.device)
         out = self.model(input_ids=ids, past_key_values=self.cache, use_cache=True, logits_to_keep=1)
         self.fed += len(new_tokens)
-        return out.logits[0, -1]  # [V]
+        logits = out.logits[0, -1]  # [v]
+        if self.to_target is not None:
+            logits[0] = float("-inf")  # "any other token" is not a token
+        return logits
 
     def draft(self, tokens: list[int], gamma: int, min_confidence: float = 0.0) -> list[int]:
         """Up to ``gamma`` greedy tokens after ``tokens``; with ``min_confidence`` > 0, drafting stops
@@ -48,12 +62,13 @@ class DraftRunner:
         out: list[int] = []
         while True:
             tok = int(logits.argmax())
-            out.append(tok)
+            target_tok = tok if self.to_target is None else int(self.to_target[tok])
+            out.append(target_tok)
             if len(out) == gamma:
                 return out
             if min_confidence > 0 and float(torch.softmax(logits.float(), -1)[tok]) < min_confidence:
                 return out
-            logits = self._next_logits([tok])
+            logits = self._next_logits([target_tok])
 
     def keep(self, n: int) -> None:
         """Cut the cache back to the first ``n`` tokens of the sequence (it may hold fewer)."""

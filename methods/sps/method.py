@@ -7,8 +7,16 @@ them in one forward of the target, and the draft's cache is cut back to what was
 """
 from __future__ import annotations
 
+import dataclasses
+import hashlib
+import json
+import sys
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
+
+import numpy as np
+import torch
 
 from specbench.config import ConfigError
 from specbench.drafter import BaseDrafter, DraftContext, StepResult
@@ -16,6 +24,7 @@ from specbench.engine.tree import DraftTree
 from specbench.method_env import MethodEnv
 from specbench.registry import register_method
 
+from methods.sps.distill import META_FILE, VOCAB_FILE, DistillConfig, distill_draft, load_distilled
 from methods.sps.draft_runner import DraftRunner
 
 SCHEDULES = ("constant", "heuristic")
@@ -28,7 +37,7 @@ class SpSConfig:
     ``gamma``. ``min_confidence`` stops a draft early after a token the draft itself doubts (transformers
     5 uses 0.4 with a constant 20)."""
 
-    draft_model: str = ""  # HF id or local directory of a causal LM with the target's tokenizer
+    draft_model: str = "distilled"  # "distilled" (trained from the target on first use), an HF id or a local directory
     gamma: int = 5
     schedule: str = "heuristic"
     min_confidence: float = 0.0
@@ -45,9 +54,9 @@ class SpSConfig:
 class SpSDrafter(BaseDrafter):
     """Drafts a chain with a small model; adapts its length by the schedule."""
 
-    def __init__(self, config: SpSConfig, draft_model: Any) -> None:
+    def __init__(self, config: SpSConfig, draft_model: Any, vocab: np.ndarray | None = None, target_vocab: int = 0) -> None:
         self.config = config
-        self.runner = DraftRunner(draft_model)
+        self.runner = DraftRunner(draft_model, vocab=vocab, target_vocab=target_vocab)
         self.gamma = config.gamma
         self._proposed = 0
         self._seq_len = 0
@@ -71,37 +80,68 @@ class SpSDrafter(BaseDrafter):
             self.gamma = self.gamma + 2 if accepted == self._proposed else max(1, self.gamma - 1)
 
 
-_LOADED: dict[tuple[str, str, str], Any] = {}
+DEFAULT_CORPORA = ("sharegpt", "code_alpaca", "gsm8k_train")
+_LOADED: dict[tuple[str, str, str], tuple[Any, np.ndarray | None]] = {}
 
 
-def load_draft(name: str, env: MethodEnv) -> Any:
-    """The draft model on the target's device and dtype, loaded once per process; one-line errors."""
-    from specbench.model import ModelLoadError, load_model
+def distilled_dir(env: MethodEnv, recipe: DistillConfig) -> Path:
+    """The cache folder of the default draft of this target, keyed by model, corpora and recipe."""
+    key = json.dumps({"model": env.model_id, "corpora": DEFAULT_CORPORA, "recipe": dataclasses.asdict(recipe)}, sort_keys=True)
+    return Path(env.cache_dir) / "sps" / f"distilled-{hashlib.sha256(key.encode()).hexdigest()[:12]}"
 
+
+def load_draft(name: str, env: MethodEnv) -> tuple[Any, np.ndarray | None]:
+    """(draft model on the target's device and dtype, its vocabulary map or None), loaded once per
+    process; the distilled default is trained on first use. One-line errors for bad drafts."""
     param = next(env.model.parameters())
     key = (name, str(param.dtype), str(param.device))
     if key not in _LOADED:
-        dtype = str(param.dtype).removeprefix("torch.")
-        try:
-            lm = load_model(name, dtype, str(param.device))
-        except ModelLoadError as e:
-            raise ConfigError(f"sps: draft model {name!r}: {e}") from None
-        if env.tokenizer is not None and lm.tokenizer is not None and lm.tokenizer.get_vocab() != env.tokenizer.get_vocab():
-            raise ConfigError(f"sps: draft model {name!r} has another tokenizer than the target; SpS needs the same one")
+        if name == "distilled":
+            _LOADED[key] = _distilled(env, param)
+        elif (Path(name) / VOCAB_FILE).is_file():
+            loaded = load_distilled(Path(name), param.device, param.dtype)
+            if loaded is None:
+                raise ConfigError(f"sps: {name} is an incomplete distilled draft (no {META_FILE}); train it again")
+            _LOADED[key] = loaded
+        else:
+            _LOADED[key] = (_pretrained(name, env, param), None)
         from specbench.engine.backends import resolve_backend
 
         # the draft runs on the engine's fastest backend too (packed, fused linears on CPU)
-        resolve_backend("auto", param.device, param.dtype).prepare(lm.model)
-        _LOADED[key] = lm.model.eval()
+        resolve_backend("auto", param.device, param.dtype).prepare(_LOADED[key][0])
     return _LOADED[key]
+
+
+def _distilled(env: MethodEnv, param: torch.Tensor) -> tuple[Any, np.ndarray]:
+    recipe = DistillConfig()
+    out = distilled_dir(env, recipe)
+    loaded = load_distilled(out, param.device, param.dtype)
+    if loaded is None:
+        print(f"[sps] distilling the default draft from the target (once; cached in {out}); a few minutes on 2 CPU cores",
+              file=sys.stderr)
+        distill_draft(env.model, env.tokenizer, DEFAULT_CORPORA, env.data_dir, out, recipe, env.model_id)
+        loaded = load_distilled(out, param.device, param.dtype)
+        assert loaded is not None
+    return loaded
+
+
+def _pretrained(name: str, env: MethodEnv, param: torch.Tensor) -> Any:
+    from specbench.model import ModelLoadError, load_model
+
+    try:
+        lm = load_model(name, str(param.dtype).removeprefix("torch."), str(param.device))
+    except ModelLoadError as e:
+        raise ConfigError(f"sps: draft model {name!r}: {e}") from None
+    if env.tokenizer is not None and lm.tokenizer is not None and lm.tokenizer.get_vocab() != env.tokenizer.get_vocab():
+        raise ConfigError(f"sps: draft model {name!r} has another tokenizer than the target; SpS needs the same one")
+    return lm.model.eval()
 
 
 @register_method("sps", SpSConfig)
 def build_sps(config: SpSConfig, env: MethodEnv) -> SpSDrafter:
-    """Speculative decoding with a smaller draft model of the same tokenizer (sps.draft_model=ID|DIR)."""
+    """Speculative decoding with a small draft model (default: distilled from the target on first use)."""
     if not config.draft_model:
-        raise ConfigError("sps needs a draft model: --method-opt sps.draft_model=HF_ID_OR_DIR "
-                          "(same tokenizer as the target; no distilled default for the embedded model yet)")
-    draft = load_draft(config.draft_model, env)
+        raise ConfigError("sps needs a draft model: sps.draft_model=distilled, an HF id or a directory")
+    draft, vocab = load_draft(config.draft_model, env)
     env.artifacts["draft_model"] = config.draft_model
-    return SpSDrafter(config, draft)
+    return SpSDrafter(config, draft, vocab, int(env.model.config.vocab_size))

@@ -8,7 +8,7 @@ from specbench.registry import TRAINERS
 
 
 def register(subs: argparse._SubParsersAction) -> None:
-    p = subs.add_parser("train", help="train a learned drafter (redrafter)")
+    p = subs.add_parser("train", help="train a learned drafter (redrafter head, sps draft)")
     kinds = p.add_subparsers(dest="kind", metavar="METHOD", parser_class=type(p))
     kinds.required = True
     for name in TRAINERS.names():

@@ -1,0 +1,243 @@
+"""A small draft LM distilled from the target on CPU: the target's first layers, a reduced vocabulary.
+
+Recipe (``DistillConfig``):
+1. Run the frozen target over chat-formatted corpus sequences (the benchmark's own prompt format) and
+   keep, per position of each answer, the target's greedy next token: the labels.
+2. Vocabulary: the ``vocab - 1`` target tokens most frequent among inputs and labels, plus one slot for
+   every other token. The draft's output head then costs ``vocab / V`` of the target's (8192 of 49152
+   for SmolLM2), the part that dominates a small model's forward.
+3. Draft = a copy of the target's architecture with ``layers`` decoder layers, initialised from the
+   target's first layers and final norm, embeddings (tied with the head) = the target's rows.
+4. Train all of it on the labels (cross-entropy, AdamW, cosine decay), a held-out slice of whole
+   sequences measuring top-1 agreement with the target.
+
+Output: a transformers model folder (``save_pretrained``) + ``vocab.npy`` (draft id -> target id) +
+``distill.json`` (recipe, metrics, durations). Example: ``DistillConfig(layers=2, vocab=8192)`` on the
+embedded SmolLM2-135M gives a 2-layer draft of about 12M parameters.
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Sequence
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from specbench.config import ConfigError
+
+VOCAB_FILE = "vocab.npy"
+META_FILE = "distill.json"
+
+
+@dataclass(frozen=True)
+class DistillConfig:
+    """The quick default (a few minutes on 2 CPU cores); larger ``tokens``/``layers`` for better drafts."""
+
+    layers: int = 2
+    vocab: int = 8192
+    tokens: int = 60000  # answer positions to collect (held-out included)
+    epochs: int = 1
+    seq_len: int = 256
+    batch_size: int = 8
+    lr: float = 1e-3
+    warmup: float = 0.05
+    heldout_every: int = 20  # every k-th sequence is held out
+    seed: int = 0
+
+    def validate(self) -> None:
+        if min(self.layers, self.tokens, self.epochs, self.batch_size, self.heldout_every) < 1:
+            raise ConfigError("draft distillation: layers, tokens, epochs, batch_size, heldout_every must be >= 1")
+        if self.vocab < 2 or self.seq_len < 8:
+            raise ConfigError("draft distillation: vocab must be >= 2 and seq_len >= 8")
+
+
+@dataclass
+class LabelledSequence:
+    """One chat-formatted corpus sequence and the target's greedy label after each position."""
+
+    ids: list[int]
+    labels: list[int]  # target greedy token after each position; -1 where not trained (prompt)
+
+
+@torch.inference_mode()
+def collect_labels(model: torch.nn.Module, tokenizer: Any, corpora: Sequence[str], data_dir: Path | None,
+                   cfg: DistillConfig, progress: bool = True) -> tuple[list[LabelledSequence], list[LabelledSequence]]:
+    """(train, held-out) sequences with the target's greedy labels on answer positions."""
+    from tqdm import tqdm
+
+    from methods.redrafter.data import interleave, sequence_ids
+
+    device = next(model.parameters()).device
+    train: list[LabelledSequence] = []
+    held: list[LabelledSequence] = []
+    got = 0
+    bar = tqdm(total=cfg.tokens, desc="draft: target labels", unit="tok", disable=not progress)
+    for i, (prompt, response) in enumerate(interleave(corpora, data_dir)):
+        ids, start = sequence_ids(tokenizer, prompt, response, cfg.seq_len)
+        if len(ids) - start < 4:
+            continue
+        logits = model(input_ids=torch.tensor([ids], device=device), logits_to_keep=len(ids) - start).logits[0]
+        labels = [-1] * start + logits.argmax(-1).tolist()  # position t's label = target's token after t
+        (held if i % cfg.heldout_every == cfg.heldout_every - 1 else train).append(LabelledSequence(ids, labels))
+        got += len(ids) - start
+        bar.update(len(ids) - start)
+        if got >= cfg.tokens:
+            break
+    bar.close()
+    if not train:
+        raise ConfigError(f"draft distillation: corpus {','.join(corpora)} gave no usable sequences")
+    return train, held
+
+
+def choose_vocab(seqs: list[LabelledSequence], size: int, keep: set[int]) -> np.ndarray:
+    """Draft id -> target id: slot 0 for every other token, then ``keep`` and the most frequent ones."""
+    counts: dict[int, int] = {}
+    for s in seqs:
+        for t in s.ids + [x for x in s.labels if x >= 0]:
+            counts[t] = counts.get(t, 0) + 1
+    ranked = sorted(keep) + [t for t, _ in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])) if t not in keep]
+    return np.array([-1] + ranked[: size - 1], dtype=np.int64)
+
+
+def build_draft(target: torch.nn.Module, vocab: np.ndarray, layers: int) -> torch.nn.Module:
+    """The target's architecture cut to ``layers`` layers and ``len(vocab)`` tokens, initialised from it."""
+    from transformers import AutoModelForCausalLM
+
+    cfg = target.config.__class__.from_dict(target.config.to_dict())
+    cfg.num_hidden_layers = layers
+    cfg.vocab_size = len(vocab)
+    cfg.tie_word_embeddings = True
+    draft = AutoModelForCausalLM.from_config(cfg).to(next(target.parameters()).device, torch.float32)
+    if not all(hasattr(m.base_model, a) for m in (target, draft) for a in ("layers", "norm")):
+        raise ConfigError(f"draft distillation: {type(target).__name__} has no `layers`/`norm` to copy (Llama-style models only)")
+    src, dst = target.get_input_embeddings().weight, draft.get_input_embeddings().weight
+    with torch.no_grad():
+        dst[1:] = src[torch.as_tensor(vocab[1:], device=src.device)].float()
+        dst[0] = src.float().mean(0)
+        t_layers, d_layers = target.base_model.layers, draft.base_model.layers
+        for i in range(layers):
+            d_layers[i].load_state_dict({k: v.float() for k, v in t_layers[i].state_dict().items()})
+        draft.base_model.norm.load_state_dict(target.base_model.norm.state_dict())
+    draft.tie_weights()
+    return draft
+
+
+def _batches(seqs: list[LabelledSequence], to_draft: np.ndarray, cfg: DistillConfig, epoch: int | None):
+    """Padded (ids, labels, lengths) batches; shuffled per epoch, in order for ``epoch=None``."""
+    order = np.arange(len(seqs)) if epoch is None else np.random.default_rng(cfg.seed + epoch).permutation(len(seqs))
+    for b in range(0, len(order), cfg.batch_size):
+        group = [seqs[i] for i in order[b : b + cfg.batch_size]]
+        width = max(len(s.ids) for s in group)
+        ids = np.zeros((len(group), width), dtype=np.int64)
+        lab = np.full((len(group), width), -100, dtype=np.int64)
+        for r, s in enumerate(group):
+            ids[r, : len(s.ids)] = to_draft[s.ids]
+            mapped = np.array([to_draft[x] if x >= 0 else -100 for x in s.labels])
+            mapped[mapped == 0] = -100  # labels outside the draft vocabulary teach nothing
+            lab[r, : len(s.ids)] = mapped
+        yield torch.from_numpy(ids), torch.from_numpy(lab), torch.tensor([len(s.ids) for s in group])
+
+
+def _loss(draft: torch.nn.Module, ids: torch.Tensor, lab: torch.Tensor, lengths: torch.Tensor) -> tuple[torch.Tensor, int, int]:
+    dev = next(draft.parameters()).device
+    mask = (torch.arange(ids.shape[1])[None, :] < lengths[:, None]).long()
+    logits = draft(input_ids=ids.to(dev), attention_mask=mask.to(dev)).logits  # [B, S, v]
+    lab = lab.to(dev)
+    loss = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), lab.reshape(-1), ignore_index=-100)
+    valid = lab != -100
+    hits = int((logits.argmax(-1) == lab)[valid].sum())
+    return loss, hits, int(valid.sum())
+
+
+def heldout_agreement(draft: torch.nn.Module, seqs: list[LabelledSequence], to_draft: np.ndarray, cfg: DistillConfig) -> dict[str, float]:
+    """Top-1 agreement with the target's greedy token: over in-vocabulary labels and over all labels."""
+    hits = n_in = n_all = 0
+    with torch.inference_mode():
+        for ids, lab, lengths in _batches(seqs, to_draft, cfg, epoch=None):
+            _, h, n = _loss(draft, ids, lab, lengths)
+            hits, n_in = hits + h, n_in + n
+    n_all = sum(sum(1 for x in s.labels if x >= 0) for s in seqs)
+    return {"top1_in_vocab": round(hits / max(n_in, 1), 4), "top1_all": round(hits / max(n_all, 1), 4),
+            "heldout_labels": n_all}
+
+
+def distill_draft(target: torch.nn.Module, tokenizer: Any, corpora: Sequence[str], data_dir: Path | None, out: Path,
+                  cfg: DistillConfig, model_id: str = "", progress: bool = True) -> dict[str, Any]:
+    """Collect labels, choose the vocabulary, train the draft and save it in ``out``; returns the metrics."""
+    with torch.inference_mode(False), torch.enable_grad():
+        return _distill(target, tokenizer, corpora, data_dir, out, cfg, model_id, progress)
+
+
+def _distill(target: torch.nn.Module, tokenizer: Any, corpora: Sequence[str], data_dir: Path | None, out: Path,
+             cfg: DistillConfig, model_id: str, progress: bool) -> dict[str, Any]:
+    from tqdm import tqdm
+
+    from specbench.model import stop_token_ids
+
+    cfg.validate()
+    t0 = time.perf_counter()
+    train, held = collect_labels(target, tokenizer, corpora, data_dir, cfg, progress)
+    t_collect = time.perf_counter() - t0
+    vocab = choose_vocab(train, cfg.vocab, stop_token_ids(tokenizer, target))
+    to_draft = np.zeros(int(target.config.vocab_size), dtype=np.int64)
+    to_draft[vocab[1:]] = np.arange(1, len(vocab))
+    torch.manual_seed(cfg.seed)
+    draft = build_draft(target, vocab, cfg.layers)
+    draft.train()
+    opt = torch.optim.AdamW(draft.parameters(), lr=cfg.lr, weight_decay=0.0)
+    per_epoch = math.ceil(len(train) / cfg.batch_size)
+    total = per_epoch * cfg.epochs
+    warm = max(1, int(cfg.warmup * total))
+    t1 = time.perf_counter()
+    bar = tqdm(total=total, desc="draft: train", unit="step", disable=not progress)
+    step = 0
+    for epoch in range(cfg.epochs):
+        for ids, lab, lengths in _batches(train, to_draft, cfg, epoch):
+            lr = cfg.lr * (step + 1) / warm if step < warm else cfg.lr * 0.5 * (1 + math.cos(math.pi * (step - warm) / max(1, total - warm)))
+            for g in opt.param_groups:
+                g["lr"] = lr
+            loss, _, _ = _loss(draft, ids, lab, lengths)
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(draft.parameters(), 1.0)
+            opt.step()
+            step += 1
+            bar.update(1)
+            bar.set_postfix(loss=f"{loss.item():.3f}")
+    bar.close()
+    draft.eval()
+    metrics = heldout_agreement(draft, held, to_draft, cfg) if held else {}
+    metrics.update(collect_s=round(t_collect, 1), train_s=round(time.perf_counter() - t1, 1), steps=total,
+                   train_sequences=len(train), heldout_sequences=len(held),
+                   parameters=sum(p.numel() for p in draft.parameters()))
+    save_draft(draft, vocab, out, {"model_id": model_id, "corpora": list(corpora), "recipe": dataclasses.asdict(cfg),
+                                   "metrics": metrics})
+    print(f"[sps] distilled draft: held-out top-1 agreement with the target {metrics.get('top1_all')} "
+          f"(in-vocabulary labels {metrics.get('top1_in_vocab')}); -> {out}", file=sys.stderr)
+    return metrics
+
+
+def save_draft(draft: torch.nn.Module, vocab: np.ndarray, out: Path, meta: dict[str, Any]) -> None:
+    """Write the folder atomically enough: the metadata file, written last, marks it complete."""
+    out.mkdir(parents=True, exist_ok=True)
+    draft.save_pretrained(out)
+    np.save(out / VOCAB_FILE, vocab)
+    (out / META_FILE).write_text(json.dumps(meta, indent=1), encoding="utf-8")
+
+
+def load_distilled(out: Path, device: torch.device, dtype: torch.dtype) -> tuple[torch.nn.Module, np.ndarray] | None:
+    """(draft model, draft id -> target id) from a complete folder, else None."""
+    from transformers import AutoModelForCausalLM
+
+    if not (out / META_FILE).is_file():
+        return None
+    vocab = np.load(out / VOCAB_FILE, allow_pickle=False)
+    draft = AutoModelForCausalLM.from_pretrained(str(out), dtype=dtype).to(device).eval()
+    return draft, vocab
