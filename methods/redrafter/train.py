@@ -23,7 +23,7 @@ import torch
 import torch.nn.functional as F
 
 from methods.redrafter.checkpoint import save_checkpoint
-from methods.redrafter.data import DistillData, collect
+from specbench.distill_data import DistillData, collect
 from methods.redrafter.head import DraftHead, build_head, head_config_for
 from specbench.config import ConfigError
 
@@ -191,7 +191,8 @@ def _train(model: torch.nn.Module, tokenizer: Any, corpora: Sequence[str], data_
     t0 = time.perf_counter()
     data = DistillData.load(out, data_meta)
     if data is None:
-        data = collect(model, tokenizer, corpora, data_dir, cfg.tokens, cfg.n_predict, cfg.max_seq_len, cfg.heldout_every, progress)
+        data = collect(model, tokenizer, corpora, data_dir, cfg.tokens, cfg.n_predict, cfg.max_seq_len, cfg.heldout_every, progress,
+                       desc="redrafter: target forward")
         data.save(out, data_meta)
     t_collect = time.perf_counter() - t0
 

@@ -72,7 +72,7 @@ def collect_labels(model: torch.nn.Module, tokenizer: Any, corpora: Sequence[str
     """(train, held-out) sequences with the target's greedy labels on answer positions."""
     from tqdm import tqdm
 
-    from methods.redrafter.data import interleave, sequence_ids
+    from specbench.distill_data import interleave, sequence_ids
 
     device = next(model.parameters()).device
     train: list[LabelledSequence] = []

@@ -1,4 +1,5 @@
-"""Self-distillation data: one teacher-forced pass of the frozen target over corpus sequences.
+"""Self-distillation data shared by the trained drafters (ReDrafter's head, Medusa's heads, the SpS draft):
+one teacher-forced pass of the frozen target over chat-formatted corpus sequences.
 
 Per token position we keep the target's final-norm hidden state (fp16), the token id and the target's
 argmax (what it would emit next). A training example is a position t whose window t+1 .. t+n+1 stays
@@ -88,7 +89,8 @@ def interleave(corpora: Sequence[str], data_dir: Path | None) -> Iterator[tuple[
 
 @torch.inference_mode()
 def collect(model: torch.nn.Module, tokenizer: Any, corpora: Sequence[str], data_dir: Path | None, tokens: int,
-            n_predict: int, max_seq_len: int, heldout_every: int = 20, progress: bool = True) -> DistillData:
+            n_predict: int, max_seq_len: int, heldout_every: int = 20, progress: bool = True,
+            desc: str = "target forward") -> DistillData:
     """Run the frozen target over sequences until ``tokens`` example positions are collected.
 
     Every ``heldout_every``-th sequence is held out (whole sequences, so no leakage of neighbours).
@@ -99,7 +101,7 @@ def collect(model: torch.nn.Module, tokenizer: Any, corpora: Sequence[str], data
     device = next(model.parameters()).device
     hid, tok, arg, train, held = [], [], [], [], []
     n_flat = n_got = 0
-    bar = tqdm(total=tokens, desc="redrafter: target forward", unit="tok", disable=not progress)
+    bar = tqdm(total=tokens, desc=desc, unit="tok", disable=not progress)
     for seq_no, (prompt, response) in enumerate(interleave(corpora, data_dir)):
         ids, start = sequence_ids(tokenizer, prompt, response, max_seq_len)
         last = len(ids) - n_predict - 2  # last start t with t + n + 1 inside the sequence
