@@ -35,6 +35,7 @@ TINY_OPTIONS: dict[str, dict[str, str]] = {
     "crest": {"corpus": ECHO_CORPUS},
     "dresd": {"corpus": ECHO_CORPUS, "max_tokens": "3000", "k": "8", "nprobe": "4"},
     "redrafter": {"checkpoint": "random"},
+    "medusa": {"checkpoint": "random"},
 }
 SKIPS: dict[str, str] = {}
 

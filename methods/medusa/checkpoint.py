@@ -1,0 +1,77 @@
+"""Saving and loading Medusa heads: this project's format and the reference's published checkpoints.
+
+Ours: ``heads.safetensors`` (residual blocks, and LM heads when owned) + ``config.json``. The reference's
+(FasterDecoding/Medusa): ``medusa_lm_head.safetensors`` (or ``.pt``/``.bin``, read only through
+``torch.load(weights_only=True)``) with keys ``{k}.{j}.linear.weight|bias`` for head k's block j and
+``{k}.{num_layers}.weight`` for its LM head, and ``config.json`` with ``medusa_num_heads`` and
+``medusa_num_layers``.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from methods.medusa.heads import MedusaHeads
+from specbench.config import ConfigError
+
+OURS = "heads.safetensors"
+REFERENCE_FILES = ("medusa_lm_head.safetensors", "medusa_lm_head.pt", "medusa_lm_head.bin")
+
+
+def save_heads(heads: MedusaHeads, out: Path, meta: dict[str, Any]) -> None:
+    from safetensors.torch import save_file
+
+    out.mkdir(parents=True, exist_ok=True)
+    save_file({k: v.detach().contiguous().cpu() for k, v in heads.state_dict().items()}, str(out / OURS))
+    info = {"num_heads": heads.num_heads, "num_layers": heads.num_layers, "own_lm_head": heads.own_heads is not None, **meta}
+    (out / "config.json").write_text(json.dumps(info, indent=1), encoding="utf-8")  # written last: marks it complete
+
+
+def load_heads(path: Path, target: torch.nn.Module) -> tuple[MedusaHeads, dict[str, Any]]:
+    """Heads for ``target`` from our folder or the reference's; one-line errors for anything else."""
+    cfg_file = path / "config.json"
+    if not cfg_file.is_file():
+        raise ConfigError(f"medusa: {path} has no config.json (not a Medusa checkpoint)")
+    meta = json.loads(cfg_file.read_text(encoding="utf-8"))
+    hidden, vocab = int(target.config.hidden_size), int(target.config.vocab_size)
+    if (path / OURS).is_file():
+        from safetensors.torch import load_file
+
+        state = load_file(str(path / OURS))
+        heads = MedusaHeads(hidden, vocab, meta["num_heads"], meta["num_layers"],
+                            None if meta["own_lm_head"] else target.get_output_embeddings())
+    else:
+        found = [path / f for f in REFERENCE_FILES if (path / f).is_file()]
+        if not found or "medusa_num_heads" not in meta:
+            raise ConfigError(f"medusa: {path} holds neither {OURS} nor a reference checkpoint ({', '.join(REFERENCE_FILES)})")
+        state = _reference_state(found[0], int(meta.get("medusa_num_layers", 1)))
+        meta = {"num_heads": int(meta["medusa_num_heads"]), "num_layers": int(meta.get("medusa_num_layers", 1)),
+                "own_lm_head": True, "source": found[0].name}
+        heads = MedusaHeads(hidden, vocab, meta["num_heads"], meta["num_layers"], None)
+    try:
+        heads.load_state_dict(state)
+    except RuntimeError as e:
+        first = str(e).splitlines()[0]
+        raise ConfigError(f"medusa: {path} does not fit this target (hidden {hidden}, vocab {vocab}): {first}") from None
+    return heads, meta
+
+
+def _reference_state(file: Path, num_layers: int) -> dict[str, torch.Tensor]:
+    if file.suffix == ".safetensors":
+        from safetensors.torch import load_file
+
+        raw = load_file(str(file))
+    else:
+        raw = torch.load(str(file), map_location="cpu", weights_only=True)
+    state: dict[str, torch.Tensor] = {}
+    for key, value in raw.items():
+        parts = key.split(".")
+        k, j = parts[0], int(parts[1])
+        if j == num_layers:  # the head's LM head
+            state[f"own_heads.{k}.weight"] = value
+        else:
+            state[f"blocks.{k}.{j}.{'.'.join(parts[2:])}"] = value
+    return state
