@@ -11,10 +11,10 @@ specbench.task.TaskDataError: q.jsonl:3: malformed JSON (Expecting ',' delimiter
 """
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any, Iterable
 
+from specbench.jsonfile import parse_jsonl as parse_json_lines
 from specbench.task import TaskDataError
 
 
@@ -30,18 +30,7 @@ def read_lines(path: Path) -> list[str]:
 
 def parse_jsonl(where: str, lines: Iterable[str]) -> list[tuple[int, dict[str, Any]]]:
     """(1-based line number, object) for every non-blank line; anything but a JSON object raises."""
-    rows = []
-    for n, line in enumerate(lines, 1):
-        if not line.strip():
-            continue
-        try:
-            row = json.loads(line)
-        except json.JSONDecodeError as e:
-            raise TaskDataError(f"{where}:{n}: malformed JSON ({e.msg})") from None
-        if not isinstance(row, dict):
-            raise TaskDataError(f"{where}:{n}: expected a JSON object, got {type(row).__name__}")
-        rows.append((n, row))
-    return rows
+    return parse_json_lines(where, lines, TaskDataError)
 
 
 def question_turns(where: str, n: int, row: dict[str, Any]) -> tuple[str, ...]:

@@ -6,11 +6,11 @@ from functools import lru_cache
 from pathlib import Path
 from typing import ClassVar
 
+from specbench.specbench_format import MT_BENCH_CATEGORIES
 from specbench.task import Question, Task, TaskDataError
 from tasks._jsonl import parse_jsonl, question_turns, read_lines
 
 SPEC_BENCH_URL = "https://raw.githubusercontent.com/hemingkx/Spec-Bench/main/data/spec_bench/question.jsonl"
-MT_BENCH_CATEGORIES = ("writing", "roleplay", "reasoning", "math", "coding", "extraction", "stem", "humanities")
 
 
 def _read_lines(data_dir: Path | None) -> tuple[str, list[str]]:
@@ -28,7 +28,7 @@ def _load_all(data_dir: Path | None) -> tuple[dict, ...]:
     where, lines = _read_lines(data_dir)
     rows = []
     for n, row in parse_jsonl(where, lines):
-        if "category" not in row:
+        if "category" not in row or not isinstance(row.get("turns"), list):
             raise TaskDataError(f"{where}:{n}: expected an object with 'category' and a 'turns' list")
         question_turns(where, n, row)
         rows.append(row)
