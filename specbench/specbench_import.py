@@ -38,7 +38,8 @@ TEXT_FILE = "spec_bench_text.jsonl"
 IMPORTED_VERSION = "spec-bench"  # task version of imported records: Spec-Bench's prompts, not specbench's
 BACKEND = "spec-bench-import"
 NOTE = ("Imported from Spec-Bench answer files: tokens as Spec-Bench counted them (its new_tokens), timings "
-        "as it measured them; no token ids, so no lossless check is possible.")
+        "as it measured them (whole generations, no draft/verify split); no token ids, so no lossless check "
+        "is possible.")
 
 
 def _records(method: str, answers: AnswerFile) -> tuple[list[Record], list[dict[str, Any]]]:

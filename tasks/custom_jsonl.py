@@ -60,7 +60,7 @@ def load_jsonl_questions(path: Path, task: str) -> list[Question]:
 
 @register_task_source("jsonl")
 def jsonl_task(spec: str) -> SourceTask:
-    """``jsonl:PATH`` -> a task over the questions of PATH."""
+    """jsonl:PATH  your prompts, one {"id", "turns"} object a line (or Spec-Bench question.jsonl lines)."""
     if not spec.strip():
         raise TaskDataError("--tasks jsonl:PATH needs a path, e.g. jsonl:my_prompts.jsonl")
     path = Path(spec).expanduser()

@@ -110,7 +110,7 @@ def dataset_questions(ds: Any, spec: HFSpec, task: str) -> list[Question]:
 
 @register_task_source("hf")
 def hf_task(spec_text: str) -> SourceTask:
-    """``hf:DATASET[:CONFIG]:SPLIT:FIELD`` -> a task over that split's FIELD."""
+    """hf:DATASET[:CONFIG]:SPLIT:FIELD  prompts from a dataset column (hub id or save_to_disk folder)."""
     spec = HFSpec.parse(spec_text)
     name = f"hf:{spec_text}"
     label = Path(spec.dataset).name or spec.dataset
