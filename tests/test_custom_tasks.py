@@ -139,7 +139,7 @@ def test_bad_hf_specs(saved_datasets, tmp_path):
 
 
 def test_mixed_sources_end_to_end(saved_datasets, tmp_path, monkeypatch):
-    """One --tasks list with a JSONL file (Spec-Bench format, two categories) and a saved dataset."""
+    """One --tasks list with a built-in task, a JSONL file (Spec-Bench format, two categories) and a saved dataset."""
     monkeypatch.setenv("SPECBENCH_CACHE", str(tmp_path / "cache"))
     model = save_tiny_model(tmp_path / "model")
     dict_dir, _ = saved_datasets
@@ -147,19 +147,19 @@ def test_mixed_sources_end_to_end(saved_datasets, tmp_path, monkeypatch):
         {"question_id": 1, "category": "writing", "turns": ["Write a line.", "Another."]},
         {"question_id": 2, "category": "coding", "turns": ["def f():"]},
     ])
-    tasks = f"jsonl:{prompts},hf:{dict_dir}:train:prompt"
+    tasks = f"gsm8k,jsonl:{prompts},hf:{dict_dir}:train:prompt"
     argv = ["run", "--model", str(model), "--tasks", tasks, "--limit", "2", "--methods", "pld",
             "--max-new-tokens", "4", "--warmup", "0", "--out-dir", str(tmp_path / "runs"), "--no-progress",
             "--device", "cpu"]
     assert main(argv) == 0
     (run_dir,) = (tmp_path / "runs").iterdir()
-    assert "_jsonl-prompts-hf-dict_train_" in run_dir.name
+    assert "_gsm8k-jsonl-prompts-hf-dict_train_" in run_dir.name
     recs = read_records(run_dir)
     assert {(r.task, r.subtask) for r in recs} == {(f"jsonl:{prompts}", "writing"), (f"jsonl:{prompts}", "coding"),
-                                                   (f"hf:{dict_dir}:train:prompt", "easy")}
-    assert len(recs) == 2 * (2 + 1 + 2)  # (ar, pld) x (two turns + one turn + two hf questions)
+                                                   (f"hf:{dict_dir}:train:prompt", "easy"), ("gsm8k", "GSM8K")}
+    assert len(recs) == 2 * (2 + 2 + 1 + 2)  # (ar, pld) x (two gsm8k + two turns + one turn + two hf questions)
     manifest = read_manifest(run_dir)
-    assert set(manifest["task_versions"]) == {f"jsonl:{prompts}", f"hf:{dict_dir}:train:prompt"}
+    assert set(manifest["task_versions"]) == {"gsm8k", f"jsonl:{prompts}", f"hf:{dict_dir}:train:prompt"}
     assert "writing" in (run_dir / "report.md").read_text()
     assert main(argv) == 0 and len(read_records(run_dir)) == len(recs)  # same command resumes: nothing added
 
