@@ -168,8 +168,13 @@ def split_by_steps(accept_lengths: list[int], steps: list[int]) -> list[list[int
 
 
 def model_file_stem(model: str, method: str, dtype: str) -> str:
-    """Spec-Bench's file name for a method: ``<model>-vanilla-<dtype>-temp-0.0`` for the baseline."""
-    safe = re.sub(r"[^A-Za-z0-9._]+", "_", model.rstrip("/").rsplit("/", 1)[-1]) or "model"
+    """Spec-Bench's file name for a method: ``<model>-vanilla-<dtype>-temp-0.0`` for the baseline.
+
+    >>> model_file_stem("HuggingFaceTB/SmolLM2-135M-Instruct (GGUF, dequantised)", "pld", "float32")
+    'SmolLM2-135M-Instruct-pld-float32'
+    """
+    name = model.split(" (")[0].rstrip("/").rsplit("/", 1)[-1]  # the hub name, without a label's remarks
+    safe = re.sub(r"[^A-Za-z0-9._-]+", "_", name).strip("_") or "model"
     if method == BASELINE:
         return f"{safe}-vanilla-{dtype}-temp-0.0"
     return f"{safe}-{re.sub(r'[^A-Za-z0-9._-]+', '_', method)}-{dtype}"

@@ -104,7 +104,7 @@ def import_answers(answer_dir: str | Path, out: str | Path, baseline: str | None
         "config_digest": "imported-" + hashlib.sha256(json.dumps(files, sort_keys=True).encode()).hexdigest()[:8],
         "config": {"methods": list(by_method), "tasks": list(questions), "max_new_tokens": max_new_tokens,
                    "limit": None, "repeats": 1 + max(r.repeat for r in records), "dtype": dtype, "model": None},
-        "model": {"id": model or model_name, "dtype": dtype or "unknown", "hash": None},
+        "model": {"id": model or model_name, "dtype": dtype or "unknown", "hash": None, "tf32": "not recorded"},
         "hardware": {"cpu": "not recorded (Spec-Bench import)", "device": "cuda" if hardware else "unknown",
                      "gpu": f"{hardware} (Spec-Bench import)" if hardware else None},
         "backend": {"name": BACKEND, "note": NOTE},

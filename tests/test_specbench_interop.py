@@ -84,7 +84,7 @@ def test_import_gives_known_speedups_and_is_marked(imported, capsys):
     assert stats["eagle"][OVERALL].tau == pytest.approx(tokens / steps)
     manifest = read_manifest(imported)
     assert manifest["imported"]["note"] == NOTE and manifest["backend"]["name"] == "spec-bench-import"
-    assert manifest["model"] == {"id": MODEL, "dtype": "float16", "hash": None}
+    assert manifest["model"] == {"id": MODEL, "dtype": "float16", "hash": None, "tf32": "not recorded"}
     assert manifest["questions"]["mt_bench"] == ["81", "82"]
     report = (imported / "report.md").read_text()
     assert NOTE in report and "unchecked" in report and "A100 80GB (Spec-Bench import)" in report
