@@ -66,6 +66,7 @@ def fingerprint_table(runs: list[Run]) -> Table:
     """Hardware fingerprint, software and model of each run (rows) per run (columns)."""
     fields = [
         ("run", lambda m, r: r.name),
+        ("source", lambda m, r: str((m.get("imported") or {}).get("note") or "specbench run")),
         ("hardware", lambda m, r: hardware_label(m)),
         ("CPU", lambda m, r: f"{(m.get('hardware') or {}).get('cpu', '?')} ({(m.get('hardware') or {}).get('cores', '?')} cores)"),
         ("device", lambda m, r: str((m.get("hardware") or {}).get("device") or (m.get("model") or {}).get("device") or "?")),

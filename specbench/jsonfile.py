@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterable
 
 from specbench.config import ConfigError
 
@@ -33,3 +33,26 @@ def load_json(path: str | Path, schema: int | str, required: str, what: str) -> 
     if not isinstance(data, dict) or data.get("schema") != schema or required not in data:
         raise ConfigError(f"{path}: not a {what} (schema {schema})")
     return data
+
+
+def parse_jsonl(where: str, lines: Iterable[str], error: type[Exception] = ConfigError) -> list[tuple[int, dict[str, Any]]]:
+    """(1-based line number, object) for each non-blank line; a line that is not a JSON object raises
+    ``error("where:line: ...")``.
+
+    >>> parse_jsonl("a.jsonl", ['{"x": 1}', "", "[2]"])
+    Traceback (most recent call last):
+    ...
+    specbench.config.ConfigError: a.jsonl:3: expected a JSON object, got list
+    """
+    rows = []
+    for n, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError as e:
+            raise error(f"{where}:{n}: malformed JSON ({e.msg})") from None
+        if not isinstance(row, dict):
+            raise error(f"{where}:{n}: expected a JSON object, got {type(row).__name__}")
+        rows.append((n, row))
+    return rows

@@ -24,7 +24,7 @@ from specbench.config import ConfigError, RunConfig, resolve_data_dir
 from specbench.lossless import default_tie_threshold
 from specbench.methods_factory import method_config
 from specbench.record import Unit
-from specbench.registry import METHODS, TASKS
+from specbench.registry import METHODS, make_task
 from specbench.task import Question, Task
 
 T = TypeVar("T")
@@ -97,7 +97,7 @@ def make_plan(config: RunConfig, shard: tuple[int, int] | None = None) -> Plan:
     if config.tie_threshold is None:
         config = dataclasses.replace(config, tie_threshold=default_tie_threshold(config.dtype))
     methods = _method_names(config)
-    tasks = {n: TASKS.get(n)() for n in _task_names(config)}
+    tasks = {n: make_task(n) for n in _task_names(config)}
     data_dir = resolve_data_dir(config.data_dir)
     if data_dir is not None and not data_dir.is_dir():
         raise ConfigError(f"--data-dir not found: {data_dir}")
@@ -121,6 +121,9 @@ def config_digest(plan: Plan) -> str:
     for k in ("out_dir", "run_name", "allow_mismatch"):
         cfg.pop(k, None)
     cfg.update(methods=plan.methods, tasks=list(plan.tasks), shard=plan.shard)
+    sourced = {n: t.version for n, t in plan.tasks.items() if ":" in n}  # jsonl:/hf: tasks: their content hash
+    if sourced:  # (only then, so the digests of runs of built-in tasks stay what they were)
+        cfg["task_content"] = sourced
     return hashlib.sha256(json.dumps(cfg, sort_keys=True, default=str).encode()).hexdigest()[:8]
 
 
@@ -130,7 +133,7 @@ def run_dir_for(plan: Plan) -> Path:
     if c.run_name:
         name = c.run_name
     else:
-        tasks = "all" if list(plan.tasks) == list(ALL_TASKS) else "-".join(plan.tasks)
+        tasks = "all" if list(plan.tasks) == list(ALL_TASKS) else "-".join(t.slug for t in plan.tasks.values())
         name = f"{'-'.join(plan.methods)}_{tasks}_l{c.limit or 'full'}_n{c.max_new_tokens}_{c.dtype}"
         if plan.shard:
             name += f"_shard{plan.shard[0]}of{plan.shard[1]}"

@@ -94,6 +94,7 @@ CORPORA: Registry[Callable[..., Iterator[str]]] = Registry("corpus")
 DATASTORE_ACTIONS: Registry[DatastoreAction] = Registry("datastore action")
 DATASTORE_BUILDERS: Registry[Callable[[Any], int]] = Registry("datastore kind")
 TRAINERS: Registry[PluginCommand] = Registry("trainer")
+TASK_SOURCES: Registry[Callable[[str], Any]] = Registry("task source")
 
 
 def register_method(name: str, config_cls: type) -> Callable:
@@ -118,6 +119,27 @@ def register_task(name: str) -> Callable:
         return cls
 
     return wrap
+
+
+def register_task_source(prefix: str) -> Callable:
+    """Decorator for a factory ``(spec) -> Task`` behind task names ``PREFIX:SPEC`` (``jsonl:PATH``)."""
+
+    def wrap(factory: Callable[[str], Any]) -> Callable[[str], Any]:
+        TASK_SOURCES.add(prefix, factory)
+        return factory
+
+    return wrap
+
+
+def make_task(name: str) -> Any:
+    """A task instance for ``name``: a registered task, or ``PREFIX:SPEC`` built by its task source.
+
+    ``"gsm8k"`` -> ``TASKS["gsm8k"]()``; ``"jsonl:my/q.jsonl"`` -> ``TASK_SOURCES["jsonl"]("my/q.jsonl")``.
+    """
+    prefix, sep, spec = name.partition(":")
+    if not sep:
+        return TASKS.get(name)()
+    return TASK_SOURCES.get(prefix)(spec)
 
 
 def register_corpus(name: str) -> Callable:

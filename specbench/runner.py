@@ -188,7 +188,7 @@ class Runner:
         rec = Record(
             method=method,
             task=unit.task,
-            subtask=task.subtask,
+            subtask=task.subtask_for(q),
             task_version=task.version,
             question_id=unit.question_id,
             category=q.category,

@@ -32,6 +32,15 @@ class Task:
         """All questions in a fixed order (``--limit N`` takes the first N)."""
         raise NotImplementedError
 
+    @property
+    def slug(self) -> str:
+        """The task's part of a run folder name (``jsonl:my/q.jsonl`` tasks give ``jsonl-q``)."""
+        return self.name
+
+    def subtask_for(self, question: Question) -> str:
+        """The report column of ``question``: the task's label (custom prompt files may use its category)."""
+        return self.subtask
+
     def user_message(self, question: Question, turn: int) -> str:
         """The user message for turn ``turn`` (0-based); override to wrap the raw text."""
         return question.turns[turn]

@@ -1,16 +1,16 @@
 """Reading Spec-Bench's ``question.jsonl`` (data dir first, else the public file over HTTP)."""
 from __future__ import annotations
 
-import json
 import urllib.request
 from functools import lru_cache
 from pathlib import Path
 from typing import ClassVar
 
+from specbench.specbench_format import MT_BENCH_CATEGORIES
 from specbench.task import Question, Task, TaskDataError
+from tasks._jsonl import parse_jsonl, question_turns, read_lines
 
 SPEC_BENCH_URL = "https://raw.githubusercontent.com/hemingkx/Spec-Bench/main/data/spec_bench/question.jsonl"
-MT_BENCH_CATEGORIES = ("writing", "roleplay", "reasoning", "math", "coding", "extraction", "stem", "humanities")
 
 
 def _read_lines(data_dir: Path | None) -> tuple[str, list[str]]:
@@ -18,10 +18,7 @@ def _read_lines(data_dir: Path | None) -> tuple[str, list[str]]:
         path = data_dir / "spec_bench" / "question.jsonl"
         if not path.is_file():
             raise TaskDataError(f"Spec-Bench questions not found: {path}")
-        try:
-            return str(path), path.read_text(encoding="utf-8").splitlines()
-        except UnicodeDecodeError as e:
-            raise TaskDataError(f"{path}: not UTF-8 text (byte {e.start})") from None
+        return str(path), read_lines(path)
     with urllib.request.urlopen(SPEC_BENCH_URL, timeout=60) as resp:  # real users without a data dir
         return SPEC_BENCH_URL, resp.read().decode("utf-8").splitlines()
 
@@ -30,17 +27,10 @@ def _read_lines(data_dir: Path | None) -> tuple[str, list[str]]:
 def _load_all(data_dir: Path | None) -> tuple[dict, ...]:
     where, lines = _read_lines(data_dir)
     rows = []
-    for n, line in enumerate(lines, 1):
-        if not line.strip():
-            continue
-        try:
-            row = json.loads(line)
-        except json.JSONDecodeError as e:
-            raise TaskDataError(f"{where}:{n}: malformed JSON ({e.msg})") from None
-        if not isinstance(row, dict) or not isinstance(row.get("turns"), list) or "category" not in row:
+    for n, row in parse_jsonl(where, lines):
+        if "category" not in row or not isinstance(row.get("turns"), list):
             raise TaskDataError(f"{where}:{n}: expected an object with 'category' and a 'turns' list")
-        if not row["turns"] or not all(isinstance(t, str) for t in row["turns"]):
-            raise TaskDataError(f"{where}:{n}: 'turns' must be a non-empty list of strings")
+        question_turns(where, n, row)
         rows.append(row)
     return tuple(rows)
 

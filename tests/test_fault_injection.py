@@ -19,36 +19,11 @@ import pytest
 import torch
 
 from specbench.cli import main
-from specbench.config import cache_dir
 from specbench.records import read_records
 from specbench.record import SCHEMA_VERSION
+from tiny_model_dir import save_tiny_model
 
 ROOT = Path(__file__).resolve().parent.parent
-TOKENIZER_DIR = cache_dir() / "models" / "smollm2-135m-instruct"  # read before tests repoint the cache
-TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "chat_template.jinja", "special_tokens_map.json")
-
-
-@pytest.fixture(autouse=True)
-def own_cache(tmp_path, monkeypatch):
-    monkeypatch.setenv("SPECBENCH_CACHE", str(tmp_path / "cache"))
-
-
-def save_tiny_model(out: Path, seed: int = 0, context: int = 2048) -> Path:
-    """A 2-layer Llama over the embedded tokenizer's vocabulary, saved as a model directory."""
-    from transformers import AutoTokenizer, LlamaConfig, LlamaForCausalLM
-
-    if not (TOKENIZER_DIR / "tokenizer.json").is_file():
-        pytest.skip("embedded model cache (its tokenizer) not present")
-    tok = AutoTokenizer.from_pretrained(str(TOKENIZER_DIR))
-    torch.manual_seed(seed)
-    cfg = LlamaConfig(vocab_size=len(tok), hidden_size=16, intermediate_size=32, num_hidden_layers=2,
-                      num_attention_heads=2, num_key_value_heads=1, max_position_embeddings=context,
-                      eos_token_id=tok.eos_token_id, bos_token_id=None, pad_token_id=None, tie_word_embeddings=True)
-    LlamaForCausalLM(cfg).save_pretrained(out)
-    for name in TOKENIZER_FILES:
-        if (TOKENIZER_DIR / name).is_file():
-            shutil.copy(TOKENIZER_DIR / name, out / name)
-    return out
 
 
 @pytest.fixture(scope="module")

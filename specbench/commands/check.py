@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from specbench.catalog import BASELINE
+from specbench.errors import UserError
 from specbench.lossless import EXACT, LOSSLESS_CLASSES, MISMATCH, TIE, classify, default_tie_threshold, first_divergence
 from specbench.record import Record, Unit
 from specbench.stats import load_run
@@ -80,6 +81,8 @@ def rederive(rec: Record, ar: Record | None, threshold: float) -> Record:
 def check_run(run_dir: str | Path, strict: bool = False, decode: bool = True) -> tuple[int, list[str]]:
     """(exit code, report lines): 1 if any record is a mismatch (or a tie with ``strict``), else 0."""
     run = load_run(run_dir)
+    if run.manifest.get("imported"):
+        raise UserError(f"{run_dir}: {run.manifest['imported'].get('note')}")
     if not run.records:
         raise FileNotFoundError(f"run folder has no records: {run_dir}")
     ar: dict[Unit, Record] = {r.unit: r for r in run.records if r.method == BASELINE and r.repeat == 0}

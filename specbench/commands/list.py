@@ -4,7 +4,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 
-from specbench.registry import CORPORA, METHODS, TASKS
+from specbench.registry import CORPORA, METHODS, TASK_SOURCES, TASKS
 
 
 def list_command(args: argparse.Namespace) -> int:
@@ -18,6 +18,8 @@ def list_command(args: argparse.Namespace) -> int:
     for name in TASKS.names():
         task = TASKS.get(name)
         print(f"  {name:10s} {task.subtask} (v{task.version})")
+    for prefix in TASK_SOURCES.names():  # your own prompts: ``--tasks PREFIX:SPEC``
+        print(f"  {prefix + ':...':10s} {(TASK_SOURCES.get(prefix).__doc__ or '').strip().splitlines()[0]}")
     print("corpora:")
     for name in CORPORA.names():
         print(f"  {name:14s} {(CORPORA.get(name).__doc__ or '').strip().splitlines()[0]}")

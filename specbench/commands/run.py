@@ -15,7 +15,8 @@ from specbench.runner import Runner
 
 def add_run_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--methods", help="comma-separated methods (ar is always added as the baseline); default ar,pld")
-    p.add_argument("--tasks", help=f"comma-separated tasks, or 'all' = {','.join(ALL_TASKS)} (also: nq); default all")
+    p.add_argument("--tasks", help=f"comma-separated tasks, or 'all' = {','.join(ALL_TASKS)} (also: nq); your own "
+                   "prompts: jsonl:PATH or hf:DATASET[:CONFIG]:SPLIT:FIELD; default all")
     p.add_argument("--limit", type=positive_int, help="first N questions of each task (default: all)")
     p.add_argument("--max-new-tokens", type=positive_int, help="tokens to generate per turn (default 128)")
     p.add_argument("--repeats", type=positive_int, help="timed generations per (method, question, turn) (default 1)")

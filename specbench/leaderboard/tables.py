@@ -135,6 +135,8 @@ def footer_lines(g: Group) -> list[str]:
         cfg = m.get("config") or {}
         brief = {k: cfg[k] for k in ("tasks", "limit", "max_new_tokens", "repeats", "dtype", "device", "shard") if k in cfg}
         lines.append(f"run `{run.name}`: {m.get('timestamp', '?')}, git {str(m.get('git_commit') or '?')[:12]}")
+        if m.get("imported"):
+            lines.append(str(m["imported"].get("note")))
         lines.append(f"hardware: {json.dumps(m.get('hardware') or {}, sort_keys=True)}")
         lines.append(f"versions: {json.dumps(m.get('versions') or {}, sort_keys=True)}")
         lines.append(f"model: {json.dumps(m.get('model') or {}, sort_keys=True)}")

@@ -1,0 +1,43 @@
+"""Reading question files line by line with one-line errors (``path:line: what is wrong``).
+
+Shared by Spec-Bench's ``question.jsonl`` loader and ``--tasks jsonl:PATH``.
+
+>>> parse_jsonl("q.jsonl", ['{"id": 1, "turns": ["Hi"]}', "", '{"id": 2'])
+Traceback (most recent call last):
+...
+specbench.task.TaskDataError: q.jsonl:3: malformed JSON (Expecting ',' delimiter)
+>>> question_turns("q.jsonl", 1, {"turns": ["Hi", "And?"]})
+('Hi', 'And?')
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Iterable
+
+from specbench.jsonfile import parse_jsonl as parse_json_lines
+from specbench.task import TaskDataError
+
+
+def read_lines(path: Path) -> list[str]:
+    """The lines of a UTF-8 text file; a missing file or other encoding is a ``TaskDataError``."""
+    if not path.is_file():
+        raise TaskDataError(f"question file not found: {path}")
+    try:
+        return path.read_text(encoding="utf-8").splitlines()
+    except UnicodeDecodeError as e:
+        raise TaskDataError(f"{path}: not UTF-8 text (byte {e.start})") from None
+
+
+def parse_jsonl(where: str, lines: Iterable[str]) -> list[tuple[int, dict[str, Any]]]:
+    """(1-based line number, object) for every non-blank line; anything but a JSON object raises."""
+    return parse_json_lines(where, lines, TaskDataError)
+
+
+def question_turns(where: str, n: int, row: dict[str, Any]) -> tuple[str, ...]:
+    """The row's ``turns``: a non-empty list of non-empty strings."""
+    turns = row.get("turns")
+    if "turns" not in row:
+        raise TaskDataError(f"{where}:{n}: missing 'turns' (a list of user messages)")
+    if not isinstance(turns, list) or not turns or not all(isinstance(t, str) for t in turns):
+        raise TaskDataError(f"{where}:{n}: 'turns' must be a non-empty list of strings")
+    return tuple(turns)
