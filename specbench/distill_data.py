@@ -16,6 +16,9 @@ from typing import Any, Iterator, Sequence
 
 import torch
 
+# the corpora trained drafters learn from by default: chat, code and math answers in the benchmark's format
+DEFAULT_CORPORA = ("sharegpt", "code_alpaca", "gsm8k_train")
+
 
 @dataclass
 class DistillData:

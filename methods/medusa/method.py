@@ -20,12 +20,12 @@ from methods.medusa.heads import MedusaHeads
 from methods.medusa.train import MedusaTrainConfig, train_medusa
 from methods.medusa.tree import TREES, max_rank, tree_from_choices
 from specbench.config import ConfigError
+from specbench.distill_data import DEFAULT_CORPORA
 from specbench.drafter import BaseDrafter, DraftContext
 from specbench.engine.tree import DraftTree
 from specbench.method_env import MethodEnv
 from specbench.registry import register_method
 
-DEFAULT_CORPORA = ("sharegpt", "code_alpaca", "gsm8k_train")
 
 
 @dataclass(frozen=True)

@@ -2,27 +2,20 @@
 from __future__ import annotations
 
 import argparse
-import dataclasses
 from pathlib import Path
 
-from specbench.argtypes import positive_float, positive_int
+from specbench.argtypes import positive_int
 from specbench.config import resolve_data_dir
 from specbench.registry import PluginCommand, register_trainer
+from specbench.distill_data import DEFAULT_CORPORA
+from specbench.trainer_args import add_common_arguments, corpora_and_recipe
 
 
 def _run(args: argparse.Namespace) -> int:
-    from methods.medusa.method import DEFAULT_CORPORA
     from methods.medusa.train import MedusaTrainConfig, train_medusa
-    from specbench.corpora import PAIR_LOADERS
     from specbench.model import load_model
 
-    corpora = [c.strip() for c in (args.corpus or ",".join(DEFAULT_CORPORA)).split(",") if c.strip()]
-    bad = [c for c in corpora if c not in PAIR_LOADERS]
-    if not corpora or bad:
-        raise FileNotFoundError(f"unknown corpus {', '.join(bad) or '(none)'} (known: {', '.join(sorted(PAIR_LOADERS))})")
-    fields = {f.name for f in dataclasses.fields(MedusaTrainConfig)}
-    cfg = MedusaTrainConfig(**{k: v for k, v in vars(args).items() if k in fields and v is not None})
-    cfg.validate()
+    corpora, cfg = corpora_and_recipe(args, MedusaTrainConfig, DEFAULT_CORPORA)
     loaded = load_model(args.model, "float32", args.device)
     metrics = train_medusa(loaded.model, loaded.tokenizer, corpora, resolve_data_dir(args.data_dir), Path(args.out), cfg,
                            model_id=loaded.model_id)
@@ -40,12 +33,7 @@ def _add_arguments(r: argparse.ArgumentParser) -> None:
                    help="an LM head per head, initialised from the target's (the reference layout; K times the head cost)")
     r.add_argument("--tokens", type=positive_int, help="positions to collect (default 20000)")
     r.add_argument("--epochs", type=positive_int, help="passes over the data (default 1)")
-    r.add_argument("--batch-size", dest="batch_size", type=positive_int)
-    r.add_argument("--lr", type=positive_float)
-    r.add_argument("--seed", type=int)
-    r.add_argument("--model", default="embedded", help="target model: 'embedded', a HF id or a directory")
-    r.add_argument("--device", default="cpu")
-    r.add_argument("--data-dir", default=None)
+    add_common_arguments(r)
 
 
 register_trainer(PluginCommand("medusa", "self-distil Medusa heads from the frozen target on CPU", _add_arguments, _run))

@@ -19,6 +19,7 @@ import numpy as np
 import torch
 
 from specbench.config import ConfigError
+from specbench.distill_data import DEFAULT_CORPORA
 from specbench.drafter import BaseDrafter, DraftContext, StepResult
 from specbench.engine.tree import DraftTree
 from specbench.method_env import MethodEnv
@@ -80,7 +81,6 @@ class SpSDrafter(BaseDrafter):
             self.gamma = self.gamma + 2 if accepted == self._proposed else max(1, self.gamma - 1)
 
 
-DEFAULT_CORPORA = ("sharegpt", "code_alpaca", "gsm8k_train")
 _LOADED: dict[tuple[str, str, str], tuple[Any, np.ndarray | None]] = {}
 
 
