@@ -25,6 +25,20 @@ TASK_LABELS = dict(_TASKS)
 SUBTASK_ORDER = tuple(label for _, label in _TASKS)
 
 
+# MT-Bench's categories in Spec-Bench's question-file order (per-category tables follow it)
+MT_BENCH_CATEGORIES = ("writing", "roleplay", "reasoning", "math", "coding", "extraction", "stem", "humanities")
+
+
+def order_categories(names: Iterable[str]) -> list[str]:
+    """MT-Bench categories in their own order, then unknown ones alphabetically.
+
+    >>> order_categories({"math", "zeta", "writing"})
+    ['writing', 'math', 'zeta']
+    """
+    names = set(names)
+    return [c for c in MT_BENCH_CATEGORIES if c in names] + sorted(names - set(MT_BENCH_CATEGORIES))
+
+
 def task_label(task: str) -> str:
     """The report label of a task (its own name when the task is not one of the built-in ones)."""
     return TASK_LABELS.get(task, task)

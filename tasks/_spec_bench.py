@@ -7,10 +7,10 @@ from functools import lru_cache
 from pathlib import Path
 from typing import ClassVar
 
+from specbench.catalog import MT_BENCH_CATEGORIES
 from specbench.task import Question, Task, TaskDataError
 
 SPEC_BENCH_URL = "https://raw.githubusercontent.com/hemingkx/Spec-Bench/main/data/spec_bench/question.jsonl"
-MT_BENCH_CATEGORIES = ("writing", "roleplay", "reasoning", "math", "coding", "extraction", "stem", "humanities")
 
 
 def _read_lines(data_dir: Path | None) -> tuple[str, list[str]]:
