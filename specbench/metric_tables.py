@@ -69,14 +69,15 @@ def decode_throughput_table(rows: Sequence[Row], subtasks: list[str]) -> Table:
     return Table("Decode-only tokens per second (prefill excluded)", ["Method", *cols], out, keys)
 
 
-def _drafting(rows: Sequence[Row]) -> list[tuple[str, Cell]]:
+def drafting_rows(rows: Sequence[Row]) -> list[tuple[str, Cell]]:
+    """(label, Overall cell) of the rows that verified at least one draft."""
     return [(label, cells[OVERALL]) for label, method, cells in rows
             if method != BASELINE and OVERALL in cells and cells[OVERALL].acceptance.drafted_steps]
 
 
 def position_table(rows: Sequence[Row]) -> Table | None:
     """P(accept depth i | depth i-1 accepted) per method (Overall), depths 1..8."""
-    drafting = _drafting(rows)
+    drafting = drafting_rows(rows)
     if not drafting:
         return None
     depth = min(MAX_DEPTH_COLUMNS, max(len(c.acceptance.per_position or []) for _, c in drafting) or 1)
@@ -92,7 +93,7 @@ def position_table(rows: Sequence[Row]) -> Table | None:
 
 def histogram_table(rows: Sequence[Row]) -> Table | None:
     """Share of drafted steps that accepted exactly k draft tokens (k = 0..8, the last column is 8+)."""
-    drafting = _drafting(rows)
+    drafting = drafting_rows(rows)
     if not drafting:
         return None
     width = min(MAX_DEPTH_COLUMNS, max(len(c.acceptance.histogram) - 1 for _, c in drafting))
@@ -118,7 +119,7 @@ def pooled_shares(shares: list[float], width: int) -> list[float]:
 def text_histograms(rows: Sequence[Row], bar_width: int = 30) -> str:
     """The accepted-length histogram of each drafting method as text bars (terminal and report.md)."""
     blocks = []
-    for label, c in _drafting(rows):
+    for label, c in drafting_rows(rows):
         shares = pooled_shares(c.acceptance.histogram_shares(), min(MAX_DEPTH_COLUMNS, len(c.acceptance.histogram) - 1))
         lines = [f"{label} ({c.acceptance.drafted_steps} drafted steps)"]
         for k, s in enumerate(shares):

@@ -6,6 +6,7 @@ import io
 from typing import Any
 
 from specbench.leaderboard.tables import Group
+from specbench.metric_tables import MAX_DEPTH_COLUMNS, drafting_rows, pooled_shares
 from specbench.stats import BASELINE, OVERALL
 
 
@@ -114,3 +115,45 @@ def profile_curve(profile: dict[str, Any]) -> str:
     ax.set_title(f"Forward latency after {profile.get('context_len', '?')} cached tokens")
     ax.grid(True, which="both", linewidth=0.3)
     return to_data_uri(fig)
+
+
+def accepted_histograms(g: Group) -> str:
+    """Grouped bars: share of drafted steps accepting k draft tokens (x = k, last bar = 8+), per method."""
+    plt = _pyplot()
+    rows = drafting_rows(g.rows())
+    width_k = max([len(c.acceptance.histogram) - 1 for _, c in rows] + [1])
+    width_k = min(MAX_DEPTH_COLUMNS, width_k)
+    fig, ax = plt.subplots(figsize=(max(5.0, 0.6 * (width_k + 1) * max(len(rows), 1) ** 0.5 + 3), 3.6))
+    bar = 0.8 / max(len(rows), 1)
+    for i, (label, c) in enumerate(rows):
+        shares = pooled_shares(c.acceptance.histogram_shares(), width_k)
+        ax.bar([k - 0.4 + bar * (i + 0.5) for k in range(width_k + 1)], shares, bar, label=label)
+    ticks = [str(k) for k in range(width_k)] + [f"{width_k}+" if width_k == MAX_DEPTH_COLUMNS else str(width_k)]
+    ax.set_xticks(range(width_k + 1), ticks)
+    ax.set_xlabel("accepted draft tokens in a step")
+    ax.set_ylabel("share of drafted steps")
+    ax.set_title("Accepted-length histogram")
+    if rows:
+        ax.legend(fontsize=8)
+    return to_data_uri(fig)
+
+
+def per_position_acceptance(g: Group) -> str:
+    """P(accept depth i | depth i-1 accepted) against depth i, one line per method."""
+    plt = _pyplot()
+    fig, ax = plt.subplots(figsize=(5.0, 3.6))
+    for label, c in drafting_rows(g.rows()):
+        pos = c.acceptance.per_position or []
+        pts = [(i + 1, p) for i, p in enumerate(pos) if p is not None]
+        if pts:
+            ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", label=f"{label} ({c.acceptance.shape})")
+    ax.set_ylim(0, 1.05)
+    ax.xaxis.get_major_locator().set_params(integer=True)
+    ax.set_xlabel("draft depth i")
+    ax.set_ylabel("P(accept i | i-1 accepted)")
+    ax.set_title("Per-position acceptance")
+    ax.grid(True, linewidth=0.3)
+    if ax.get_legend_handles_labels()[0]:
+        ax.legend(fontsize=8)
+    return to_data_uri(fig)
+
