@@ -7,10 +7,10 @@ from typing import Any
 
 from specbench.leaderboard.tables import Group
 from specbench.metric_tables import MAX_DEPTH_COLUMNS, drafting_rows, pooled_shares
-from specbench.stats import BASELINE, OVERALL
+from specbench.stats import BASELINE, OVERALL, Cell
 
 
-def _pyplot() -> Any:
+def pyplot() -> Any:
     import matplotlib
 
     matplotlib.use("Agg")
@@ -21,7 +21,7 @@ def _pyplot() -> Any:
 
 def to_data_uri(fig: Any) -> str:
     """Encode a figure as a ``data:image/png;base64,...`` URI and close it."""
-    plt = _pyplot()
+    plt = pyplot()
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=100, bbox_inches="tight")
     plt.close(fig)
@@ -30,22 +30,13 @@ def to_data_uri(fig: Any) -> str:
 
 def speedup_bars(g: Group) -> str:
     """Grouped bars: speedup per subtask (x) per method (bars), 95% CI as error bars."""
-    plt = _pyplot()
+    plt = pyplot()
     subs = [*g.subtasks(), OVERALL]
     rows = [r for r in g.rows() if r[1] != BASELINE]
     fig, ax = plt.subplots(figsize=(max(6.0, 1.3 * len(subs)), 3.6))
     width = 0.8 / max(len(rows), 1)
     for i, (label, _m, cells) in enumerate(rows):
-        xs, ys, lo, hi = [], [], [], []
-        for j, sub in enumerate(subs):
-            c = cells.get(sub)
-            if c is None or c.speedup is None:
-                continue
-            xs.append(j - 0.4 + width * (i + 0.5))
-            ys.append(c.speedup)
-            lo.append(c.speedup - c.ci_low if c.ci_low is not None else 0.0)
-            hi.append(c.ci_high - c.speedup if c.ci_high is not None else 0.0)
-        ax.bar(xs, ys, width, yerr=[lo, hi], capsize=2, label=label)
+        bars_with_ci(ax, [(j - 0.4 + width * (i + 0.5), cells.get(sub)) for j, sub in enumerate(subs)], width, label)
     ax.axhline(1.0, color="black", linewidth=0.8, linestyle="--")
     ax.set_xticks(range(len(subs)), subs)
     ax.set_ylabel("speedup vs ar (x)")
@@ -55,9 +46,22 @@ def speedup_bars(g: Group) -> str:
     return to_data_uri(fig)
 
 
+def bars_with_ci(ax: Any, placed: list[tuple[float, Cell | None]], width: float, label: str) -> None:
+    """One bar series: each cell's speedup at its x, the 95% CI as error bars (cells without one skipped)."""
+    xs, ys, lo, hi = [], [], [], []
+    for x, c in placed:
+        if c is None or c.speedup is None:
+            continue
+        xs.append(x)
+        ys.append(c.speedup)
+        lo.append(c.speedup - c.ci_low if c.ci_low is not None else 0.0)
+        hi.append(c.ci_high - c.speedup if c.ci_high is not None else 0.0)
+    ax.bar(xs, ys, width, yerr=[lo, hi], capsize=2, label=label)
+
+
 def tau_scatter(g: Group) -> str:
     """Overall tau (x) against Overall measured speedup (y), one labelled point per method."""
-    plt = _pyplot()
+    plt = pyplot()
     fig, ax = plt.subplots(figsize=(5.0, 3.6))
     for label, method, cells in g.rows():
         c = cells.get(OVERALL)
@@ -77,7 +81,7 @@ def tau_scatter(g: Group) -> str:
 
 def time_breakdown(g: Group) -> str:
     """Stacked horizontal bars: share of wall time spent drafting, verifying, and elsewhere."""
-    plt = _pyplot()
+    plt = pyplot()
     rows = [(label, cells[OVERALL]) for label, _m, cells in g.rows() if OVERALL in cells]
     fig, ax = plt.subplots(figsize=(6.0, 0.5 * len(rows) + 1.2))
     labels = [r[0] for r in rows]
@@ -97,7 +101,7 @@ def time_breakdown(g: Group) -> str:
 
 def profile_curve(profile: dict[str, Any]) -> str:
     """T(n) in ms (log-log) for n new tokens after the profile's context length."""
-    plt = _pyplot()
+    plt = pyplot()
     curves = {name: b["latency_s"] for name, b in (profile.get("backends") or {}).items()}
     fig, ax = plt.subplots(figsize=(5.0, 3.6))
     for name, curve in (curves or {"": profile["latency_s"]}).items():
@@ -119,7 +123,7 @@ def profile_curve(profile: dict[str, Any]) -> str:
 
 def accepted_histograms(g: Group) -> str:
     """Grouped bars: share of drafted steps accepting k draft tokens (x = k, last bar = 8+), per method."""
-    plt = _pyplot()
+    plt = pyplot()
     rows = drafting_rows(g.rows())
     width_k = max([len(c.acceptance.histogram) - 1 for _, c in rows] + [1])
     width_k = min(MAX_DEPTH_COLUMNS, width_k)
@@ -140,7 +144,7 @@ def accepted_histograms(g: Group) -> str:
 
 def per_position_acceptance(g: Group) -> str:
     """P(accept depth i | depth i-1 accepted) against depth i, one line per method."""
-    plt = _pyplot()
+    plt = pyplot()
     fig, ax = plt.subplots(figsize=(5.0, 3.6))
     for label, c in drafting_rows(g.rows()):
         pos = c.acceptance.per_position or []
