@@ -14,6 +14,7 @@ from typing import Iterable
 
 BASELINE = "ar"
 OVERALL = "Overall"
+OVERHEAD_KEY = "overhead"  # a method's artifacts entry for its declared storage / parameter overhead
 
 # (task name, report label) in Spec-Bench's column order; ``nq`` is registered but not in ``--tasks all``
 _TASKS = (

@@ -7,7 +7,7 @@ from typing import Any
 
 import torch
 
-OVERHEAD_KEY = "overhead"
+from specbench.catalog import OVERHEAD_KEY
 
 
 @dataclass

@@ -25,8 +25,7 @@ import math
 from pathlib import Path
 from typing import Any
 
-from specbench.catalog import OVERALL
-from specbench.method_env import OVERHEAD_KEY
+from specbench.catalog import OVERALL, OVERHEAD_KEY
 from specbench.stats import (
     DEFAULT_BOOTSTRAP,
     DEFAULT_SEED,

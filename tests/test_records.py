@@ -74,6 +74,7 @@ def test_optional_fields_may_be_null_but_not_ill_typed() -> None:
     data = fake_record("pld", "gsm8k", "1", 1, 0, [5, 6], 0.5, [1, 1], [0, 0], "exact").to_json()
     data.update(token_margins=None, peak_memory_bytes=None, ar_margin=None)
     assert parse_record_line(json.dumps(data)).token_margins is None
-    for field, bad in (("token_margins", "0.1"), ("peak_memory_bytes", "12"), ("wall_time_s", None)):
+    for field, bad in (("token_margins", "0.1"), ("peak_memory_bytes", "12"), ("wall_time_s", None),
+                       ("step_times_s", [0.1, "0.2"]), ("draft_depths", [0]), ("prefill_time_s", "0.1")):
         with pytest.raises(ValueError, match=field):
             parse_record_line(json.dumps({**data, field: bad}))
