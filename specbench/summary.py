@@ -97,7 +97,8 @@ def run_json(run: Run) -> dict[str, Any]:
     cfg = m.get("config") or {}
     return {
         "name": run.name, "model": model_label(m), "model_hash": (m.get("model") or {}).get("hash"),
-        "dtype": dtype_label(m), "device": (m.get("model") or {}).get("device"), "backend": backend_label(m),
+        "dtype": dtype_label(m), "tf32": (m.get("model") or {}).get("tf32"),
+        "device": (m.get("model") or {}).get("device"), "backend": backend_label(m),
         "hardware": hardware_label(m), "max_new_tokens": cfg.get("max_new_tokens"), "limit": cfg.get("limit"),
         "repeats": cfg.get("repeats"), "tasks": list(cfg.get("tasks") or []),
         "task_versions": dict(m.get("task_versions") or {}), "git_commit": m.get("git_commit"),
