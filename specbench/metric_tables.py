@@ -41,8 +41,8 @@ def _ms(seconds: float | None) -> str:
 
 def latency_table(rows: Sequence[Row], overheads: dict[str, dict[str, Any]]) -> Table:
     """Overall TTFT, decode-only tokens/s, per-token latency percentiles, peak memory and overhead."""
-    headers = ["Method", "TTFT ms (mean)", "TTFT ms (p50)", "decode tokens/s", "token ms p50", "token ms p90",
-               "token ms p99", "peak memory", "storage overhead", "parameter overhead"]
+    headers = ["Method", "TTFT ms mean", "TTFT ms p50", "decode tok/s", "ms/token p50", "ms/token p90",
+               "ms/token p99", "peak memory", "storage", "parameters"]
     out, keys = [], []
     for label, method, cells in rows:
         c = cells.get(OVERALL)
@@ -55,7 +55,9 @@ def latency_table(rows: Sequence[Row], overheads: dict[str, dict[str, Any]]) -> 
                     fmt_count(ov.get("parameters"))])
         keys.append([label, lat.ttft_mean_s, lat.ttft_p50_s, lat.decode_tokens_per_s, *pct, c.peak_memory_bytes,
                      ov.get("storage_bytes"), ov.get("parameters")])
-    return Table("Latency and memory (all subtasks pooled; token ms = step time / tokens it emitted)", headers, out, keys)
+    title = ("Latency and memory (all subtasks pooled; ms/token = a step's time / the tokens it emitted; "
+             "storage, parameters: the method's declared overhead)")
+    return Table(title, headers, out, keys)
 
 
 def decode_throughput_table(rows: Sequence[Row], subtasks: list[str]) -> Table:

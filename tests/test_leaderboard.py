@@ -82,7 +82,7 @@ def test_metric_tables_in_markdown(tmp_path: Path) -> None:
     assert pos[0] == ["pld [a]", "chain", "264", "0.91", "1.00", "0.00"]
     hist = _table_rows(md, "| Method | drafted steps | 0 | 1 | 2")
     assert hist[0][:5] == ["pld [a]", "264", "9%", "0%", "91%"]
-    lat = {r[0]: r for r in _table_rows(md, "| Method | TTFT ms (mean)")}
+    lat = {r[0]: r for r in _table_rows(md, "| Method | TTFT ms mean")}
     assert lat["pld [a]"][-2:] == ["3.0 MiB", "2.5M"] and lat["pld [b]"][-2:] == ["-", "-"]
     assert lat["pld [a]"][7] == "303.0 MiB"  # peak memory: the largest of its records
     cats = _table_rows(md, "| Method | writing | math |")
