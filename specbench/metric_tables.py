@@ -88,9 +88,13 @@ def position_table(rows: Sequence[Row]) -> Table | None:
     for label, c in drafting:
         pos = list(c.acceptance.per_position or [])[:depth]
         pos += [None] * (depth - len(pos))
-        out.append([label, c.acceptance.shape, str(c.acceptance.drafted_steps), *(fmt_num(p) for p in pos)])
+        reached = list(c.acceptance.reached or [])[:depth]
+        reached += [0] * (depth - len(reached))
+        cells = [fmt_num(p) if p is None else f"{p:.2f} ({n})" for p, n in zip(pos, reached)]
+        out.append([label, c.acceptance.shape, str(c.acceptance.drafted_steps), *cells])
         keys.append([label, c.acceptance.shape, c.acceptance.drafted_steps, *pos])
-    return Table("Per-position acceptance: P(accept depth i | depth i-1 accepted, draft reaches i)", headers, out, keys)
+    return Table("Per-position acceptance: P(accept depth i | depth i-1 accepted, draft reaches i) (steps)",
+                 headers, out, keys)
 
 
 def histogram_table(rows: Sequence[Row]) -> Table | None:

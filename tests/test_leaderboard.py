@@ -79,7 +79,7 @@ def test_metric_tables_in_markdown(tmp_path: Path) -> None:
     md = build_leaderboard([a, b], tmp_path / "out", n_boot=50, plots=False)["markdown"].read_text()
     # 24 records x 11 drafted steps; pld [a] drafts 5 and accepts 2 (10 steps) or 0 (the last, 1 token left)
     pos = _table_rows(md, "| Method | draft shape | drafted steps | depth 1")
-    assert pos[0] == ["pld [a]", "chain", "264", "0.91", "1.00", "0.00"]
+    assert pos[0] == ["pld [a]", "chain", "264", "0.91 (264)", "1.00 (240)", "0.00 (240)"]
     hist = _table_rows(md, "| Method | drafted steps | 0 | 1 | 2")
     assert hist[0][:5] == ["pld [a]", "264", "9%", "0%", "91%"]
     lat = {r[0]: r for r in _table_rows(md, "| Method | TTFT ms mean")}

@@ -142,20 +142,24 @@ def accepted_histograms(g: Group) -> str:
     return to_data_uri(fig)
 
 
+MIN_PLOTTED_STEPS = 10
+
+
 def per_position_acceptance(g: Group) -> str:
-    """P(accept depth i | depth i-1 accepted) against depth i, one line per method."""
+    """P(accept depth i | depth i-1 accepted) against depth i, one line per method; depths reached by
+    fewer than ``MIN_PLOTTED_STEPS`` steps are left out (a share of 1 or 2 steps is noise)."""
     plt = pyplot()
     fig, ax = plt.subplots(figsize=(5.0, 3.6))
     for label, c in drafting_rows(g.rows()):
-        pos = c.acceptance.per_position or []
-        pts = [(i + 1, p) for i, p in enumerate(pos) if p is not None]
+        pos, reached = c.acceptance.per_position or [], c.acceptance.reached or []
+        pts = [(i + 1, p) for i, (p, n) in enumerate(zip(pos, reached)) if p is not None and n >= MIN_PLOTTED_STEPS]
         if pts:
             ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", label=f"{label} ({c.acceptance.shape})")
     ax.set_ylim(0, 1.05)
     ax.xaxis.get_major_locator().set_params(integer=True)
     ax.set_xlabel("draft depth i")
     ax.set_ylabel("P(accept i | i-1 accepted)")
-    ax.set_title("Per-position acceptance")
+    ax.set_title(f"Per-position acceptance (depths reached by >= {MIN_PLOTTED_STEPS} steps)")
     ax.grid(True, linewidth=0.3)
     if ax.get_legend_handles_labels()[0]:
         ax.legend(fontsize=8)
