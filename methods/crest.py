@@ -96,6 +96,7 @@ def build_crest(config: CRESTConfig, env: MethodEnv) -> CRESTDrafter:
         datastore_keys=store.header.get("n_keys"),
         datastore_source_tokens_sha256=store.header.get("source_tokens_sha256"),
     )
+    env.declare_overhead(storage_bytes=store.nbytes_on_disk())
     return CRESTDrafter(store)
 
 

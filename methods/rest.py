@@ -100,6 +100,7 @@ def build_rest(config: RESTConfig, env: MethodEnv) -> RESTDrafter:
     """REST: drafts from a suffix-array datastore (top-c trie of retrieved continuations)."""
     ds = open_rest_datastore(config, env)
     env.artifacts.update(datastore_artifacts(ds))
+    env.declare_overhead(storage_bytes=ds.nbytes_on_disk())
     return RESTDrafter(ds, config)
 
 

@@ -14,6 +14,7 @@ from typing import Iterable
 
 BASELINE = "ar"
 OVERALL = "Overall"
+OVERHEAD_KEY = "overhead"  # a method's artifacts entry for its declared storage / parameter overhead
 
 # (task name, report label) in Spec-Bench's column order; ``nq`` is registered but not in ``--tasks all``
 _TASKS = (
@@ -23,6 +24,20 @@ _TASKS = (
 ALL_TASKS = tuple(name for name, _ in _TASKS if name != "nq")
 TASK_LABELS = dict(_TASKS)
 SUBTASK_ORDER = tuple(label for _, label in _TASKS)
+
+
+# MT-Bench's categories in Spec-Bench's question-file order (per-category tables follow it)
+MT_BENCH_CATEGORIES = ("writing", "roleplay", "reasoning", "math", "coding", "extraction", "stem", "humanities")
+
+
+def order_categories(names: Iterable[str]) -> list[str]:
+    """MT-Bench categories in their own order, then unknown ones alphabetically.
+
+    >>> order_categories({"math", "zeta", "writing"})
+    ['writing', 'math', 'zeta']
+    """
+    names = set(names)
+    return [c for c in MT_BENCH_CATEGORIES if c in names] + sorted(names - set(MT_BENCH_CATEGORIES))
 
 
 def task_label(task: str) -> str:

@@ -3,13 +3,28 @@
 Runs are comparable when they answered the same questions with the same ``max_new_tokens`` and the
 same configuration of every method they share on the same engine backend; otherwise ``compare_runs`` raises ``NotComparable``
 listing the differences (``force=True`` reports them and carries on). Ratios are "run X / run A".
+
+Views across models and dtypes (Spec-Bench's model-scale and precision figures): when the runs differ
+in model or dtype, ``compare_runs`` adds a table per varying axis — each method's Overall speedup (95%
+CI), tau and lossless status per model / per dtype — and ``speedup_plot`` draws the same as grouped bars.
 """
 from __future__ import annotations
 
 from typing import Any
 
 from specbench.catalog import BASELINE, OVERALL, order_subtasks
-from specbench.stats import Run, backend_label, dtype_label, hardware_label, model_label, precision_label, ran_on_cpu, run_stats
+from specbench.stats import (
+    Cell,
+    Run,
+    backend_label,
+    dtype_label,
+    hardware_label,
+    lossless_status,
+    model_label,
+    precision_label,
+    ran_on_cpu,
+    run_stats,
+)
 from specbench.table import Table
 
 
@@ -94,14 +109,16 @@ def _ratio_cols(vals: list[float | None]) -> list[str]:
     return [f"{v / base:.2f}" if v is not None and base else "-" for v in vals[1:]]
 
 
-def compare_runs(runs: list[Run], force: bool = False, n_boot: int = 1000, seed: int = 0) -> tuple[list[Table], list[str]]:
-    """Tables (fingerprints, AR tokens/s, speedup per method) and the differences that were forced past."""
+def compare_runs(runs: list[Run], force: bool = False, n_boot: int = 1000, seed: int = 0,
+                 stats: list[dict[str, dict[str, Cell]]] | None = None) -> tuple[list[Table], list[str]]:
+    """Tables (fingerprints, AR tokens/s, speedup per method, per-model / per-dtype views) and the
+    differences that were forced past; pass each run's ``run_stats`` as ``stats`` to reuse them."""
     if len(runs) < 2:
         raise NotComparable("compare needs at least two run folders")
     diffs = differences(runs)
     if diffs and not force:
         raise NotComparable("runs are not comparable (use --force to compare anyway):\n  " + "\n  ".join(diffs))
-    stats = [run_stats(r, n_boot, seed) for r in runs]
+    stats = [run_stats(r, n_boot, seed) for r in runs] if stats is None else stats
     letters = [_letter(i) for i in range(len(runs))]
     ratio_headers = [f"{x}/A" for x in letters[1:]]
     subs = order_subtasks({s for st in stats for cells in st.values() for s in cells if s != OVERALL}) + [OVERALL]
@@ -114,8 +131,7 @@ def compare_runs(runs: list[Run], force: bool = False, n_boot: int = 1000, seed:
         rows.append([sub, *(f"{v:.1f}" if v is not None else "-" for v in tps), *_ratio_cols(tps)])
     tables.append(Table("ar tokens/s (machine speed)", ["Subtask", *letters, *ratio_headers], rows, []))
 
-    methods = [m for m in dict.fromkeys(m for r in runs for m in r.methods()) if m != BASELINE]
-    for method in methods:
+    for method in _methods(runs):
         rows = []
         for sub in subs:
             cells = [(st.get(method) or {}).get(sub) for st in stats]
@@ -124,4 +140,70 @@ def compare_runs(runs: list[Run], force: bool = False, n_boot: int = 1000, seed:
                          *(f"{c.tau:.2f}" if c else "-" for c in cells), *_ratio_cols(sp)])
         headers = ["Subtask", *(f"{x} speedup" for x in letters), *(f"{x} tau" for x in letters), *ratio_headers]
         tables.append(Table(f"{method}: speedup vs ar on each run", headers, rows, []))
+    for axis in varying_axes(runs):
+        tables.append(axis_table(runs, stats, axis))
     return tables, diffs
+
+
+AXES = {"model": model_label, "dtype": dtype_label}
+
+
+def varying_axes(runs: list[Run]) -> list[str]:
+    """The axes of ``AXES`` along which the runs differ (``["model"]``, ``["dtype"]``, both or none)."""
+    return [axis for axis, label in AXES.items() if len({label(r.manifest) for r in runs}) > 1]
+
+
+def run_labels(runs: list[Run], axes: list[str]) -> list[str]:
+    """Column label of each run: its values along ``axes``; where two runs tie, every label adds the
+    other varying axes, and a run letter where they still tie.
+
+    >>> from pathlib import Path
+    >>> specs = (("7B", "float32"), ("13B", "float32"), ("7B", "bfloat16"))
+    >>> rs = [Run(Path(m + d), {"model": {"id": m, "dtype": d}}, []) for m, d in specs]
+    >>> run_labels(rs, ["model"]), run_labels(rs[:1] * 2, ["model"])
+    (['7B · float32', '13B · float32', '7B · bfloat16'], ['7B [A]', '7B [B]'])
+    """
+    for axes_used in (axes, axes + [a for a in varying_axes(runs) if a not in axes]):
+        base = [" · ".join(AXES[a](r.manifest) for a in axes_used) or r.name for r in runs]
+        if len(set(base)) == len(base):
+            return base
+    return [f"{b} [{_letter(i)}]" for i, b in enumerate(base)]
+
+
+def _methods(runs: list[Run]) -> list[str]:
+    return [m for m in dict.fromkeys(m for r in runs for m in r.methods()) if m != BASELINE]
+
+
+def axis_table(runs: list[Run], stats: list[dict[str, dict[str, Cell]]], axis: str) -> Table:
+    """Methods (rows) x runs labelled by ``axis`` (columns): Overall speedup ±CI, tau and lossless status."""
+    labels = run_labels(runs, [axis])
+    headers = ["Method", *(f"{x} speedup" for x in labels), *(f"{x} tau" for x in labels), *(f"{x} lossless" for x in labels)]
+    rows, keys = [], []
+    for method in _methods(runs):
+        cells = [(st.get(method) or {}).get(OVERALL) for st in stats]
+        rows.append([method, *(c.speedup_text() if c else "-" for c in cells),
+                     *(f"{c.tau:.2f}" if c else "-" for c in cells),
+                     *(lossless_status(st.get(method) or {}, method) if st.get(method) else "-" for st in stats)])
+        keys.append([method, *(c.speedup if c else None for c in cells), *(c.tau if c else None for c in cells),
+                     *([None] * len(cells))])
+    return Table(f"Speedup per method by {axis} (Overall, 95% CI)", headers, rows, keys)
+
+
+def speedup_plot(runs: list[Run], stats: list[dict[str, dict[str, Cell]]]) -> Any:
+    """A matplotlib figure: per method (x) one bar per run labelled by its model / dtype, CI error bars."""
+    from specbench.leaderboard.plots import bars_with_ci, pyplot
+
+    plt = pyplot()
+    labels = run_labels(runs, varying_axes(runs))
+    methods = _methods(runs)
+    fig, ax = plt.subplots(figsize=(max(5.0, 1.2 * len(methods) * max(len(runs), 2) ** 0.5 + 2), 3.6))
+    width = 0.8 / len(runs)
+    for i, (label, st) in enumerate(zip(labels, stats)):
+        placed = [(j - 0.4 + width * (i + 0.5), (st.get(m) or {}).get(OVERALL)) for j, m in enumerate(methods)]
+        bars_with_ci(ax, placed, width, label)
+    ax.axhline(1.0, color="black", linewidth=0.8, linestyle="--")
+    ax.set_xticks(range(len(methods)), methods)
+    ax.set_ylabel("Overall speedup vs ar (x)")
+    ax.set_title("Speedup per method" + (f" by {' and '.join(varying_axes(runs))}" if varying_axes(runs) else " per run"))
+    ax.legend(fontsize=8)
+    return fig

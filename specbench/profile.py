@@ -185,16 +185,17 @@ def latency(profile: dict[str, Any], n: float) -> float:
 
 
 def predicted_speedup(records: list[dict[str, Any]], profile: dict[str, Any]) -> float | None:
-    """tau * T(1) / (mean T(1 + draft size) + mean draft time) over the decode steps of ``records``."""
+    """tau * T(1) / (mean T(1 + draft size + auxiliary rows) + mean draft time) over the decode steps."""
     tokens = passes = 0
     costs: list[float] = []
     for r in records:
         acc = r.get("accept_lengths") or []
         sizes = r.get("draft_sizes") or [0] * len(acc)
         dts = r.get("draft_times_s") or [0.0] * len(acc)
+        aux = r.get("aux_sizes") or [0] * len(acc)  # rows verified next to the draft cost like draft rows
         tokens += r["new_tokens"]
         passes += len(acc)
-        costs += [latency(profile, 1 + d) + t for d, t in zip(sizes[1:], dts[1:])]
+        costs += [latency(profile, 1 + d + x) + t for d, x, t in zip(sizes[1:], aux[1:], dts[1:])]
     if not passes or not costs:
         return None
     tau = tokens / passes

@@ -4,14 +4,18 @@ A ``Unit`` is the unit of work every part of specbench pairs on: (task, question
 1-based, repeats 0-based. A ``Record`` is what the runner writes per (method, unit); ``stats``,
 ``check``, ``merge`` and the tests read the same type back.
 
-Fields (``SCHEMA_VERSION`` 3):
+Fields (``SCHEMA_VERSION`` 4):
 - identity: ``method, task, subtask, task_version, question_id, category, turn, repeat``
 - work: ``prompt_tokens, new_tokens, output_ids``
 - timing: ``wall_time_s`` (whole generation incl. prefill, tokenisation excluded), ``draft_time_s``,
   ``verify_time_s``
 - per forward pass (prefill included, same length): ``accept_lengths`` (tokens emitted: accepted draft
   tokens + 1; AR is all ones; sum == new_tokens), ``draft_sizes`` (tree nodes), ``draft_times_s``;
-  ``forward_passes`` == len(accept_lengths)
+  ``forward_passes`` == len(accept_lengths); since schema 4 also ``draft_depths`` (longest root-to-leaf
+  path of the draft; == size for a chain), ``verify_times_s`` (target forward + accept + trim) and
+  ``step_times_s`` (the whole step; the prefill's entry is the time to first token), and ``aux_sizes``
+  (auxiliary rows verified next to the draft, e.g. lookahead's Jacobi window; all 0 for other methods)
+- ``prefill_time_s`` (schema 4): time to first token, from the start of the generation (== step_times_s[0])
 - lossless check vs the AR record of the same question/turn/repeat 0: ``lossless`` (bool, null for AR),
   ``lossless_class`` (see ``specbench.lossless``, null for AR), ``first_divergence``, ``ar_margin``
 - AR records only: ``token_margins`` (per output token, the relative top-2 margin of the logits that chose
@@ -19,7 +23,9 @@ Fields (``SCHEMA_VERSION`` 3):
 - memory: ``peak_memory_bytes`` and ``peak_memory_kind`` (``specbench.memory``: CUDA max allocated, or the
   CPU peak RSS), reset before each generation
 
-Schema 2 -> 3 added only the optional AR margins and peak memory (null when absent).
+Schema 2 -> 3 added only the optional AR margins and peak memory (null when absent); 3 -> 4 only the
+optional per-pass depths and verify / step times and the prefill time (null when absent: reports show
+``-`` for the latency and per-position figures of such records).
 
 Schema 1 (before the typed record) allowed an integer ``question_id`` and left ``repeat``,
 ``forward_passes``, the time sums and ``subtask`` optional; ``from_json`` fills them as the readers of
@@ -30,8 +36,8 @@ schema 1 did, so old runs report identically.
 ...     "draft_sizes": [0, 0], "output_ids": [5, 6]})
 >>> rec.unit, rec.subtask, rec.forward_passes
 (Unit(task='gsm8k', question_id='7', turn=1, repeat=0), 'GSM8K', 2)
->>> rec.to_json()["schema_version"]
-3
+>>> rec.to_json()["schema_version"], rec.prefill_time_s
+(4, None)
 """
 from __future__ import annotations
 
@@ -41,8 +47,8 @@ from typing import Any, Sequence
 
 from specbench.catalog import task_label
 
-SCHEMA_VERSION = 3
-READABLE_VERSIONS = (1, 2, 3)  # 2 reads as is: every field it lacks is optional
+SCHEMA_VERSION = 4
+READABLE_VERSIONS = (1, 2, 3, 4)  # 2 and 3 read as is: every field they lack is optional
 
 
 @dataclass(frozen=True, order=True)
@@ -105,6 +111,11 @@ class Record:
     token_margins: list[float] | None = None
     peak_memory_bytes: int | None = None
     peak_memory_kind: str | None = None
+    prefill_time_s: float | None = None
+    verify_times_s: list[float] | None = None
+    step_times_s: list[float] | None = None
+    draft_depths: list[int] | None = None
+    aux_sizes: list[int] | None = None
 
     @property
     def unit(self) -> Unit:

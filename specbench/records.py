@@ -27,6 +27,10 @@ class RunFileError(UserError):
     """A run folder's file is damaged: the message names the file and line (one-line CLI error)."""
 
 
+# the per-forward-pass lists of schema 4: the latency and per-position statistics index them together
+PER_PASS_FIELDS = ("verify_times_s", "step_times_s", "draft_depths", "aux_sizes")
+
+
 def _check_types(rec: Record) -> None:
     # JSON gives any type; a string where a number belongs would otherwise surface as a traceback in stats
     for f in dataclasses.fields(rec):
@@ -42,6 +46,12 @@ def _check_types(rec: Record) -> None:
             raise ValueError(f"field {f.name!r} must be a string, got {value!r}")
         if kind.startswith("list[") and not isinstance(value, list):
             raise ValueError(f"field {f.name!r} must be a list, got {value!r}")
+        if f.name in PER_PASS_FIELDS and value is not None:
+            if any(isinstance(v, bool) or not isinstance(v, (int, float)) for v in value):
+                raise ValueError(f"field {f.name!r} must hold numbers only")
+            if len(value) != len(rec.accept_lengths):
+                raise ValueError(f"field {f.name!r} has {len(value)} entries, expected one per forward pass "
+                                 f"({len(rec.accept_lengths)})")
 
 
 def parse_record_line(line: str) -> Record:

@@ -2,7 +2,9 @@
 
 Speedup of a method on a subtask = (its tokens / its seconds) / (AR tokens / AR seconds), pooled over
 the (question, turn, repeat) units both have, with a 95% paired-bootstrap CI over questions ("1.42x
-±0.05"); tokens are ``len(output_ids)`` on both sides. tau = emitted tokens / forward passes.
+±0.05"); tokens are ``len(output_ids)`` on both sides. tau = emitted tokens / forward passes. Then the
+metric tables of ``specbench.metric_tables`` (latency and memory, per-position acceptance, accepted-length
+histogram, MT-Bench categories). ``write_report`` also writes ``summary.json`` / ``summary.csv``.
 """
 from __future__ import annotations
 
@@ -11,10 +13,13 @@ from typing import Any, Callable
 
 from tabulate import tabulate
 
+from specbench import metric_tables as MT
 from specbench.catalog import BASELINE, OVERALL
 from specbench.lossless import EXACT, MISMATCH, TIE
 from specbench.numfmt import fmt_num
-from specbench.stats import Cell, Run, backend_label, load_run, ran_on_cpu, run_stats
+from specbench.stats import Cell, Run, backend_label, category_stats, load_run, ran_on_cpu, run_stats
+from specbench.summary import build_summary, method_overhead, summary_csv, summary_text, write_summary
+from specbench.table import Table
 
 
 def _header(manifest: dict[str, Any]) -> list[str]:
@@ -36,11 +41,14 @@ def _header(manifest: dict[str, Any]) -> list[str]:
     return lines
 
 
-def render(run: Run, fmt: str = "github") -> str:
-    """Markdown (``github``) tables: speedup ±CI, tau, tokens/s, acceptance, draft share, lossless counts."""
+def render(run: Run, fmt: str = "github", stats: dict[str, dict[str, Cell]] | None = None,
+           categories: dict[str, dict[str, Cell]] | None = None) -> str:
+    """Markdown (``github``) tables: speedup ±CI, tau, tokens/s, acceptance, draft share, lossless counts,
+    then the metric tables (pass ``stats`` / ``categories`` already computed to reuse them)."""
     if not run.records:
         return "no records yet\n"
-    stats = run_stats(run)
+    stats = run_stats(run) if stats is None else stats
+    categories = category_stats(run) if categories is None else categories
     cols = run.subtasks() + [OVERALL]
     methods = run.methods()
     parts = _header(run.manifest) if run.manifest else []
@@ -66,12 +74,43 @@ def render(run: Run, fmt: str = "github") -> str:
             "### Lossless check vs AR (fp32 token ids)\n\n"
             + tabulate(rows, headers=["method", "exact", "numerical tie", "MISMATCH", "status"], tablefmt=fmt)
         )
+    parts += _metric_sections(run, stats, categories, fmt)
     return "\n\n".join(parts) + "\n"
 
 
-def write_report(run_dir: str | Path) -> str:
-    """Render the run's report, write ``report.md`` into the run folder, and return the text."""
+def _metric_sections(run: Run, stats: dict[str, dict[str, Cell]], categories: dict[str, dict[str, Cell]],
+                     fmt: str) -> list[str]:
+    rows = [(m, m, stats[m]) for m in run.methods()]
+    overheads = {m: method_overhead(run.manifest, m) for m in run.methods()}
+    cat_names = list(dict.fromkeys(c for cells in categories.values() for c in cells))
+    tables: list[Table | None] = [
+        MT.decode_throughput_table(rows, run.subtasks()),
+        MT.latency_table(rows, overheads),
+        MT.position_table(rows),
+        MT.histogram_table(rows),
+        MT.category_table([(m, m, categories[m]) for m in run.methods() if m in categories], cat_names),
+    ]
+    parts = [f"### {t.title}\n\n" + tabulate(t.rows, headers=t.headers, tablefmt=fmt) for t in tables if t is not None]
+    hist = MT.text_histograms(rows)
+    if hist:
+        parts.append(f"### Accepted-length histogram per method\n\n```\n{hist}\n```")
+    return parts
+
+
+FORMATS = ("md", "json", "csv")
+
+
+def write_report(run_dir: str | Path, fmt: str = "md") -> str:
+    """Write ``report.md``, ``summary.json`` and ``summary.csv`` into the run folder; return the text of
+    ``fmt`` (``md`` = the report, ``json`` / ``csv`` = the summary files)."""
+    if fmt not in FORMATS:
+        raise ValueError(f"unknown report format {fmt!r}; expected one of {', '.join(FORMATS)}")
     run = load_run(run_dir)
-    text = f"# specbench report\n\n{render(run)}"
+    stats, categories = run_stats(run), category_stats(run)
+    text = f"# specbench report\n\n{render(run, stats=stats, categories=categories)}"
     (run.path / "report.md").write_text(text)
-    return text
+    if not run.records:
+        return text
+    summary = build_summary(run, stats=stats, categories=categories)
+    write_summary(run.path, summary)
+    return {"md": text, "json": summary_text(summary), "csv": summary_csv(summary)}[fmt]

@@ -207,6 +207,11 @@ class Runner:
             token_margins=gen.token_margins(),
             peak_memory_bytes=memory_peak,
             peak_memory_kind=memory_kind,
+            prefill_time_s=round(gen.step_times_s[0], 7),
+            verify_times_s=[round(t, 7) for t in gen.verify_times_s],
+            step_times_s=[round(t, 7) for t in gen.step_times_s],
+            draft_depths=gen.draft_depths,
+            aux_sizes=gen.aux_sizes if any(gen.aux_sizes) else None,
         )
         if method == BASELINE:
             if unit.repeat == 0:

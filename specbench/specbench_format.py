@@ -26,11 +26,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from specbench.catalog import BASELINE
+from specbench.catalog import BASELINE, MT_BENCH_CATEGORIES
 from specbench.errors import UserError
 from specbench.jsonfile import parse_jsonl
 
-MT_BENCH_CATEGORIES = ("writing", "roleplay", "reasoning", "math", "coding", "extraction", "stem", "humanities")
 CATEGORY_TASKS = {**dict.fromkeys(MT_BENCH_CATEGORIES, "mt_bench"), "translation": "wmt",
                   "summarization": "cnndm", "qa": "nq", "math_reasoning": "gsm8k", "rag": "nq_rag"}
 BASELINE_NAMES = ("vanilla", "baseline")  # Spec-Bench's name for autoregressive decoding

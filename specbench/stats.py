@@ -11,6 +11,10 @@ Definitions (all pooled over records, never averages of per-question ratios):
 - acceptance rate = accepted draft tokens / drafted tokens (``sum(accept_lengths - 1) / sum(draft_sizes)``
   over decode passes); mean draft size = drafted tokens / decode passes (passes after the prefill).
 - draft / verify share = ``draft_time_s`` / ``wall_time_s`` and ``verify_time_s`` / ``wall_time_s``.
+- TTFT, decode-only tokens/s, per-token latency percentiles: ``specbench.latency``; per-position
+  acceptance and the accepted-length histogram: ``specbench.acceptance_stats``; peak memory = the
+  largest ``peak_memory_bytes`` of the cell's records (None when none recorded it).
+- MT-Bench categories (``category_stats``): the same cells with the records of one category each.
 """
 from __future__ import annotations
 
@@ -21,7 +25,9 @@ from typing import Any, Iterable
 
 import numpy as np
 
-from specbench.catalog import BASELINE, OVERALL, order_subtasks
+from specbench.acceptance_stats import AcceptanceProfile, record_profile
+from specbench.catalog import BASELINE, OVERALL, order_categories, order_subtasks
+from specbench.latency import LatencyStats, latency_stats
 from specbench.lossless import LOSSLESS_CLASSES
 from specbench.record import Record, Unit
 from specbench.records import read_manifest, read_records
@@ -82,6 +88,10 @@ class Cell:
     wall_time_s: float
     draft_time_s: float
     lossless: dict[str, int] = field(default_factory=dict)  # {"exact": n, "tie": n, "mismatch": n}
+    latency: LatencyStats = field(default_factory=LatencyStats)
+    acceptance: AcceptanceProfile = field(default_factory=AcceptanceProfile)
+    peak_memory_bytes: int | None = None
+    peak_memory_kind: str | None = None
 
     def speedup_text(self) -> str:
         """``1.42x ±0.05`` (± = half the CI width), ``1.00x`` for the baseline, ``-`` without data."""
@@ -195,7 +205,18 @@ def _cell(method: str, subtask: str, recs: list[Record], strata: list[np.ndarray
         wall_time_s=s["time"],
         draft_time_s=s["draft_time"],
         lossless=_lossless_counts(recs),
+        latency=latency_stats(recs),
+        acceptance=record_profile(recs),
+        **_peak_memory(recs),
     )
+
+
+def _peak_memory(recs: list[Record]) -> dict[str, Any]:
+    peaks = [(r.peak_memory_bytes, r.peak_memory_kind) for r in recs if r.peak_memory_bytes is not None]
+    if not peaks:
+        return {}
+    peak, kind = max(peaks)
+    return {"peak_memory_bytes": peak, "peak_memory_kind": kind}
 
 
 def run_stats(run: Run, n_boot: int = DEFAULT_BOOTSTRAP, seed: int = DEFAULT_SEED) -> dict[str, dict[str, Cell]]:
@@ -220,6 +241,28 @@ def run_stats(run: Run, n_boot: int = DEFAULT_BOOTSTRAP, seed: int = DEFAULT_SEE
         if all_recs:
             cells[OVERALL] = _cell(method, OVERALL, all_recs, strata, n_boot, seed)
         out[method] = cells
+    return out
+
+
+def category_stats(run: Run, task: str = "mt_bench", n_boot: int = DEFAULT_BOOTSTRAP,
+                   seed: int = DEFAULT_SEED) -> dict[str, dict[str, Cell]]:
+    """``{method: {category: Cell}}`` over ``task``'s records, paired with AR per category (MT-Bench's
+    writing, roleplay, ...); empty when the run has no records of ``task`` with a category."""
+    by: dict[tuple[str, str], list[Record]] = defaultdict(list)
+    for r in run.records:
+        if r.task == task and r.category:
+            by[(r.method, r.category)].append(r)
+    categories = order_categories({c for _, c in by})
+    out: dict[str, dict[str, Cell]] = {}
+    for method in run.methods():
+        cells = {}
+        for cat in categories:
+            recs = by.get((method, cat))
+            if recs:
+                _, rows = _paired_arrays(recs, by.get((BASELINE, cat), []))
+                cells[cat] = _cell(method, cat, recs, [rows], n_boot, seed)
+        if cells:
+            out[method] = cells
     return out
 
 

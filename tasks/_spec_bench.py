@@ -6,7 +6,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import ClassVar
 
-from specbench.specbench_format import MT_BENCH_CATEGORIES
+from specbench.catalog import MT_BENCH_CATEGORIES
 from specbench.task import Question, Task, TaskDataError
 from tasks._jsonl import parse_jsonl, question_turns, read_lines
 

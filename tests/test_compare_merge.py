@@ -37,6 +37,34 @@ def test_compare_two_machines(tmp_path: Path) -> None:
     assert float(pld[OVERALL][-1]) == pytest.approx(1.1 / 1.5, rel=0.05)
 
 
+def test_compare_views_by_model_and_dtype(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    import matplotlib.image as mpimg
+
+    # the same method on a small and a large model (fp32) and on the small one in bf16
+    small = write_fake_run(tmp_path / "s", {"pld": 1.5, "rest": 1.2}, model="tiny-7B")
+    large = write_fake_run(tmp_path / "l", {"pld": 2.0, "rest": 1.4}, model="tiny-13B", seed=1)
+    half = write_fake_run(tmp_path / "h", {"pld": 1.25, "rest": 1.1}, model="tiny-7B", dtype="bfloat16", seed=2)
+    runs = [load_run(p) for p in (small, large, half)]
+    tables, diffs = compare_runs(runs, n_boot=100)
+    assert diffs == []
+    by = {t.title: t for t in tables}
+    model = by["Speedup per method by model (Overall, 95% CI)"]
+    assert model.headers[:4] == ["Method", "tiny-7B · float32 speedup", "tiny-13B · float32 speedup",
+                                 "tiny-7B · bfloat16 speedup"]
+    rows = {r[0]: r for r in model.rows}
+    assert [float(v.split("x")[0]) for v in rows["pld"][1:4]] == pytest.approx([1.5, 2.0, 1.25], rel=0.06)
+    assert rows["rest"][-3:] == ["exact", "exact", "exact"]
+    dtype = by["Speedup per method by dtype (Overall, 95% CI)"]
+    assert dtype.headers[1:4] == ["float32 · tiny-7B speedup", "float32 · tiny-13B speedup", "bfloat16 · tiny-7B speedup"]
+    # two runs on one model and dtype get no view; the plot still labels runs
+    assert not any("by model" in t.title for t in compare_runs(runs[:1] * 2, n_boot=0)[0])
+    plot = tmp_path / "cmp.png"
+    assert main(["compare", str(small), str(large), str(half), "--bootstrap", "20", "--plot", str(plot)]) == 0
+    assert "Speedup per method by dtype" in capsys.readouterr().out
+    img = mpimg.imread(str(plot))
+    assert img.shape[1] > 300 and float(img[..., :3].std()) > 0.05  # a drawn figure, not a blank canvas
+
+
 def test_compare_refuses_different_work_unless_forced(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
     a = write_fake_run(tmp_path / "a", {"pld": 1.5})
     b = write_fake_run(tmp_path / "b", {"pld": 1.5}, n_questions=5, max_new_tokens=64)

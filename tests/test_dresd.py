@@ -106,6 +106,7 @@ def test_dresd_lossless_on_embedded_model(embedded, tmp_path) -> None:
     env = MethodEnv.for_task(lm, data_dir, tmp_path, "gsm8k")
     drafter, cfg = build_drafter("dresd", {"max_tokens": "1500", "num_drafts": "4", "draft_len": "6"}, env)
     assert env.artifacts["datastore_entries"] == 1500 and env.artifacts["datastore_corpora"] == ["gsm8k_train"]
+    assert env.artifacts["overhead"]["storage_bytes"] > 1500 * 4  # keys [1500, d] float32 + values
     assert (tmp_path / "datastores" / "dresd").is_dir()
     engine = Engine(lm.model, stop_token_ids(lm.tokenizer, lm.model))
     lines = (data_dir / "gsm8k" / "test.jsonl").read_text().splitlines()[:2]

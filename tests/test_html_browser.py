@@ -1,4 +1,5 @@
-"""Render leaderboard.html in a real headless Chromium: tables and plots visible, sorting works, screenshot non-blank.
+"""Render leaderboard.html in a real headless Chromium: tables and plots (acceptance histogram and per-position
+acceptance included) visible, sorting works, screenshot non-blank.
 
 Needs the Debian ``chromium`` package (``apt-get update && apt-get install -y chromium``); skipped otherwise.
 """
@@ -26,7 +27,8 @@ PROBE = """
 window.addEventListener('load', function(){
   var vis = function(e){var r = e.getBoundingClientRect(); return r.width > 50 && r.height > 20;};
   var tables = Array.prototype.filter.call(document.querySelectorAll('table.sortable'), vis).length;
-  var imgs = Array.prototype.filter.call(document.images, function(i){return i.naturalWidth > 100 && vis(i);}).length;
+  var shown = Array.prototype.filter.call(document.images, function(i){return i.naturalWidth > 100 && vis(i);});
+  var imgs = shown.length + ':' + shown.map(function(i){return i.alt;}).join('|');
   var th = document.querySelector('#g0t0 thead th:nth-child(2)');
   th.click(); th.click();
   var order = Array.prototype.map.call(document.querySelectorAll('#g0t0 tbody tr'),
@@ -58,12 +60,14 @@ def test_tables_and_plots_visible_and_sortable(page: Path, tmp_path: Path) -> No
     probed.write_text(page.read_text().replace("</body>", PROBE + "</body>"))
     res = _chromium(tmp_path, "--virtual-time-budget=5000", "--dump-dom", probed.as_uri())
     dom = res.stdout
-    m = re.search(r'<pre id="probe">tables=(\d+);imgs=(\d+);order=([^<]*)</pre>', dom)
+    m = re.search(r'<pre id="probe">tables=(\d+);imgs=(\d+):([^;]*);order=([^<]*)</pre>', dom)
     assert m, f"probe missing; chromium stderr: {res.stderr[-500:]}"
-    assert int(m.group(1)) == 2  # main + details tables rendered with a real size
-    assert int(m.group(2)) == 3  # three decoded, visible plots
+    # main, details, latency/memory, per-position, accepted-length histogram, MT-Bench categories
+    assert int(m.group(1)) == 6
+    assert int(m.group(2)) == 5  # five decoded, visible plots, among them the two acceptance plots
+    assert {"accepted-length histogram", "per-position acceptance"} <= set(m.group(3).split("|"))
     # ascending by MT-Bench speedup: slow (0.7) < ar (1.0) < pld (1.5) < rest (1.8)
-    assert m.group(3) == "slow,ar,pld,rest"
+    assert m.group(4) == "slow,ar,pld,rest"
     # row count of the main table in the rendered DOM
     table = re.search(r'<table class="sortable" id="g0t0">.*?</table>', dom, re.S).group(0)
     assert table.count("<tr>") == 1 + 4

@@ -1,6 +1,7 @@
 """Leaderboard rendering from fabricated runs: table layout, ordering, lossless status, self-contained HTML."""
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
@@ -59,11 +60,34 @@ def test_markdown_layout_order_and_status(tmp_path: Path) -> None:
 def test_html_is_self_contained_with_sortable_tables_and_plots(tmp_path: Path) -> None:
     run = write_fake_run(tmp_path / "run", {"pld": 1.5, "rest": 1.8})
     page = build_leaderboard([run], tmp_path / "out", n_boot=100)["html"].read_text()
-    assert page.count("data:image/png;base64,") == 3  # bars, scatter, breakdown
+    # bars, scatter, breakdown, accepted-length histogram, per-position acceptance
+    assert page.count("data:image/png;base64,") == 5
+    assert 'alt="accepted-length histogram"' in page and 'alt="per-position acceptance"' in page
     assert not re.search(r"""(src|href)=["']?(https?:)?//""", page)  # no external assets
-    assert page.count('class="sortable"') == 2 and "addEventListener('click'" in page
+    # main, details, latency/memory, per-position, histogram, MT-Bench categories
+    assert page.count('class="sortable"') == 6 and "addEventListener('click'" in page
     # numeric sort keys ride along as data-key attributes
     assert re.search(r'<td data-key="1\.[0-9]+">1\.\d\dx ±', page)
+
+
+def test_metric_tables_in_markdown(tmp_path: Path) -> None:
+    a = write_fake_run(tmp_path / "a", {"pld": 1.5})
+    manifest = json.loads((a / "manifest.json").read_text())
+    manifest["artifacts"] = {"pld": {"gsm8k": {"overhead": {"storage_bytes": 3 * 2**20, "parameters": 2_500_000}}}}
+    (a / "manifest.json").write_text(json.dumps(manifest))
+    b = write_fake_run(tmp_path / "b", {"pld": 1.0}, seed=1)  # same group: rows become "pld [a]", "pld [b]"
+    md = build_leaderboard([a, b], tmp_path / "out", n_boot=50, plots=False)["markdown"].read_text()
+    # 24 records x 11 drafted steps; pld [a] drafts 5 and accepts 2 (10 steps) or 0 (the last, 1 token left)
+    pos = _table_rows(md, "| Method | draft shape | drafted steps | depth 1")
+    assert pos[0] == ["pld [a]", "chain", "264", "0.91 (264)", "1.00 (240)", "0.00 (240)"]
+    hist = _table_rows(md, "| Method | drafted steps | 0 | 1 | 2")
+    assert hist[0][:5] == ["pld [a]", "264", "9%", "0%", "91%"]
+    lat = {r[0]: r for r in _table_rows(md, "| Method | TTFT ms mean")}
+    assert lat["pld [a]"][-2:] == ["3.0 MiB", "2.5M"] and lat["pld [b]"][-2:] == ["-", "-"]
+    assert lat["pld [a]"][7] == "303.0 MiB"  # peak memory: the largest of its records
+    cats = _table_rows(md, "| Method | writing | math |")
+    assert [r[0] for r in cats] == ["pld [a]", "ar [a]", "ar [b]", "pld [b]"]
+    assert re.fullmatch(r"1\.\d\dx ±0\.\d\d", cats[0][1])
 
 
 def test_profile_adds_predicted_speedup(tmp_path: Path) -> None:

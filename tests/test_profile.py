@@ -51,3 +51,14 @@ def test_breakdown_finds_the_matrix_products_of_either_backend(backend: str) -> 
     assert parts["overhead"] >= 0 and parts["wall"] > 0
     text = breakdown_text(parts, weight_bytes=10**6, floor_s=parts["matrix"] / 2)
     assert "2.00x the floor" in text
+
+
+def test_predicted_speedup_charges_auxiliary_rows_like_draft_rows() -> None:
+    from specbench.profile import predicted_speedup
+
+    prof = {"latency_s": {"1": 0.01, "8": 0.02, "32": 0.04}}
+    rec = {"new_tokens": 9, "accept_lengths": [1, 4, 4], "draft_sizes": [0, 7, 7], "draft_times_s": [0.0, 0.0, 0.0]}
+    plain = predicted_speedup([rec], prof)
+    with_aux = predicted_speedup([{**rec, "aux_sizes": [0, 24, 24]}], prof)
+    assert plain == pytest.approx(3 * 0.01 / 0.02)
+    assert with_aux == pytest.approx(3 * 0.01 / 0.04)

@@ -110,6 +110,8 @@ def test_random_head_is_lossless_on_tiny_model(family: str, width: int, length: 
     env = _env(model, tmp_path)
     drafter = build_redrafter(ReDrafterConfig(checkpoint="random", beam_width=width, beam_length=length), env)
     assert env.artifacts["checkpoint"] == "random"
+    # the head's own parameters (the borrowed target embedding is not counted)
+    assert env.artifacts["overhead"]["parameters"] == sum(p.numel() for p in drafter.head.parameters()) > 0
     engine = Engine(model, stop_ids=set())
     for prompt in ([1, 2, 3, 4], [7, 7, 7, 7, 7, 9, 11], [5]):
         ar = engine.generate(prompt, None, 40)

@@ -124,6 +124,7 @@ def test_factory_builds_caches_and_records_artifacts(tmp_path: Path) -> None:
     drafter, cfg = build_drafter("rest", {"corpus": "gsm8k_train", "max_tokens": "20000"}, env)
     assert cfg["max_tokens"] == 20000 and isinstance(drafter, RESTDrafter)
     assert env.artifacts["datastore_tokens"] == 20000 and env.artifacts["datastore_bytes"] > 20000 * 8
+    assert env.artifacts["overhead"] == {"storage_bytes": env.artifacts["datastore_bytes"], "parameters": None}
     path = Path(env.artifacts["datastore"])
     assert path.is_relative_to(tmp_path)
     # second use opens the cache instead of rebuilding; an explicit datastore= path works too

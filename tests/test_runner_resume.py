@@ -46,9 +46,14 @@ def test_interrupted_run_resumes_without_duplicates(embedded, tmp_path, monkeypa
     assert len(keys) == len(set(keys)) == 6
     assert mismatches == 0
     for r in recs:
-        assert r.to_json()["schema_version"] == SCHEMA_VERSION == 3
+        assert r.to_json()["schema_version"] == SCHEMA_VERSION == 4
         assert sum(r.accept_lengths) == r.new_tokens == len(r.output_ids) <= 8
         assert len(r.draft_sizes) == r.forward_passes == len(r.accept_lengths)
+        # schema 4: per-pass verify / step times and draft depths; the prefill's step is the time to first token
+        assert len(r.verify_times_s) == len(r.step_times_s) == len(r.draft_depths) == r.forward_passes
+        assert r.prefill_time_s == r.step_times_s[0] > 0 and sum(r.step_times_s) <= r.wall_time_s
+        assert all(v <= s for v, s in zip(r.verify_times_s, r.step_times_s))
+        assert all(0 <= d <= n for d, n in zip(r.draft_depths, r.draft_sizes))
         if r.method == "pld":
             assert r.lossless is True and r.lossless_class == "exact"
     for r in recs:  # peak memory per generation; AR keeps the margin of every token it chose
@@ -64,6 +69,15 @@ def test_interrupted_run_resumes_without_duplicates(embedded, tmp_path, monkeypa
     assert "resumed" in manifest and manifest["hardware"]["cores"]
     report = write_report(run_dir)
     assert "| pld " in report and "MT-Bench" in report and "GSM8K" in report
+    assert "TTFT ms mean" in report and "MT-Bench speedup per category" in report
+    # the summary of this real run validates against its schema
+    from json_schema_subset import validate
+    from specbench.summary import SCHEMA_PATH
+
+    summary = json.loads((run_dir / "summary.json").read_text())
+    assert validate(json.loads(SCHEMA_PATH.read_text()), summary) == []
+    overall = {m["method"]: m["subtasks"]["Overall"] for m in summary["methods"]}
+    assert overall["ar"]["ttft_mean_s"] > 0 and overall["pld"]["token_latency_s"]["p50"] > 0
     # running again is a no-op
     Runner(plan, run_dir, loaded=embedded, progress=False).run()
     assert len(read_records(run_dir)) == 6

@@ -18,15 +18,21 @@ CPU_HW = {"cpu": "Fake CPU 9000", "cores": 2, "ram_gb": 24, "gpu": None, "gpu_me
 
 
 def fake_record(method: str, task: str, qid: str, turn: int, repeat: int, output: list[int], time_s: float,
-                accept: list[int], draft_sizes: list[int], cls: str | None, first_div: int | None = None) -> Record:
+                accept: list[int], draft_sizes: list[int], cls: str | None, first_div: int | None = None,
+                category: str = "", peak_mib: int | None = None) -> Record:
+    """A schema-4 record: prefill takes 10% of ``time_s``, the decode steps share the rest equally."""
     n = len(accept)
+    steps = [0.1 * time_s] + [0.9 * time_s / max(n - 1, 1)] * (n - 1)
     return Record(
-        method=method, task=task, subtask=task_label(task), task_version="1", question_id=qid, category="",
+        method=method, task=task, subtask=task_label(task), task_version="1", question_id=qid, category=category,
         turn=turn, repeat=repeat, prompt_tokens=20, new_tokens=len(output), output_ids=output,
         wall_time_s=time_s, draft_time_s=0.1 * time_s, verify_time_s=0.8 * time_s,
         accept_lengths=accept, draft_sizes=draft_sizes, draft_times_s=[0.1 * time_s / n] * n,
         forward_passes=n, lossless=None if cls is None else cls != "mismatch",
         lossless_class=cls, first_divergence=first_div, ar_margin=None if first_div is None else 0.0012,
+        prefill_time_s=steps[0], verify_times_s=[0.8 * t for t in steps], step_times_s=steps,
+        draft_depths=list(draft_sizes), peak_memory_bytes=None if peak_mib is None else peak_mib * 2**20,
+        peak_memory_kind=None if peak_mib is None else "cpu_rss_peak",
     )
 
 
@@ -43,11 +49,13 @@ def write_fake_run(
     max_new_tokens: int = 32,
     seed: int = 0,
     ar_seconds_per_token: float = 0.01,
+    model: str = "tiny-fake",
 ) -> Path:
     """A run folder with AR + methods (name -> true speedup); per-question times jitter by +-10%.
 
     A method with speedup s gets tau = 2s-ish forward passes and time = AR time / s; ``mismatch`` =
-    (method, task, question_id) makes that record diverge from AR at position 5.
+    (method, task, question_id) makes that record diverge from AR at position 5. MT-Bench questions
+    alternate between the categories writing and math.
     """
     methods = {"pld": 1.5} if methods is None else methods
     rng = random.Random(seed)
@@ -58,11 +66,13 @@ def write_fake_run(
         questions[task] = qids
         for qid in qids:
             turns = 2 if task == "mt_bench" else 1
+            cat = ("writing", "math")[int(qid.rsplit("-", 1)[1]) % 2] if task == "mt_bench" else ""
             for turn in range(1, turns + 1):
                 for rep in range(repeats):
                     out = [rng.randrange(100, 200) for _ in range(tokens)]
                     ar_time = tokens * ar_seconds_per_token * rng.uniform(0.9, 1.1)
-                    recs.append(fake_record("ar", task, qid, turn, rep, out, ar_time, [1] * tokens, [0] * tokens, None))
+                    recs.append(fake_record("ar", task, qid, turn, rep, out, ar_time, [1] * tokens, [0] * tokens, None,
+                                            category=cat, peak_mib=300))
                     for m, speed in methods.items():
                         k = max(1, round(2 * speed))  # tokens per decode step
                         accept = [1] + [k] * ((tokens - 1) // k) + ([(tokens - 1) % k] if (tokens - 1) % k else [])
@@ -72,7 +82,8 @@ def write_fake_run(
                             mo[5] += 1
                             cls, div = "mismatch", 5
                         t = ar_time / speed * rng.uniform(0.95, 1.05)
-                        recs.append(fake_record(m, task, qid, turn, rep, mo, t, accept, sizes, cls, div))
+                        recs.append(fake_record(m, task, qid, turn, rep, mo, t, accept, sizes, cls, div, category=cat,
+                                                peak_mib=300 + k))
     with (path / "records.jsonl").open("w") as fh:
         for r in recs:
             fh.write(json.dumps(r.to_json()) + "\n")
@@ -80,7 +91,7 @@ def write_fake_run(
         "schema_version": MANIFEST_SCHEMA_VERSION,
         "hardware": hardware or CPU_HW,
         "versions": {"python": "3.11.2", "torch": "2.13.0", "transformers": "5.23.0", "specbench": "0.1.0"},
-        "model": {"id": "tiny-fake", "hash": "abc123", "dtype": dtype, "tf32": False},
+        "model": {"id": model, "hash": "abc123", "dtype": dtype, "tf32": False},
         "config": {"methods": ["ar", *methods], "tasks": list(tasks), "limit": n_questions,
                    "max_new_tokens": max_new_tokens, "repeats": repeats, "dtype": dtype},
         "method_configs": {"ar": {}, **{m: {"num_draft": 10} for m in methods}},

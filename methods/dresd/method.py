@@ -52,4 +52,5 @@ def build_dresd(config: DReSDConfig, env: MethodEnv) -> DReSDDrafter:
         datastore=ds.header.get("path"), datastore_hash=ds.digest, datastore_entries=len(ds),
         datastore_corpora=ds.header.get("corpora"), datastore_id=ds.header.get("id"), index=ds.header.get("index"),
     )
+    env.declare_overhead(storage_bytes=int(ds.keys.nbytes + ds.values.nbytes))  # the index adds its own copy on top
     return DReSDDrafter(ds, config.num_drafts, config.draft_len, config.k, config.nprobe, config.exact)

@@ -63,6 +63,7 @@ def build_redrafter(config: ReDrafterConfig, env: MethodEnv) -> ReDrafter:
 
         head, packed = shared_head(env.model, "random", random_head)
         env.artifacts.update(info, checkpoint="random", packed=packed)
+        env.declare_overhead(parameters=head_parameters(head))
         return ReDrafter(head, config)
     if config.checkpoint is None:
         ckpt = default_checkpoint_dir(env, config)
@@ -79,4 +80,10 @@ def build_redrafter(config: ReDrafterConfig, env: MethodEnv) -> ReDrafter:
     head, meta, packed = shared_head(env.model, (str(ckpt.resolve()), digest), load)
     env.artifacts.update(info, checkpoint=str(ckpt), checkpoint_sha256=digest, head=meta["head"],
                          heldout_accuracy=meta.get("metrics", {}).get("heldout_top1"), packed=packed)
+    env.declare_overhead(storage_bytes=(ckpt / "head.safetensors").stat().st_size, parameters=head_parameters(head))
     return ReDrafter(head, config)
+
+
+def head_parameters(head: torch.nn.Module) -> int:
+    """Parameters the head adds (the borrowed target embedding is a buffer, not counted)."""
+    return sum(p.numel() for p in head.parameters())

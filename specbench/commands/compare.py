@@ -1,4 +1,5 @@
-"""``specbench compare RUN_A RUN_B [...]``: side-by-side speedups of the same methods on different machines/dtypes/models."""
+"""``specbench compare RUN_A RUN_B [...] [--plot FILE.png]``: side-by-side speedups of the same methods on
+different machines, dtypes or models; runs that differ in model or dtype also get per-model / per-dtype views."""
 from __future__ import annotations
 
 import argparse
@@ -9,13 +10,14 @@ from specbench.errors import UserError
 
 
 def compare_command(args: argparse.Namespace) -> int:
-    from specbench.compare import NotComparable, compare_runs
+    from specbench.compare import NotComparable, compare_runs, speedup_plot
     from specbench.leaderboard.markdown import table_md
-    from specbench.stats import load_run
+    from specbench.stats import load_run, run_stats
 
     runs = [load_run(d) for d in args.run_dirs]
+    stats = [run_stats(r, args.bootstrap, 0) for r in runs]
     try:
-        tables, diffs = compare_runs(runs, force=args.force, n_boot=args.bootstrap)
+        tables, diffs = compare_runs(runs, force=args.force, stats=stats)
     except NotComparable as e:
         raise UserError(str(e)) from None
     parts = []
@@ -28,6 +30,10 @@ def compare_command(args: argparse.Namespace) -> int:
         Path(args.out).parent.mkdir(parents=True, exist_ok=True)
         Path(args.out).write_text(text, encoding="utf-8")
         print(f"wrote {args.out}")
+    if args.plot:
+        Path(args.plot).parent.mkdir(parents=True, exist_ok=True)
+        speedup_plot(runs, stats).savefig(args.plot, dpi=100, bbox_inches="tight")
+        print(f"wrote {args.plot}")
     return 0
 
 
@@ -36,5 +42,6 @@ def register(subs: argparse._SubParsersAction) -> None:
     p.add_argument("run_dirs", nargs="+", metavar="RUN_DIR", help="two or more results/<run> folders (A is the reference)")
     p.add_argument("--force", action="store_true", help="compare even if questions, max_new_tokens, backend or method configs differ")
     p.add_argument("--out", help="also write the tables to this markdown file")
+    p.add_argument("--plot", help="also write a PNG: Overall speedup per method, one bar per run (labelled by model / dtype)")
     p.add_argument("--bootstrap", type=positive_int, default=1000, help="bootstrap resamples for the 95%% CI")
     p.set_defaults(func=compare_command)

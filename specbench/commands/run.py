@@ -92,7 +92,7 @@ def run_command(args: argparse.Namespace) -> int:
           f"{len(plan.tasks)} task(s); max_new_tokens {config.max_new_tokens}", file=sys.stderr)
     mismatches = Runner(plan, run_dir, progress=not args.no_progress).run()
     print(write_report(run_dir))
-    print(f"[specbench] results: {run_dir}/ (records.jsonl, manifest.json, report.md)", file=sys.stderr)
+    print(f"[specbench] results: {run_dir}/ (records.jsonl, manifest.json, report.md, summary.json, summary.csv)", file=sys.stderr)
     if mismatches and not config.allow_mismatch:
         print(f"[specbench] {mismatches} record(s) differ from AR output (MISMATCH); see the lossless table. "
               "Use --allow-mismatch to exit 0 anyway.", file=sys.stderr)

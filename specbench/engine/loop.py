@@ -9,7 +9,9 @@ Each generation: prefill the prompt (its greedy token is the first root), then r
 5. stop: EOS (any of the stop ids) or ``max_new_tokens``; output never overshoots and ends at EOS.
 
 Per forward pass (prefill included) the engine records the tokens emitted (``accept_lengths``,
-accepted + 1, so AR is all ones), the draft size in nodes, and draft / verify seconds.
+accepted + 1, so AR is all ones), the draft size in nodes and its depth (longest root-to-leaf path),
+draft / verify seconds, and the whole step's seconds (``step_times_s``: the prefill's entry is the time
+to first token, from the call on, so it includes the cache allocation and ``drafter.begin``).
 """
 from __future__ import annotations
 
@@ -38,6 +40,8 @@ class Generation:
     aux_sizes: list[int] = field(default_factory=list)  # auxiliary rows per pass (all 0 unless a method uses them)
     draft_times_s: list[float] = field(default_factory=list)
     verify_times_s: list[float] = field(default_factory=list)
+    step_times_s: list[float] = field(default_factory=list)  # per pass: draft + verify + emit + observe
+    draft_depths: list[int] = field(default_factory=list)
     margin_rows: list[torch.Tensor] = field(default_factory=list)  # per pass, the emitting logits rows [k, V]
 
     @property
@@ -82,8 +86,9 @@ class Engine:
             raise ValueError("max_new_tokens must be >= 1")
         if not prompt_ids:
             raise ValueError("empty prompt")
-        self.backend.prepare(self.model)
         target, sync, now = self.target, self._sync, time.perf_counter
+        t_start = now()
+        self.backend.prepare(self.model)
         cache = self.backend.new_cache(self.model, len(prompt_ids) + max_new_tokens + DRAFT_HEADROOM)
         if drafter is not None:
             drafter.begin(list(prompt_ids))
@@ -93,10 +98,13 @@ class Engine:
         hidden, logits = target.forward(ids, cache, 0, last_logits_only=True)
         root = int(logits[-1].argmax())
         sync()
-        gen = Generation(output_ids=[root], accept_lengths=[1], draft_sizes=[0], aux_sizes=[0], draft_times_s=[0.0])
+        t_end = now()
+        gen = Generation(output_ids=[root], accept_lengths=[1], draft_sizes=[0], aux_sizes=[0], draft_times_s=[0.0],
+                         draft_depths=[0])
         if record_margins:
             gen.margin_rows.append(logits[-1:])
-        gen.verify_times_s.append(now() - t)
+        gen.verify_times_s.append(t_end - t)
+        gen.step_times_s.append(t_end - t_start)
         last_hidden = hidden[-1]
         tokens = list(prompt_ids) + [root]
         out = gen.output_ids
@@ -104,7 +112,7 @@ class Engine:
         while root not in self.stop_ids and len(out) < max_new_tokens:
             budget = max_new_tokens - len(out)  # tokens this step may still emit
             # 1. draft
-            t = now()
+            t = t_step = now()
             tree, aux = None, None
             if drafter is not None and budget > 1:
                 ctx = DraftContext(tokens, len(prompt_ids), last_hidden, self.model, budget - 1)
@@ -134,6 +142,7 @@ class Engine:
             gen.draft_times_s.append(t_draft)
             gen.draft_sizes.append(0 if tree is None else len(tree))
             gen.aux_sizes.append(0 if aux is None else len(aux))
+            gen.draft_depths.append(0 if tree is None else max(tree.depths()))
             # 5. emit and stop
             emitted = ver.accepted + [ver.bonus]
             for i, tok in enumerate(emitted):
@@ -150,6 +159,7 @@ class Engine:
             last_hidden = ver.hidden[ver.rows[-1]]
             if drafter is not None:
                 drafter.observe(StepResult(tree, [r - 1 for r in ver.rows[1:]], ver.bonus, ver.aux_predictions))
+            gen.step_times_s.append(now() - t_step)
             if emitted[-1] in self.stop_ids:
                 break
         return gen

@@ -28,7 +28,9 @@ def build_leaderboard(
     groups = group_runs(runs, n_boot, seed)
     pred = [prediction_table(g, profile) for g in groups] if profile is not None else []
     figs = [[("speedup per subtask", P.speedup_bars(g)), ("tau vs speedup", P.tau_scatter(g)),
-             ("draft/verify time breakdown", P.time_breakdown(g))] if plots else [] for g in groups]
+             ("draft/verify time breakdown", P.time_breakdown(g)),
+             ("accepted-length histogram", P.accepted_histograms(g)),
+             ("per-position acceptance", P.per_position_acceptance(g))] if plots else [] for g in groups]
     prof_plot = P.profile_curve(profile) if profile is not None and plots else None
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)

@@ -48,7 +48,8 @@ def table_html(t: Table, table_id: str) -> str:
         cells = []
         for cell, key in zip(row, keys):
             k = "" if key is None or (isinstance(key, float) and key != key) else html.escape(str(key))
-            cls = ' class="bad text"' if cell.startswith("MISMATCH") else (' class="text"' if cell.startswith("exact") or cell == "baseline" else "")
+            # text columns (lossless status, draft shape) read left-aligned; their sort keys are strings
+            cls = ' class="bad text"' if cell.startswith("MISMATCH") else (' class="text"' if isinstance(key, str) else "")
             cells.append(f'<td data-key="{k}"{cls}>{html.escape(cell)}</td>')
         body.append("<tr>" + "".join(cells) + "</tr>")
     return (f'<h3>{html.escape(t.title)}</h3>\n<table class="sortable" id="{table_id}">'

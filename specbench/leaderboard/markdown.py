@@ -6,7 +6,7 @@ from typing import Any
 from specbench.leaderboard.tables import Group, Table
 
 
-TEXT_COLUMNS = {"Lossless", "run", "hardware"}
+TEXT_COLUMNS = {"Lossless", "run", "hardware", "draft shape"}
 
 
 def _esc(cell: str) -> str:

@@ -1,7 +1,9 @@
 """Leaderboard tables as plain data (rendered to markdown and HTML elsewhere).
 
 Runs are grouped by (model, hardware, dtype); each group gets a Spec-Bench style table (methods as
-rows, subtask speedups + tau + Overall as columns, sorted by Overall), a details table, and a footer.
+rows, subtask speedups + tau + Overall as columns, sorted by Overall), a details table, the metric
+tables of ``specbench.metric_tables`` (latency and memory, per-position acceptance, accepted-length
+distribution, MT-Bench categories), and a footer.
 """
 from __future__ import annotations
 
@@ -9,7 +11,9 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from specbench import metric_tables as MT
 from specbench.numfmt import fmt_num
+from specbench.summary import method_overhead
 from specbench.table import Table
 from specbench.stats import (
     BASELINE,
@@ -17,6 +21,7 @@ from specbench.stats import (
     Cell,
     Run,
     backend_label,
+    category_stats,
     dtype_label,
     hardware_label,
     lossless_status,
@@ -35,6 +40,7 @@ class Group:
     dtype: str
     runs: list[Run] = field(default_factory=list)
     stats: dict[str, dict[str, dict[str, Cell]]] = field(default_factory=dict)  # run name -> run_stats
+    categories: dict[str, dict[str, dict[str, Cell]]] = field(default_factory=dict)  # run name -> category_stats
     tables: list[Table] = field(default_factory=list)
     footer: list[str] = field(default_factory=list)
 
@@ -48,13 +54,14 @@ class Group:
 
     def rows(self) -> list[tuple[str, str, dict[str, Cell]]]:
         """(row label, method, cells) for every method of every run, sorted by Overall speedup."""
-        names = [m for st in self.stats.values() for m in st]
-        out = []
-        for run_name, st in self.stats.items():
-            for method, cells in st.items():
-                label = method if names.count(method) == 1 else f"{method} [{run_name}]"
-                out.append((label, method, cells))
+        out = [(label, method, self.stats[run_name][method]) for label, (run_name, method) in self.sources().items()]
         return sorted(out, key=lambda t: -_overall(t[1], t[2]))
+
+    def sources(self) -> dict[str, tuple[str, str]]:
+        """Row label -> (run name, method); the label is ``method [run]`` when two runs share a method."""
+        names = [m for st in self.stats.values() for m in st]
+        return {(method if names.count(method) == 1 else f"{method} [{run_name}]"): (run_name, method)
+                for run_name, st in self.stats.items() for method in st}
 
 
 def _overall(method: str, cells: dict[str, Cell]) -> float:
@@ -71,11 +78,26 @@ def group_runs(runs: list[Run], n_boot: int, seed: int) -> list[Group]:
         key = (model_label(run.manifest), hardware_label(run.manifest), dtype_label(run.manifest))
         g = groups.setdefault(key, Group(*key))
         g.runs.append(run)
-        g.stats[_unique_name(g, run)] = run_stats(run, n_boot, seed)
+        name = _unique_name(g, run)
+        g.stats[name] = run_stats(run, n_boot, seed)
+        g.categories[name] = category_stats(run, n_boot=n_boot, seed=seed)
     for g in groups.values():
-        g.tables = [main_table(g), details_table(g)]
+        g.tables = [main_table(g), details_table(g), *metric_tables(g)]
         g.footer = footer_lines(g)
     return list(groups.values())
+
+
+def metric_tables(g: Group) -> list[Table]:
+    """Latency and memory, per-position acceptance, accepted-length distribution, MT-Bench categories."""
+    rows = g.rows()
+    manifests = {name: run.manifest for name, run in zip(g.stats, g.runs)}
+    sources = g.sources()
+    overheads = {label: method_overhead(manifests[run_name], method) for label, (run_name, method) in sources.items()}
+    cat_rows = [(label, method, g.categories[sources[label][0]].get(method) or {}) for label, method, _ in rows]
+    cat_names = list(dict.fromkeys(c for _, _, cells in cat_rows for c in cells))
+    tables = [MT.latency_table(rows, overheads), MT.position_table(rows), MT.histogram_table(rows),
+              MT.category_table([r for r in cat_rows if r[2]], cat_names)]
+    return [t for t in tables if t is not None]
 
 
 def _unique_name(g: Group, run: Run) -> str:
@@ -162,14 +184,11 @@ def prediction_table(g: Group, profile: dict[str, Any]) -> Table:
     for run_name, run in zip(g.stats, g.runs):
         for r in run.records:  # the profile module reads records in their JSON form
             by_method.setdefault((run_name, r.method), []).append(r.to_json())
-    names = [m for st in g.stats.values() for m in st]
-    for run_name, st in g.stats.items():
-        for method, cells in st.items():
-            c = cells.get(OVERALL)
-            if c is None or method == BASELINE:
-                continue
-            label = method if names.count(method) == 1 else f"{method} [{run_name}]"
-            pred = predicted_speedup(by_method.get((run_name, method), []), profile)
-            rows.append([label, fmt_num(c.tau), fmt_num(c.mean_draft_size, "{:.1f}"), fmt_num(pred, "{:.2f}x"), c.speedup_text()])
-            keys.append([label, c.tau, c.mean_draft_size, pred, c.speedup])
+    for label, (run_name, method) in g.sources().items():
+        c = g.stats[run_name][method].get(OVERALL)
+        if c is None or method == BASELINE:
+            continue
+        pred = predicted_speedup(by_method.get((run_name, method), []), profile)
+        rows.append([label, fmt_num(c.tau), fmt_num(c.mean_draft_size, "{:.1f}"), fmt_num(pred, "{:.2f}x"), c.speedup_text()])
+        keys.append([label, c.tau, c.mean_draft_size, pred, c.speedup])
     return Table(f"Predicted (from the cost profile) vs measured speedup — {g.title}", headers, rows, keys)
