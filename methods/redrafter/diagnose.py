@@ -7,12 +7,16 @@ reads the context like the target's own LM head repeats the root instead: the un
     python -m methods.redrafter.diagnose DATA_DIR [CHECKPOINT_DIR]
 
 ``DATA_DIR`` holds a training run's ``data.safetensors`` (e.g. the default head's cache folder);
-without ``CHECKPOINT_DIR`` both untrained layouts are checked. Prints, e.g. for the embedded target:
-``untrained proj=True blocks=1: 1004 positions, first draft == root 0.998, == wanted token 0.055``.
+without ``CHECKPOINT_DIR`` both untrained layouts are checked. Also prints the held-out top-1 accuracy
+per predicted position (as many positions as the data were collected for). E.g. for the embedded target:
+``untrained proj=True blocks=1: 1004 positions, first draft == root 0.998, == wanted token 0.055; ...``.
+Several heads evaluated on one data folder share the held-out split (every 20th sequence), so their
+figures compare directly.
 """
 from __future__ import annotations
 
 import argparse
+import json
 from pathlib import Path
 
 import torch
@@ -36,6 +40,7 @@ def main(argv: list[str] | None = None) -> int:
 
     from methods.redrafter.checkpoint import load_checkpoint
     from methods.redrafter.head import build_head, head_config_for
+    from methods.redrafter.train import TrainConfig, evaluate
     from specbench.model import load_model
 
     p = argparse.ArgumentParser(prog="python -m methods.redrafter.diagnose", description=__doc__.splitlines()[0])
@@ -52,9 +57,12 @@ def main(argv: list[str] | None = None) -> int:
         torch.manual_seed(0)
         heads = [(f"untrained proj={proj} blocks={nb}", build_head(head_config_for(model, proj, nb), model).eval())
                  for proj, nb in ((True, 1), (False, 2))]
+    n_predict = json.loads((args.data_dir / "data.json").read_text())["n_predict"]  # positions the data hold
     for name, head in heads:
         root, wanted = root_repeat_rates(head, data, starts)
-        print(f"{name}: {len(starts)} positions, first draft == root {root:.3f}, == wanted token {wanted:.3f}")
+        top1 = evaluate(head, data, starts, TrainConfig(n_predict=n_predict))["heldout_top1"]
+        print(f"{name}: {len(starts)} positions, first draft == root {root:.3f}, == wanted token {wanted:.3f}; "
+              f"top-1 per position {' / '.join(f'{a:.3f}' for a in top1)}")
     return 0
 
 
