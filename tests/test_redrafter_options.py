@@ -183,3 +183,17 @@ def test_untrained_head_repeats_the_root() -> None:
     for p in untrained.parameters():
         torch.nn.init.normal_(p, std=0.3)
     assert root_repeat_rates(untrained, data, starts)[0] < 0.5
+
+
+def test_train_cli_recipe_sets_budget_and_flags_override() -> None:
+    import argparse
+
+    from methods.redrafter.train_cli import _add_arguments, train_config_from_args
+
+    parser = argparse.ArgumentParser()
+    _add_arguments(parser)
+    parse = lambda *a: train_config_from_args(parser.parse_args(["--corpus", "sharegpt", "--out", "x", *a]))  # noqa: E731
+    assert (parse().tokens, parse().epochs) == (20000, 1) and parse() == TrainConfig()
+    paper = parse("--recipe", "paper", "--no-proj", "--num-blocks", "2", "--n-predict", "5")
+    assert paper == default_train_config(ReDrafterConfig(**REFERENCE))  # CLI and default head agree
+    assert parse("--recipe", "paper", "--epochs", "1").tokens == 100000 and parse("--recipe", "paper", "--epochs", "1").epochs == 1

@@ -8,15 +8,31 @@ from __future__ import annotations
 import argparse
 import dataclasses
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from methods.redrafter.config import RECIPES
 from specbench.argtypes import positive_float, positive_int
 from specbench.config import resolve_data_dir
 from specbench.registry import PluginCommand, register_trainer
 
+if TYPE_CHECKING:
+    from methods.redrafter.train import TrainConfig
+
+
+def train_config_from_args(args: argparse.Namespace) -> "TrainConfig":
+    """The recipe's tokens and epochs, overridden by any ``TrainConfig`` field given as a flag."""
+    from methods.redrafter.train import TrainConfig
+
+    fields = {f.name for f in dataclasses.fields(TrainConfig)}
+    tokens, epochs = RECIPES[args.recipe]
+    opts = {"tokens": tokens, "epochs": epochs, **{k: v for k, v in vars(args).items() if k in fields and v is not None}}
+    cfg = TrainConfig(**opts)
+    cfg.validate()
+    return cfg
+
 
 def _run(args: argparse.Namespace) -> int:
-    from methods.redrafter.train import TrainConfig, train_redrafter
+    from methods.redrafter.train import train_redrafter
     from specbench.corpora import PAIR_LOADERS
     from specbench.model import load_model
 
@@ -25,11 +41,7 @@ def _run(args: argparse.Namespace) -> int:
     bad = [c for c in corpora if c not in known]
     if not corpora or bad:
         raise FileNotFoundError(f"unknown corpus {', '.join(bad) or '(none)'} (known: {', '.join(sorted(known))})")
-    fields = {f.name for f in dataclasses.fields(TrainConfig)}
-    tokens, epochs = RECIPES[args.recipe]
-    opts = {"tokens": tokens, "epochs": epochs, **{k: v for k, v in vars(args).items() if k in fields and v is not None}}
-    cfg = TrainConfig(**opts)
-    cfg.validate()
+    cfg = train_config_from_args(args)
     loaded = load_model(args.model, "float32", args.device)
     data_dir = resolve_data_dir(args.data_dir)
     print(f"[specbench] training a redrafter head on {','.join(corpora)}: {cfg.tokens} examples, {cfg.epochs} epoch(s); "
