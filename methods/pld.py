@@ -1,5 +1,7 @@
 """``pld``: prompt lookup decoding (Saxena 2023): copy what followed the last n-gram's earlier match.
 
+Deviations from the PLD reference and from transformers' prompt lookup: ``methods/pld.md``.
+
 Example: context ``[1, 2, 3, 4, 2, 3]`` (ending with the root). The 3-gram ``[4, 2, 3]`` has no earlier
 occurrence; the 2-gram ``[2, 3]`` occurs at index 1, so PLD proposes what followed it: ``[4, 2, 3]``.
 """

@@ -3,11 +3,15 @@ beam search, and dynamic tree attention over the deduplicated beams. See ``metho
 """
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import sys
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+import torch
 
 from methods.redrafter import train_cli  # noqa: F401  (registers `specbench train redrafter`)
 from methods.redrafter.config import HeadConfig, ReDrafterConfig
@@ -16,27 +20,46 @@ from specbench.engine.packed_linear import pack_for_inference
 from specbench.method_env import MethodEnv
 from specbench.registry import register_method
 
-__all__ = ["HeadConfig", "ReDrafterConfig", "ReDrafter", "build_redrafter", "default_checkpoint_dir"]
+if TYPE_CHECKING:
+    from methods.redrafter.train import TrainConfig
+
+__all__ = ["HeadConfig", "ReDrafterConfig", "ReDrafter", "build_redrafter", "default_checkpoint_dir", "default_train_config"]
+
+
+def default_train_config(config: ReDrafterConfig) -> "TrainConfig":
+    """The ``TrainConfig`` of the default head: the recipe's budget and the head options."""
+    from methods.redrafter.train import TrainConfig
+
+    tokens, epochs = config.train_budget()
+    return TrainConfig(tokens=tokens, epochs=epochs, n_predict=config.n_predict, proj=config.proj, num_blocks=config.num_blocks)
 
 
 def default_checkpoint_dir(env: MethodEnv, config: ReDrafterConfig) -> Path:
-    """Cache location of the auto-trained default head for this target and training recipe."""
-    from methods.redrafter.train import TrainConfig
+    """Cache location of the auto-trained default head for this target, its dtype and training recipe.
 
+    Every option that changes the head goes into the key through the ``TrainConfig``. The target's
+    dtype enters the key only when it is not float32, so the float32 heads cached before it did keep
+    their keys (they were all trained on float32 targets).
+    """
     emb = env.model.get_input_embeddings().weight
+    tcfg = default_train_config(config)
     recipe = {"model": env.model_id, "shape": list(emb.shape), "corpus": config.default_corpus,
-              "tokens": config.default_tokens, "train": TrainConfig().__dict__}
+              "tokens": tcfg.tokens, "train": dataclasses.asdict(tcfg)}
+    dtype = next(env.model.parameters()).dtype
+    if dtype != torch.float32:  # hidden states of another precision: another head
+        recipe["dtype"] = str(dtype)
     key = hashlib.sha256(json.dumps(recipe, sort_keys=True).encode()).hexdigest()[:12]
     return env.cache_dir / "redrafter" / f"default-{key}"
 
 
 def _train_default(env: MethodEnv, config: ReDrafterConfig, out: Path) -> None:
-    from methods.redrafter.train import TrainConfig, train_redrafter
+    from methods.redrafter.train import train_redrafter
 
-    tcfg = TrainConfig(tokens=config.default_tokens)
+    tcfg = default_train_config(config)
     print(
         f"[specbench] redrafter: no checkpoint given; training a default head once on {config.default_corpus} "
-        f"({config.default_tokens} tokens, 1 epoch; roughly {tcfg.eta_minutes():.0f} min on 2 CPU cores) -> {out}\n"
+        f"({tcfg.tokens} tokens, {tcfg.epochs} epoch(s), recipe {config.recipe}; roughly {tcfg.eta_minutes():.0f} min "
+        f"on 2 CPU cores) -> {out}\n"
         f"[specbench] (train your own with `specbench train redrafter ...` and pass --method-opt redrafter.checkpoint=DIR)",
         file=sys.stderr,
     )
@@ -52,16 +75,18 @@ def build_redrafter(config: ReDrafterConfig, env: MethodEnv) -> ReDrafter:
     from methods.redrafter.head import build_head, head_config_for
     from methods.redrafter.shared import shared_head
 
-    info = {"beam_width": config.beam_width, "beam_length": config.beam_length}
+    info = {"beam_width": config.beam_width, "beam_length": config.beam_length, "top_k": config.top_k}
     if config.checkpoint == "random":
+        head_cfg = head_config_for(env.model, config.proj, config.num_blocks)
+
         def random_head() -> tuple:
             param = next(env.model.parameters())
-            head = build_head(head_config_for(env.model)).to(device=param.device, dtype=param.dtype)
+            head = build_head(head_cfg).to(device=param.device, dtype=param.dtype)
             head.init_from_target(env.model.get_output_embeddings().weight)
             head.attach(env.model.get_input_embeddings().weight).eval()
             return head, pack_for_inference(head)
 
-        head, packed = shared_head(env.model, "random", random_head)
+        head, packed = shared_head(env.model, ("random", head_cfg), random_head)
         env.artifacts.update(info, checkpoint="random", packed=packed)
         env.declare_overhead(parameters=head_parameters(head))
         return ReDrafter(head, config)

@@ -18,7 +18,8 @@ StepFn = Callable[[torch.Tensor | None, torch.Tensor], tuple[torch.Tensor, torch
 def beam_search(step: StepFn, root: int, width: int, length: int, device: torch.device | str = "cpu") -> tuple[torch.Tensor, torch.Tensor]:
     """Return beams ``[W', L]`` (column 0 is the root) and their summed log-probs ``[W']``, best first.
 
-    ``W' = min(W, number of finite candidates)`` is W in practice (V >= W).
+    ``W' = min(W, V)``. Step functions that mask tokens to -inf (``warped_log_probs``) need
+    ``W <= top_k`` so that no masked candidate is drawn (``ReDrafter`` clamps W to it).
     """
     beams = torch.tensor([[root]], dtype=torch.long, device=device)  # [1, 1]
     scores = torch.zeros(1, device=device)  # [1]
@@ -37,12 +38,29 @@ def beam_search(step: StepFn, root: int, width: int, length: int, device: torch.
     return beams, scores
 
 
-def head_step_fn(head: torch.nn.Module, context: torch.Tensor) -> StepFn:
+def warped_log_probs(logits: torch.Tensor, top_k: int) -> torch.Tensor:
+    """Log-softmax over each row's ``top_k`` largest logits (ties with the k-th kept), the rest -inf.
+
+    The reference scores beams this way (top-50): a beam whose next-token distribution is flat over
+    many tokens is judged only against its own best k, so it competes better with peaked beams.
+    ``top_k = 0`` (or >= V) is the plain log-softmax.
+
+    >>> warped_log_probs(torch.tensor([[2.0, 1.0, 0.0]]), 2).exp()
+    tensor([[0.7311, 0.2689, 0.0000]])
+    """
+    logits = logits.float()
+    if 0 < top_k < logits.shape[-1]:
+        kth = torch.topk(logits, top_k, dim=-1).values[..., -1:]
+        logits = logits.masked_fill(logits < kth, float("-inf"))
+    return torch.log_softmax(logits, dim=-1)
+
+
+def head_step_fn(head: torch.nn.Module, context: torch.Tensor, top_k: int = 0) -> StepFn:
     """Bind a ``DraftHead`` to one step's context hidden state ``[h]`` as a beam-search step function."""
     ctx = context.to(head.lm_head.weight.dtype).unsqueeze(0)  # [1, h]
 
     def step(state: torch.Tensor | None, tokens: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         new_state, logits = head.step(ctx.expand(tokens.shape[0], -1), state, tokens)
-        return new_state, torch.log_softmax(logits.float(), dim=-1)
+        return new_state, warped_log_probs(logits, top_k)
 
     return step

@@ -31,19 +31,37 @@ class HeadConfig:
         return self.proj_dim or 2 * self.hidden_size
 
 
+# Training recipes of the auto-trained default head: name -> (corpus positions collected, epochs).
+# "quick" fits a few minutes on 2 CPU cores; "paper" is the reference's 2 epochs on a larger slice.
+RECIPES: dict[str, tuple[int, int]] = {"quick": (20000, 1), "paper": (100000, 2)}
+
+
 @dataclass(frozen=True)
 class ReDrafterConfig:
-    """Method options (``--method-opt redrafter.KEY=VALUE``).
+    """Method options (``--method-opt redrafter.KEY=VALUE`` or ``method_options: {redrafter: {...}}`` in YAML).
 
     ``beam_length`` counts the root g0 (paper convention), so a beam proposes ``beam_length - 1``
     draft tokens. ``checkpoint``: a directory written by ``specbench train redrafter``; ``None``
     trains (once) and caches a default head; ``"random"`` uses an untrained head (tests, debugging).
+
+    The head's shape (``proj``, ``num_blocks``) and training (``n_predict``, ``recipe``,
+    ``default_tokens``, ``default_corpus``) apply to the default and random heads; a given
+    ``checkpoint`` brings its own. ``top_k`` applies to every head. The reference architecture:
+    ``proj=false num_blocks=2 n_predict=5 top_k=50`` (and ``recipe=paper`` for its training).
+
+    >>> ReDrafterConfig(recipe="paper").train_budget()
+    (100000, 2)
     """
 
     checkpoint: str | None = None
     beam_width: int = 3
     beam_length: int = 4
-    default_tokens: int = 20000  # size of the auto-trained default head's training set
+    top_k: int = 0  # beam scoring keeps each beam's k best logits before the softmax; 0 = off (reference: 50)
+    proj: bool = True  # project [context; state] 2h -> h; False keeps the 2h width (reference)
+    num_blocks: int = 1  # ResNet blocks (reference: 2)
+    n_predict: int = 3  # positions the default head is trained to predict (reference: 5)
+    recipe: str = "quick"  # default head's training budget, a key of RECIPES
+    default_tokens: int | None = None  # overrides the recipe's number of collected positions
     default_corpus: str = "sharegpt,code_alpaca,gsm8k_train"
 
     def validate(self) -> None:
@@ -51,5 +69,14 @@ class ReDrafterConfig:
             raise ConfigError("redrafter: beam_width must be >= 1")
         if self.beam_length < 2:
             raise ConfigError("redrafter: beam_length must be >= 2 (it includes the root g0)")
-        if self.default_tokens < 100:
+        if self.default_tokens is not None and self.default_tokens < 100:
             raise ConfigError("redrafter: default_tokens must be >= 100")
+        if self.top_k < 0 or self.num_blocks < 0 or self.n_predict < 1:
+            raise ConfigError("redrafter: need top_k >= 0, num_blocks >= 0, n_predict >= 1")
+        if self.recipe not in RECIPES:
+            raise ConfigError(f"redrafter: recipe must be one of {', '.join(RECIPES)}, got {self.recipe!r}")
+
+    def train_budget(self) -> tuple[int, int]:
+        """(positions collected, epochs) for the default head: the recipe's, tokens overridable."""
+        tokens, epochs = RECIPES[self.recipe]
+        return (self.default_tokens or tokens), epochs

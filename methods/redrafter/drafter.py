@@ -26,14 +26,15 @@ class ReDrafter(BaseDrafter):
     def step_fn(self, ctx: DraftContext) -> StepFn:
         """The beam-search scorer for this step (tests override it with an oracle)."""
         assert self.head is not None
-        return head_step_fn(self.head, ctx.hidden)
+        return head_step_fn(self.head, ctx.hidden, self.config.top_k)
 
     @torch.inference_mode()
     def propose(self, ctx: DraftContext) -> DraftTree | None:
         length = min(self.config.beam_length, ctx.max_depth + 1)
         if length < 2:
             return None
-        beams, _ = beam_search(self.step_fn(ctx), ctx.tokens[-1], self.config.beam_width, length, ctx.hidden.device)
+        width = min(self.config.beam_width, self.config.top_k or self.config.beam_width)  # no masked beams
+        beams, _ = beam_search(self.step_fn(ctx), ctx.tokens[-1], width, length, ctx.hidden.device)
         tree, _ = pack_beams(beams)
         return tree
 

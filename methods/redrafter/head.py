@@ -41,7 +41,9 @@ class DraftHead(nn.Module):
         self.rnn_u = nn.Linear(h, h, bias=False)  # U s
         self.proj = nn.Linear(2 * h, config.proj_dim) if config.proj_dim else None
         if self.proj is not None and config.proj_dim == h:
-            # start as "read the context": Proj([c; s]) = c + small * s, so the copied LM head is useful at once
+            # start as "read the context": Proj([c; s]) = c + small * s, so training starts from the target's
+            # own LM head. That initial head is NOT a useful drafter: on c it predicts token t+1, which is
+            # the root g0 again, not the draft token after it (99.8% of held-out positions; see README)
             with torch.no_grad():
                 self.proj.weight[:, h:].mul_(0.1)
                 self.proj.weight[:, :h].copy_(torch.eye(h))
@@ -58,7 +60,11 @@ class DraftHead(nn.Module):
         return self
 
     def init_from_target(self, output_embedding: torch.Tensor) -> None:
-        """Start the head's own LM head from the target's output embedding ``[V, h]`` (copied)."""
+        """Start the head's own LM head from the target's output embedding ``[V, h]`` (copied).
+
+        Untrained, such a head repeats the root: it reads the context like the target does, and the
+        target's prediction at the context position is the root itself.
+        """
         with torch.no_grad():
             if self.lm_head.weight.shape == output_embedding.shape:
                 self.lm_head.weight.copy_(output_embedding)

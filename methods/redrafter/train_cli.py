@@ -1,4 +1,4 @@
-"""``specbench train redrafter --corpus NAME[,NAME] --tokens T --epochs E --out DIR``: train a draft head.
+"""``specbench train redrafter --corpus NAME[,NAME] [--recipe quick|paper] --out DIR``: train a draft head.
 
 Progress bars for the target forward pass and the training steps; a checkpoint of the training state
 every ``--checkpoint-every`` steps; re-running the same command resumes (collected data are reused).
@@ -8,14 +8,31 @@ from __future__ import annotations
 import argparse
 import dataclasses
 from pathlib import Path
+from typing import TYPE_CHECKING
 
+from methods.redrafter.config import RECIPES
 from specbench.argtypes import positive_float, positive_int
 from specbench.config import resolve_data_dir
 from specbench.registry import PluginCommand, register_trainer
 
+if TYPE_CHECKING:
+    from methods.redrafter.train import TrainConfig
+
+
+def train_config_from_args(args: argparse.Namespace) -> "TrainConfig":
+    """The recipe's tokens and epochs, overridden by any ``TrainConfig`` field given as a flag."""
+    from methods.redrafter.train import TrainConfig
+
+    fields = {f.name for f in dataclasses.fields(TrainConfig)}
+    tokens, epochs = RECIPES[args.recipe]
+    opts = {"tokens": tokens, "epochs": epochs, **{k: v for k, v in vars(args).items() if k in fields and v is not None}}
+    cfg = TrainConfig(**opts)
+    cfg.validate()
+    return cfg
+
 
 def _run(args: argparse.Namespace) -> int:
-    from methods.redrafter.train import TrainConfig, train_redrafter
+    from methods.redrafter.train import train_redrafter
     from specbench.corpora import PAIR_LOADERS
     from specbench.model import load_model
 
@@ -24,10 +41,7 @@ def _run(args: argparse.Namespace) -> int:
     bad = [c for c in corpora if c not in known]
     if not corpora or bad:
         raise FileNotFoundError(f"unknown corpus {', '.join(bad) or '(none)'} (known: {', '.join(sorted(known))})")
-    fields = {f.name for f in dataclasses.fields(TrainConfig)}
-    opts = {k: v for k, v in vars(args).items() if k in fields and v is not None}
-    cfg = TrainConfig(**opts)
-    cfg.validate()
+    cfg = train_config_from_args(args)
     loaded = load_model(args.model, "float32", args.device)
     data_dir = resolve_data_dir(args.data_dir)
     print(f"[specbench] training a redrafter head on {','.join(corpora)}: {cfg.tokens} examples, {cfg.epochs} epoch(s); "
@@ -40,8 +54,11 @@ def _run(args: argparse.Namespace) -> int:
 
 def _add_arguments(r: argparse.ArgumentParser) -> None:
     r.add_argument("--corpus", required=True, help="corpus name(s), comma-separated: sharegpt, code_alpaca, gsm8k_train, python_stdlib")
-    r.add_argument("--tokens", type=positive_int, help="training examples (token positions) to collect (default 20000)")
-    r.add_argument("--epochs", type=positive_int, help="passes over the collected data (default 1)")
+    r.add_argument("--recipe", choices=tuple(RECIPES), default="quick",
+                   help="budget: " + "; ".join(f"{k} = {t} positions, {e} epoch(s)" for k, (t, e) in RECIPES.items())
+                   + " (--tokens/--epochs override it)")
+    r.add_argument("--tokens", type=positive_int, help="training examples (token positions) to collect (default: the recipe's)")
+    r.add_argument("--epochs", type=positive_int, help="passes over the collected data (default: the recipe's)")
     r.add_argument("--out", required=True, help="output directory (checkpoint; re-run to resume)")
     r.add_argument("--n-predict", dest="n_predict", type=positive_int, help="predicted positions per example (default 3)")
     r.add_argument("--labels", choices=("target", "ground_truth"), help="distil the target's argmax (default) or the corpus tokens")
