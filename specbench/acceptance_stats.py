@@ -61,6 +61,8 @@ def acceptance_profile(records: Iterable[PassLists]) -> AcceptanceProfile:
     den: list[int] = []
     depths_known, is_tree = True, False
     for accept, sizes, depths in records:
+        if len(sizes) < len(accept):  # draft sizes not recorded (imported runs): every step counts as drafted
+            sizes, depths = [1] * len(accept), None
         depths_known = depths_known and depths is not None
         for i in range(1, len(accept)):
             out.decode_steps += 1
