@@ -26,7 +26,7 @@ from specbench.registry import DatastoreAction, register_datastore_action, regis
 
 @dataclass(frozen=True)
 class CRESTConfig:
-    """``top_t`` n-grams per n (n = 1..max_n) with REST trees (k, m, c as in REST).
+    """``top_t`` n-grams per n (n = 1..max_n) with REST trees (k, m, c, cut as in REST).
 
     ``datastore``: a compacted CREST directory; else one is compacted from ``rest_datastore`` (or the
     task's cached REST datastore built from ``corpus``/``max_tokens``) and cached.
@@ -41,6 +41,7 @@ class CRESTConfig:
     rest_datastore: str | None = None
     corpus: str | None = None
     max_tokens: int | None = None
+    cut: bool = True
 
     def validate(self) -> None:
         if self.top_t < 1 or self.max_n < 1:
@@ -67,7 +68,7 @@ class CRESTDrafter(BaseDrafter):
 
 def _cached_store(config: CRESTConfig, env: MethodEnv) -> Any:
     from specbench.datastore.build import build_lock
-    from specbench.datastore.ngram_store import DB, NgramStore, write_ngram_store
+    from specbench.datastore.ngram_store import DB, FORMAT_VERSION, NgramStore, write_ngram_store
     from specbench.datastore.tokenize_corpus import tokenizer_hash
 
     th = tokenizer_hash(env.tokenizer)
@@ -75,13 +76,17 @@ def _cached_store(config: CRESTConfig, env: MethodEnv) -> Any:
         return NgramStore(config.datastore, vocab_size=len(env.tokenizer), tokenizer_hash=th)
     rest_cfg = RESTConfig(datastore=config.rest_datastore, corpus=config.corpus, max_tokens=config.max_tokens)
     ds = open_rest_datastore(rest_cfg, env)
-    name = f"{Path(ds.path).name}-{ds.header['tokens_sha256'][:10]}-t{config.top_t}-n{config.max_n}-k{config.k}-m{config.m}-c{config.c}"
+    name = f"{Path(ds.path).name}-{ds.header['tokens_sha256'][:10]}-t{config.top_t}-n{config.max_n}-k{config.k}-m{config.m}-c{config.c}{'' if config.cut else '-uncut'}-v{FORMAT_VERSION}"
     path = Path(env.cache_dir) / "datastores" / "crest" / th / name
     if not (path / DB).is_file():
         with build_lock(path):
             if not (path / DB).is_file():
                 print(f"[specbench] compacting {ds.path} into a CREST datastore (once) -> {path}", file=sys.stderr)
-                write_ngram_store(ds, path, config.top_t, config.max_n, config.k, config.m, config.c, meta={"source": str(ds.path)})
+                write_ngram_store(ds, path, config.top_t, config.max_n, config.k, config.m, config.c,
+                                  meta={"source": str(ds.path)}, cut=config.cut)
+                from specbench.datastore.suffix_array import dir_bytes
+
+                print(f"[specbench] CREST store: {storage_ratios(ds.nbytes_on_disk(), ds.n_tokens, dir_bytes(path))}", file=sys.stderr)
     env.artifacts.update({f"rest_{k}": v for k, v in datastore_artifacts(ds).items()})
     return NgramStore(path, vocab_size=len(env.tokenizer), tokenizer_hash=th)
 
@@ -108,24 +113,37 @@ def _compact_args(p: Any) -> None:
     p.add_argument("--k", type=positive_int, default=CRESTConfig.k, help="REST matches per tree")
     p.add_argument("--m", type=positive_int, default=CRESTConfig.m, help="REST continuation length")
     p.add_argument("--c", type=positive_int, default=CRESTConfig.c, help="REST tree size")
+    p.add_argument("--no-cut", dest="cut", action="store_false", help="pure top-c trees (no reference cut)")
 
 
 def _compact(args: Any) -> int:
     from specbench.datastore.ngram_store import write_ngram_store
     from specbench.datastore.suffix_array import TokenDatastore
 
-    cfg = CRESTConfig(top_t=args.top_t, max_n=args.max_n, k=args.k, m=args.m, c=args.c)
+    cfg = CRESTConfig(top_t=args.top_t, max_n=args.max_n, k=args.k, m=args.m, c=args.c, cut=args.cut)
     cfg.validate()
     ds = TokenDatastore.load(args.source)
-    header = write_ngram_store(ds, args.out, cfg.top_t, cfg.max_n, cfg.k, cfg.m, cfg.c, meta={"source": str(args.source)})
+    header = write_ngram_store(ds, args.out, cfg.top_t, cfg.max_n, cfg.k, cfg.m, cfg.c, meta={"source": str(args.source)}, cut=cfg.cut)
     from specbench.datastore.suffix_array import dir_bytes
 
-    rest_b, crest_b = ds.nbytes_on_disk(), dir_bytes(Path(args.out))
-    print(
-        f"CREST datastore {args.out}: {header['n_keys']:,} n-gram keys (top-t {cfg.top_t}, n <= {cfg.max_n}), "
-        f"{crest_b:,} bytes vs REST {rest_b:,} bytes ({rest_b / max(crest_b, 1):.1f}x smaller), built in {header['build_seconds']} s"
-    )
+    print(f"CREST datastore {args.out}: {header['n_keys']:,} n-gram keys (top-t {cfg.top_t}, n <= {cfg.max_n}), "
+          f"built in {header['build_seconds']} s; {storage_ratios(ds.nbytes_on_disk(), ds.n_tokens, dir_bytes(Path(args.out)))}")
     return 0
+
+
+REFERENCE_BYTES_PER_TOKEN = 6  # the REST reference's store: u16 token + i32 suffix-array entry
+
+
+def storage_ratios(rest_bytes: int, rest_tokens: int, crest_bytes: int) -> str:
+    """CREST's size against both REST formats: ours on disk and the reference's 6 B/token.
+
+    Example: ``storage_ratios(8_000_000, 1_000_000, 400_000)`` ->
+    ``"400,000 bytes vs REST 8,000,000 bytes here (20.0x smaller), 6,000,000 in the reference's 6 B/token format (15.0x smaller)"``.
+    """
+    ref = REFERENCE_BYTES_PER_TOKEN * rest_tokens
+    c = max(crest_bytes, 1)
+    return (f"{crest_bytes:,} bytes vs REST {rest_bytes:,} bytes here ({rest_bytes / c:.1f}x smaller), "
+            f"{ref:,} in the reference's {REFERENCE_BYTES_PER_TOKEN} B/token format ({ref / c:.1f}x smaller)")
 
 
 register_datastore_action(DatastoreAction("compact", "CREST: compact a REST datastore into top-t n-gram trees (SQLite)", _compact_args, _compact))

@@ -2,7 +2,8 @@
 
 Each step the query is the last s tokens of the context (which ends with the root), for the largest s
 in [n_min, n_max] that occurs in the datastore; the next m tokens after at most k matches go into a
-counting trie and the c most frequent prefixes become the draft tree.
+counting trie and the c most frequent prefixes become the draft tree, pruned as the reference retriever
+does (``cut``, see ``specbench.datastore.trie.cut_to_choices``).
 
 Example: datastore ``[.., 7, 8, 9, 1, .., 7, 8, 9, 2, ..]``, context ending ``[.., 7, 8, 9]`` -> both
 matches' continuations ``[1, ..]`` and ``[2, ..]`` are drafted as sibling branches.
@@ -25,6 +26,10 @@ from specbench.registry import register_datastore_builder, register_method
 class RESTConfig:
     """Paper defaults: n_max 16 (down to 2), k = 5000 matches, m = 10 tokens each, c = 64 nodes.
 
+    ``cut``: prune the top-c nodes with the reference retriever's rule (default; ``false`` = the paper's
+    pure top-c). ``max_paths``/``path_len`` (0 = off) keep only the first root-to-leaf paths of the tree,
+    each truncated, as the DReSD paper's REST baseline does (see methods/dresd/README.md).
+
     ``datastore``: a built datastore directory; else one is built from ``corpus`` (comma-separated;
     default: the task's corpora, see methods/rest_crest.md), capped at ``max_tokens``, and cached.
     """
@@ -37,8 +42,13 @@ class RESTConfig:
     datastore: str | None = None
     corpus: str | None = None
     max_tokens: int | None = None
+    cut: bool = True
+    max_paths: int = 0
+    path_len: int = 0
 
     def validate(self) -> None:
+        if self.max_paths < 0 or self.path_len < 0:
+            raise ConfigError("rest: max_paths and path_len must be >= 0 (0 = off)")
         if not 1 <= self.n_min <= self.n_max:
             raise ConfigError("rest: need 1 <= n_min <= n_max")
         if self.k < 1 or self.m < 1 or self.c < 1:
@@ -52,7 +62,32 @@ def rest_tree(ds: Any, context: Sequence[int], cfg: RESTConfig) -> DraftTree | N
     s = ds.longest_suffix_match(context, cfg.n_max, cfg.n_min)
     if s == 0:
         return None
-    return query_tree(ds, list(context[-s:]), cfg.k, cfg.m, cfg.c)
+    tree = query_tree(ds, list(context[-s:]), cfg.k, cfg.m, cfg.c, cfg.cut)
+    if tree is not None and (cfg.max_paths or cfg.path_len):
+        tree = first_paths(tree, cfg.max_paths, cfg.path_len)
+    return tree
+
+
+def first_paths(tree: DraftTree, max_paths: int, path_len: int) -> DraftTree:
+    """The first ``max_paths`` root-to-leaf paths (leaves in tree order), each cut to ``path_len`` tokens.
+
+    0 turns either limit off. Example: tokens ``(1, 2, 5, 7)``, parents ``(-1, 0, 0, -1)`` (leaves 2, 5, 7),
+    max_paths 2, path_len 1 -> the paths ``[1]`` and ``[1]`` merge: tokens ``(1,)``.
+    """
+    children = {p for p in tree.parents if p >= 0}
+    leaves = [i for i in range(len(tree)) if i not in children]
+    if max_paths:
+        leaves = leaves[:max_paths]
+    chains = []
+    for leaf in leaves:
+        path = []
+        node = leaf
+        while node >= 0:
+            path.append(tree.tokens[node])
+            node = tree.parents[node]
+        path.reverse()
+        chains.append(path[:path_len] if path_len else path)
+    return DraftTree.from_chains(chains)
 
 
 class RESTDrafter(BaseDrafter):

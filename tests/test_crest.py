@@ -119,3 +119,38 @@ def test_crest_lossless_on_embedded_model(embedded, tmp_path) -> None:
     engine = Engine(embedded.model, stop_token_ids(tok, embedded.model))
     prompt = encode_prompt(tok, [{"role": "user", "content": "Write a Python function that reverses a string."}])
     assert engine.generate(prompt, drafter, 48).output_ids == engine.generate(prompt, None, 48).output_ids
+
+
+def test_uncut_store_holds_pure_top_c_trees(tmp_path) -> None:
+    rng = np.random.default_rng(2)
+    entries = [rng.integers(0, 5, size=20).tolist() for _ in range(20)]
+    ds = TokenDatastore.from_entries(entries, vocab_size=64)
+    write_ngram_store(ds, tmp_path / "u", 20, 2, k=100, m=4, c=8, cut=False)
+    store = NgramStore(tmp_path / "u", vocab_size=64)
+    assert store.header["cut"] is False
+    grams = [g for items in top_ngrams(ds, 2, 20).values() for g, _ in items]
+    assert all(store.get(g) == query_tree(ds, list(g), 100, 4, 8, cut=False) for g in grams)
+    assert any(query_tree(ds, list(g), 100, 4, 8) != store.get(g) for g in grams)  # the cut changes some
+
+
+def test_version_1_store_is_refused_with_rebuild_hint(tmp_path) -> None:
+    import json
+    import sqlite3
+
+    _store(tmp_path, [[1, 2, 3, 1, 2, 4]])
+    path = tmp_path / "crest"
+    conn = sqlite3.connect(path / "ngrams.sqlite")
+    header = json.loads(conn.execute("SELECT value FROM meta WHERE key='header'").fetchone()[0])
+    conn.execute("UPDATE meta SET value=? WHERE key='header'", (json.dumps({**header, "format_version": 1}),))
+    conn.commit()
+    conn.close()
+    (path / "header.json").unlink()  # as a v1 store without db_sha256
+    with pytest.raises(DatastoreError, match=r"format v1 .*rebuild it with `specbench datastore compact"):
+        NgramStore(path)
+
+
+def test_storage_ratios_against_both_rest_formats() -> None:
+    from methods.crest import storage_ratios
+
+    line = storage_ratios(8_000_000, 1_000_000, 400_000)
+    assert "(20.0x smaller)" in line and "6,000,000 in the reference's 6 B/token format (15.0x smaller)" in line

@@ -17,6 +17,8 @@ class DReSDConfig:
     ``datastore``: a datastore directory (``{corpus}`` is replaced by the task's corpus); when unset,
     a datastore of ``max_tokens`` tokens of ``corpus`` (default: the task's corpus) is built once and
     cached under the specbench cache. ``id``: index the target's own answers instead of the corpus's.
+    ``text_format`` of the default OOD build: ``chat`` (prompt through the target's chat template, as the
+    benchmark's queries are) or ``qa`` (the reference's ``Question: ...\nAnswer:\n``).
     """
 
     num_drafts: int = 10  # D
@@ -28,8 +30,11 @@ class DReSDConfig:
     corpus: str | None = None
     id: bool = False
     max_tokens: int = 20000
+    text_format: str = "chat"
 
     def validate(self) -> None:
+        if self.text_format not in ("chat", "qa"):
+            raise ConfigError(f"dresd: text_format must be chat or qa, got {self.text_format!r}")
         if self.num_drafts < 1 or self.draft_len < 1:
             raise ConfigError("dresd: num_drafts and draft_len must be >= 1")
         if self.k < 1 or self.nprobe < 1:

@@ -13,10 +13,11 @@ _LOADED: dict[str, object] = {}  # path -> DenseDatastore, shared by the tasks o
 
 
 def default_datastore_path(config: DReSDConfig, env: MethodEnv, corpus: str) -> Path:
-    """Cache location of the default datastore for (model, corpus, OOD/ID, size)."""
+    """Cache location of the default datastore for (model, corpus, OOD format/ID, size); ``qa`` keeps the
+    key it had before the format option, so its earlier builds are reused."""
     from methods.dresd.datastore.fingerprint import model_fingerprint
 
-    kind = "id" if config.id else "ood"
+    kind = "id" if config.id else "ood" if config.text_format == "qa" else f"ood-{config.text_format}"
     return Path(env.cache_dir) / "datastores" / "dresd" / f"{corpus}-{kind}-{config.max_tokens}-{model_fingerprint(env.model)}"
 
 
@@ -35,7 +36,7 @@ def resolve_datastore(config: DReSDConfig, env: MethodEnv):
             print(f"[specbench] dresd: building a {config.max_tokens}-token {'ID' if config.id else 'OOD'} datastore "
                   f"of {corpus} -> {path}", file=sys.stderr)
             build_datastore(env.model, env.tokenizer, [corpus], path, config.max_tokens, config.id, env.data_dir,
-                            BuildSettings(), env.model_id, stop_token_ids(env.tokenizer, env.model))
+                            BuildSettings(text_format=config.text_format), env.model_id, stop_token_ids(env.tokenizer, env.model))
     key = str(path.resolve())
     if key not in _LOADED:
         _LOADED[key] = DenseDatastore.load(path)

@@ -6,7 +6,10 @@ every n are kept (up to max_n * t keys), ties broken by token ids (suffix-array 
 per-chunk top 4t candidates are merged by summed counts (exact for a single chunk, the default up to
 2^28 tokens).
 
-Storage (format version 1): a directory with ``ngrams.sqlite`` (table ``trees``: ``ngram`` BLOB PRIMARY
+Trees are REST trees pruned with the reference retriever's rule (``cut_to_choices``) unless built with
+``cut=False``; the header records which. Format version 1 stores (built before the cut existed) are refused.
+
+Storage (format version 2): a directory with ``ngrams.sqlite`` (table ``trees``: ``ngram`` BLOB PRIMARY
 KEY of little-endian int32 ids, ``n``, ``count``, ``tokens`` int32 BLOB, ``parents`` int16 BLOB; table
 ``meta`` with the JSON header) and a copy of the header as ``header.json``. Opening costs O(1) memory;
 a lookup is one indexed B-tree probe per n.
@@ -27,7 +30,7 @@ from specbench.datastore.suffix_array import DatastoreError, TokenDatastore, dir
 from specbench.engine.tree import DraftTree
 
 FORMAT = "specbench-crest-ngrams"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
 DB = "ngrams.sqlite"
 
 
@@ -83,7 +86,8 @@ def _key(gram: Sequence[int]) -> bytes:
 
 
 def write_ngram_store(
-    ds: TokenDatastore, out: str | Path, top_t: int, max_n: int, k: int, m: int, c: int, meta: dict[str, Any] | None = None
+    ds: TokenDatastore, out: str | Path, top_t: int, max_n: int, k: int, m: int, c: int, meta: dict[str, Any] | None = None,
+    cut: bool = True,
 ) -> dict[str, Any]:
     """Count, select, precompute REST trees and write the SQLite store; returns the header."""
     from tqdm import tqdm
@@ -106,7 +110,7 @@ def write_ngram_store(
         with tqdm(total=total, desc="CREST trees", unit=" ngram", mininterval=1.0) as bar:
             for n in sorted(grams):
                 for gram, cnt in grams[n]:
-                    tree = query_tree(ds, list(gram), k, m, c)
+                    tree = query_tree(ds, list(gram), k, m, c, cut)
                     bar.update(1)
                     if tree is None or len(tree) == 0:
                         continue
@@ -121,6 +125,7 @@ def write_ngram_store(
             "k": k,
             "m": m,
             "c": c,
+            "cut": cut,
             "vocab_size": ds.vocab_size,
             "tokenizer_id": ds.header.get("tokenizer_id"),
             "tokenizer_hash": ds.header.get("tokenizer_hash"),
@@ -182,6 +187,9 @@ class NgramStore:
             header = json.loads(row[0]) if row else None
         except (sqlite3.DatabaseError, ValueError, TypeError) as e:
             raise DatastoreError(f"{self.path}: corrupt CREST datastore ({e})") from None
+        if isinstance(header, dict) and header.get("format") == FORMAT and header.get("format_version") == 1:
+            raise DatastoreError(f"{self.path}: CREST store format v1 (trees without the reference cut); rebuild it with "
+                                 f"`specbench datastore compact --from <REST dir> --out <dir>` or delete it (runs rebuild it)")
         if not isinstance(header, dict) or header.get("format") != FORMAT or header.get("format_version") != FORMAT_VERSION:
             raise DatastoreError(f"{self.path}: not a {FORMAT} v{FORMAT_VERSION} datastore; rebuild it")
         if vocab_size is not None and header.get("vocab_size") != vocab_size:

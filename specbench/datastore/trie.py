@@ -9,6 +9,8 @@ no later, so the top-c set is prefix-closed; ancestors are still added defensive
 Example: continuations ``[[1, 2], [1, 3], [1, 2], [4, -1]]`` (``-1`` pads past the chunk end) give
 counts ``1:3, 1>2:2, 1>3:1, 4:1``. With c = 3 the tie between ``1>3`` (first seen in row 1) and ``4``
 (row 3) goes to ``1>3``: tokens ``(1, 2, 3)``, parents ``(-1, 0, 0)``.
+
+``cut_to_choices`` then applies the REST reference retriever's pruning (see its docstring).
 """
 from __future__ import annotations
 
@@ -49,12 +51,53 @@ def top_nodes(conts: np.ndarray, c: int) -> DraftTree | None:
     return top_nodes_vectorised(conts, c)
 
 
-def query_tree(ds: Any, query: Sequence[int], k: int, m: int, c: int) -> DraftTree | None:
+def query_tree(ds: Any, query: Sequence[int], k: int, m: int, c: int, cut: bool = True) -> DraftTree | None:
     """The REST tree for a fixed query: top-c trie nodes over the continuations of <= k matches.
 
     ``ds`` is any datastore with ``continuations(query, k, m)`` (a suffix-array ``TokenDatastore``).
+    ``cut``: prune the top-c selection with the reference retriever's rule (``cut_to_choices``).
     """
-    return top_nodes(ds.continuations(query, k, m), c)
+    tree = top_nodes(ds.continuations(query, k, m), c)
+    return cut_to_choices(tree, c) if cut and tree is not None else tree
+
+
+def cut_to_choices(tree: DraftTree, c: int) -> DraftTree:
+    """The reference REST retriever's pruning of a top-c selection, counted its way.
+
+    Every selected node stands for its path from the root; a path "costs" its number of *distinct* token
+    ids. While the summed cost of the paths still kept exceeds ``c``, the costliest path is dropped
+    (ties: the lowest-ranked node, i.e. the latest in ``tree``, first; the reference's order there comes
+    from a hash set). The result is the union of the kept paths with their prefixes, in ``tree``'s order.
+
+    Example, c = 6, nodes in rank order ``1``, ``1>2``, ``1>2>3``, ``1>5``, ``7``: costs 1+2+3+2+1 = 9 > 6,
+    so ``1>2>3`` (cost 3) goes and 6 remain: tokens ``(1, 2, 5, 7)``, parents ``(-1, 0, 0, -1)``.
+    """
+    paths: list[tuple[int, ...]] = []
+    for i, p in enumerate(tree.parents):
+        paths.append((paths[p] if p >= 0 else ()) + (tree.tokens[i],))
+    cost = [len(set(path)) for path in paths]
+    total = sum(cost)
+    kept = [True] * len(tree)
+    for i in sorted(range(len(tree)), key=lambda i: (-cost[i], -i)):
+        if total <= c:
+            break
+        total -= cost[i]
+        kept[i] = False
+    keep = [False] * len(tree)
+    for i in range(len(tree) - 1, -1, -1):  # children follow parents: a kept path keeps its ancestors
+        if kept[i] or keep[i]:
+            keep[i] = True
+            if tree.parents[i] >= 0:
+                keep[tree.parents[i]] = True
+    new_index = {-1: -1}
+    tokens: list[int] = []
+    parents: list[int] = []
+    for i in range(len(tree)):
+        if keep[i]:
+            new_index[i] = len(tokens)
+            tokens.append(tree.tokens[i])
+            parents.append(new_index[tree.parents[i]])
+    return DraftTree(tuple(tokens), tuple(parents))
 
 
 def top_nodes_dict(rows: list[list[int]], c: int) -> DraftTree | None:

@@ -70,17 +70,17 @@ def run_prompts(run_dir: Path, tokenizer, task_filter: str | None = None) -> tup
     from specbench.task import encode_prompt
 
     records = read_records(run_dir)
-    ar = {(r["task"], r["question_id"], r["turn"]): r for r in records if r["method"] == "ar" and r.get("repeat", 0) == 0}
+    ar = {(r.task, r.question_id, r.turn): r for r in records if r.method == "ar" and r.repeat == 0}
     if task_filter:
         ar = {k: v for k, v in ar.items() if k[0] == task_filter}
     tasks = {name: TASKS.get(name)() for name in {k[0] for k in ar}}
     questions = {(name, q.question_id): q for name, t in tasks.items() for q in t.load(default_data_dir())}
     out = []
     for (task, qid, turn), rec in sorted(ar.items()):
-        answers = [tokenizer.decode(ar[(task, qid, t)]["output_ids"], skip_special_tokens=True) for t in range(1, turn)]
+        answers = [tokenizer.decode(ar[(task, qid, t)].output_ids, skip_special_tokens=True) for t in range(1, turn)]
         prompt = encode_prompt(tokenizer, tasks[task].messages(questions[(task, qid)], turn - 1, answers))
-        assert len(prompt) == rec["prompt_tokens"], (task, qid, turn)
-        out.append((prompt, rec["output_ids"]))
+        assert len(prompt) == rec.prompt_tokens, (task, qid, turn)
+        out.append((prompt, list(rec.output_ids)))
     return out, read_manifest(run_dir)
 
 
@@ -99,11 +99,11 @@ def sweep(args, tok) -> int:
 
     items, manifest = run_prompts(Path(args.sweep_run), tok, args.task)
     max_new = int(manifest["config"]["max_new_tokens"]) if "config" in manifest else 128
-    recs = [r for r in read_records(Path(args.sweep_run)) if not args.task or r["task"] == args.task]
+    recs = [r for r in read_records(Path(args.sweep_run)) if not args.task or r.task == args.task]
     for method in ("rest", "crest"):
-        mine = [r for r in recs if r["method"] == method]
+        mine = [r for r in recs if r.method == method]
         if mine:
-            measured = sum(r["new_tokens"] for r in mine) / sum(r["forward_passes"] for r in mine)
+            measured = sum(r.new_tokens for r in mine) / sum(r.forward_passes for r in mine)
             print(f"measured tau of {method} in the run: {measured:.3f} ({len(mine)} records)")
     print(f"replaying {len(items)} AR outputs (max_new_tokens {max_new})")
     print("| kind | datastore | tokens or keys | bytes on disk | tau |")

@@ -1,8 +1,10 @@
 """Building a DReSD datastore: corpus text (or the target's own answers) -> shards -> normalised index.
 
-OOD text per corpus pair is ``"Question: {prompt}\\nAnswer:\\n" + response`` (the response alone
-when there is no prompt), truncated to ``max_len`` tokens. ID text is chat-template prompt ids + the
-target's greedy answer ids (see ``id_answers``).
+OOD text per corpus pair, truncated to ``max_len`` tokens, in one of two formats (``text_format``):
+``chat`` (default): the prompt as a user turn through the target's chat template, ready for the reply,
+followed by the response tokens, i.e. the very form of the benchmark's queries; ``qa``: the reference's
+``"Question: {prompt}\\nAnswer:\\n" + response``. Either is the response alone when there is no prompt.
+ID text is chat-template prompt ids + the target's greedy answer ids (see ``id_answers``).
 """
 from __future__ import annotations
 
@@ -21,7 +23,7 @@ from methods.dresd.datastore.fingerprint import model_fingerprint, tokenizer_fin
 from methods.dresd.datastore.store import DenseDatastore, build_index
 from methods.dresd.datastore.transform import fit_transform
 
-OOD_FORMAT = "Question: {prompt}\\nAnswer:\\n{response}"
+OOD_FORMATS = {"chat": "chat_template(user: prompt) + response", "qa": "Question: {prompt}\\nAnswer:\\n{response}"}
 ID_FORMAT = "chat_template(prompt) + own greedy answer"
 
 
@@ -40,8 +42,11 @@ class BuildSettings:
     id_batch: int = 8
     keep_shards: bool = False
     seed: int = 0
+    text_format: str = "chat"
 
     def validate(self) -> None:
+        if self.text_format not in OOD_FORMATS:
+            raise ConfigError(f"dresd build: text_format must be one of {', '.join(OOD_FORMATS)}, got {self.text_format!r}")
         if self.n_components < 1 or self.n_next < 2 or self.max_len < 2:
             raise ConfigError("dresd build: need n_components >= 1, n_next >= 2, max_len >= 2")
         if self.batch_tokens < 1 or self.shard_tokens < 1 or self.sample_keys < 2:
@@ -49,8 +54,22 @@ class BuildSettings:
 
 
 def format_pair(prompt: str, response: str) -> str:
-    """The OOD entry text of one (prompt, response) pair."""
+    """The ``qa`` entry text of one (prompt, response) pair."""
     return f"Question: {prompt}\nAnswer:\n{response}" if prompt else response
+
+
+def encode_pair(tokenizer: Any, prompt: str, response: str, text_format: str) -> list[int]:
+    """Token ids of one OOD entry in ``text_format`` (``chat`` or ``qa``).
+
+    Example (``chat``, a ChatML template): ``<|im_start|>user\\n{prompt}<|im_end|>\\n<|im_start|>assistant\\n``
+    then the response's own ids, exactly what a benchmark context holds after the target wrote ``response``.
+    """
+    if text_format == "qa" or not prompt:
+        return list(tokenizer(format_pair(prompt, response))["input_ids"])
+    from specbench.task import encode_prompt
+
+    head = encode_prompt(tokenizer, [{"role": "user", "content": prompt}])
+    return head + list(tokenizer(response, add_special_tokens=False)["input_ids"])
 
 
 def interleave(iterables: Sequence[Iterable[Any]]) -> Iterator[Any]:
@@ -142,9 +161,10 @@ def build_datastore(
         encode = list
     else:
         items = interleave(pairs)
-        encode = lambda pair: tokenizer(format_pair(*pair))["input_ids"]  # noqa: E731
+        encode = lambda pair: encode_pair(tokenizer, pair[0], pair[1], settings.text_format)  # noqa: E731
     embed = EmbedSettings(settings.n_next, settings.max_len, settings.batch_tokens, settings.shard_tokens)
     shard_settings = {"corpora": list(corpora), "id": in_distribution, "n_next": settings.n_next,
+                      **({} if in_distribution or settings.text_format == "qa" else {"text_format": settings.text_format}),
                       "max_len": settings.max_len, "model_fingerprint": model_fingerprint(model)}
     store = ShardStore(out, shard_settings)
     n = embed_corpus(model, items, encode, store, eos_id, max_tokens, embed, progress)
@@ -152,7 +172,7 @@ def build_datastore(
         print(f"[specbench] fitting normalisation + index on {n} entries", file=sys.stderr)
     hidden, values = store.load_all()
     header = _header(model, tokenizer, eos_id, settings, model_id=model_id, corpora=list(corpora), id=in_distribution,
-                     text_format=ID_FORMAT if in_distribution else OOD_FORMAT, max_tokens=max_tokens,
+                     text_format=ID_FORMAT if in_distribution else OOD_FORMATS[settings.text_format], max_tokens=max_tokens,
                      items_used=store.items_done)
     ds = finalize(hidden, values, header, settings)
     ds.header["build_seconds"] = round(time.time() - t0, 1)

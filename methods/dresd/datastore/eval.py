@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from methods.dresd.datastore.build import format_pair
+from methods.dresd.datastore.build import encode_pair
 from methods.dresd.datastore.embed import embed_batch
 from methods.dresd.datastore.store import DenseDatastore
 
@@ -25,10 +25,11 @@ def heldout_queries(ds: DenseDatastore, model: Any, tokenizer: Any, corpus: str 
 
     corpus = corpus or ds.header["corpora"][0]
     skip = int(ds.header.get("items_used", 0)) if corpus in ds.header.get("corpora", []) else 0
+    text_format = ds.header.get("settings", {}).get("text_format", "qa")  # stores from before the option: qa
     hidden, roots = [], []
     total = 0
     for prompt, resp in itertools.islice(iter_pairs(corpus, data_dir), skip, None):
-        ids = tokenizer(format_pair(prompt, resp))["input_ids"][:512]
+        ids = encode_pair(tokenizer, prompt, resp, text_format)[:512]
         if len(ids) < 2:
             continue
         h = embed_batch(model, [ids])[0]  # [len, h]
