@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from methods.redrafter import ReDrafterConfig, build_redrafter, default_checkpoint_dir, default_train_config
-from methods.redrafter.data import DistillData
+from specbench.distill_data import DistillData
 from methods.redrafter.diagnose import root_repeat_rates
 from methods.redrafter.drafter import ReDrafter
 from methods.redrafter.beam import beam_search, head_step_fn, warped_log_probs

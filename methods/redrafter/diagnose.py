@@ -21,7 +21,7 @@ from pathlib import Path
 
 import torch
 
-from methods.redrafter.data import DistillData
+from specbench.distill_data import DistillData
 from methods.redrafter.head import DraftHead
 
 
