@@ -8,13 +8,26 @@ in the same sequence: context = hidden[t], inputs = tokens[t+1 .. t+n], labels =
 """
 from __future__ import annotations
 
+import functools
 import itertools
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator, Sequence
+from typing import Any, Callable, Iterator, Sequence
 
 import torch
+
+def trainable(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """Run a trainer with autograd on, even when called from an inference-mode region (a method factory
+    training its default head on first use)."""
+
+    @functools.wraps(fn)
+    def run(*args: Any, **kwargs: Any) -> Any:
+        with torch.inference_mode(False), torch.enable_grad():
+            return fn(*args, **kwargs)
+
+    return run
+
 
 # the corpora trained drafters learn from by default: chat, code and math answers in the benchmark's format
 DEFAULT_CORPORA = ("sharegpt", "code_alpaca", "gsm8k_train")

@@ -49,10 +49,18 @@ def parse_jsonl(where: str, lines: Iterable[str], error: type[Exception] = Confi
         if not line.strip():
             continue
         try:
-            row = json.loads(line)
-        except json.JSONDecodeError as e:
-            raise error(f"{where}:{n}: malformed JSON ({e.msg})") from None
-        if not isinstance(row, dict):
-            raise error(f"{where}:{n}: expected a JSON object, got {type(row).__name__}")
-        rows.append((n, row))
+            rows.append((n, json_object(line)))
+        except ValueError as e:
+            raise error(f"{where}:{n}: {e}") from None
     return rows
+
+
+def json_object(line: str) -> dict[str, Any]:
+    """One JSON object; ValueError ("malformed JSON (...)" / "expected a JSON object, got list") otherwise."""
+    try:
+        row = json.loads(line)
+    except json.JSONDecodeError as e:
+        raise ValueError(f"malformed JSON ({e.msg})") from None
+    if not isinstance(row, dict):
+        raise ValueError(f"expected a JSON object, got {type(row).__name__}")
+    return row

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from specbench.errors import UserError
+from specbench.jsonfile import json_object
 from specbench.record import Record
 
 RECORDS_FILE = "records.jsonl"
@@ -56,12 +57,7 @@ def _check_types(rec: Record) -> None:
 
 def parse_record_line(line: str) -> Record:
     """One JSONL line as a checked ``Record``; ValueError says what is wrong."""
-    try:
-        data = json.loads(line)
-    except json.JSONDecodeError as e:
-        raise ValueError(f"not valid JSON ({e.msg})") from None
-    if not isinstance(data, dict):
-        raise ValueError(f"expected a JSON object, got {type(data).__name__}")
+    data = json_object(line)
     try:
         rec = Record.from_json(data)
     except (KeyError, TypeError) as e:
@@ -88,7 +84,7 @@ def read_records(run_dir: str | Path) -> list[Record]:
             out.append(parse_record_line(line))
         except ValueError as e:
             torn = number == len(lines)  # no newline after it: the writer was interrupted mid-line
-            if torn and str(e).startswith("not valid JSON"):
+            if torn and str(e).startswith("malformed JSON"):
                 continue
             raise RunFileError(f"{path}:{number}: {e}") from None
     return out

@@ -20,7 +20,7 @@ import torch.nn.functional as F
 from methods.medusa.checkpoint import save_heads
 from methods.medusa.heads import MedusaHeads
 from specbench.config import ConfigError
-from specbench.distill_data import DistillData, collect
+from specbench.distill_data import DistillData, collect, trainable
 
 
 @dataclass(frozen=True)
@@ -53,15 +53,10 @@ def _step_loss(heads: MedusaHeads, data: DistillData, starts: torch.Tensor, cfg:
     return (per_head * weights).sum(), hits
 
 
+@trainable
 def train_medusa(target: torch.nn.Module, tokenizer: Any, corpora: Sequence[str], data_dir: Path | None, out: Path,
                  cfg: MedusaTrainConfig, model_id: str = "", progress: bool = True) -> dict[str, Any]:
     """Collect data, train the heads, save them in ``out``; returns held-out top-1 per head and durations."""
-    with torch.inference_mode(False), torch.enable_grad():
-        return _train(target, tokenizer, corpora, data_dir, out, cfg, model_id, progress)
-
-
-def _train(target: torch.nn.Module, tokenizer: Any, corpora: Sequence[str], data_dir: Path | None, out: Path,
-           cfg: MedusaTrainConfig, model_id: str, progress: bool) -> dict[str, Any]:
     from tqdm import tqdm
 
     cfg.validate()

@@ -23,7 +23,7 @@ import torch
 import torch.nn.functional as F
 
 from methods.redrafter.checkpoint import save_checkpoint
-from specbench.distill_data import DistillData, collect
+from specbench.distill_data import DistillData, collect, trainable
 from methods.redrafter.head import DraftHead, build_head, head_config_for
 from specbench.config import ConfigError
 
@@ -178,8 +178,7 @@ def train_redrafter(*args: Any, **kwargs: Any) -> dict[str, Any]:
     target is only read (its hidden states, embeddings and output head). Safe to call from inside
     an inference-mode region (e.g. a method factory).
     """
-    with torch.inference_mode(False), torch.enable_grad():
-        return _train(*args, **kwargs)
+    return trainable(_train)(*args, **kwargs)
 
 
 def _train(model: torch.nn.Module, tokenizer: Any, corpora: Sequence[str], data_dir: Path | None, out: Path,

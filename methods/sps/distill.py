@@ -31,6 +31,7 @@ import torch
 import torch.nn.functional as F
 
 from specbench.config import ConfigError
+from specbench.distill_data import trainable
 
 VOCAB_FILE = "vocab.npy"
 META_FILE = "distill.json"
@@ -168,15 +169,10 @@ def heldout_agreement(draft: torch.nn.Module, seqs: list[LabelledSequence], to_d
             "heldout_labels": n_all}
 
 
+@trainable
 def distill_draft(target: torch.nn.Module, tokenizer: Any, corpora: Sequence[str], data_dir: Path | None, out: Path,
                   cfg: DistillConfig, model_id: str = "", progress: bool = True) -> dict[str, Any]:
     """Collect labels, choose the vocabulary, train the draft and save it in ``out``; returns the metrics."""
-    with torch.inference_mode(False), torch.enable_grad():
-        return _distill(target, tokenizer, corpora, data_dir, out, cfg, model_id, progress)
-
-
-def _distill(target: torch.nn.Module, tokenizer: Any, corpora: Sequence[str], data_dir: Path | None, out: Path,
-             cfg: DistillConfig, model_id: str, progress: bool) -> dict[str, Any]:
     from tqdm import tqdm
 
     from specbench.model import stop_token_ids
