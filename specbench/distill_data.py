@@ -143,3 +143,18 @@ def collect(model: torch.nn.Module, tokenizer: Any, corpora: Sequence[str], data
     cat = torch.cat
     return DistillData(cat(hid), cat(tok).long(), cat(arg).long(), cat(train).long(),
                        cat(held).long() if held else torch.zeros(0, dtype=torch.long))
+
+
+def collect_cached(out_dir: Path, model: torch.nn.Module, tokenizer: Any, corpora: Sequence[str], data_dir: Path | None,
+                   tokens: int, n_predict: int, max_seq_len: int, heldout_every: int = 20, progress: bool = True,
+                   desc: str = "target forward", model_id: str = "") -> DistillData:
+    """``collect`` once per trainer output folder: the finished collection is saved in ``out_dir`` and
+    reused, so a training interrupted after the (long) target pass resumes from its data."""
+    meta = {"model_id": model_id, "corpora": list(corpora), "tokens": tokens, "max_seq_len": max_seq_len,
+            "n_predict": n_predict, "heldout_every": heldout_every}
+    out_dir.mkdir(parents=True, exist_ok=True)
+    data = DistillData.load(out_dir, meta)
+    if data is None:
+        data = collect(model, tokenizer, corpora, data_dir, tokens, n_predict, max_seq_len, heldout_every, progress, desc)
+        data.save(out_dir, meta)
+    return data

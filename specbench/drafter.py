@@ -26,6 +26,13 @@ class DraftContext:
     hidden state (after the final norm) at the position whose greedy prediction is the root, so
     ``argmax(lm_head(hidden)) == tokens[-1]``. ``max_depth`` is how many draft tokens can still be
     used before ``max_new_tokens`` is reached.
+
+    ``hidden_states`` are the target's hidden states at every position kept since the previous
+    ``propose`` (after prefill: the whole prompt; after a step: the root and the accepted rows), ``[k, h]``,
+    so a drafter that keeps its own cache over features (EAGLE) sees each position once. Row i is at
+    position ``len(tokens) - 1 - k + i`` and predicts ``tokens[len(tokens) - k + i]``; the last row is
+    ``hidden``. Example: prompt ``[5, 6, 7]``, root ``9``: k = 3, rows at positions 0..2 predicting
+    ``6, 7, 9``.
     """
 
     tokens: list[int]
@@ -33,6 +40,7 @@ class DraftContext:
     hidden: torch.Tensor  # [hidden_size]
     model: Any
     max_depth: int
+    hidden_states: torch.Tensor | None = None  # [k, hidden_size]
 
 
 @dataclass(frozen=True)

@@ -36,6 +36,7 @@ TINY_OPTIONS: dict[str, dict[str, str]] = {
     "dresd": {"corpus": ECHO_CORPUS, "max_tokens": "3000", "k": "8", "nprobe": "4"},
     "redrafter": {"checkpoint": "random"},
     "medusa": {"checkpoint": "random"},
+    "eagle": {"checkpoint": "random"},
 }
 SKIPS: dict[str, str] = {}
 

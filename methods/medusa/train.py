@@ -20,7 +20,7 @@ import torch.nn.functional as F
 from methods.medusa.checkpoint import save_heads
 from methods.medusa.heads import MedusaHeads
 from specbench.config import ConfigError
-from specbench.distill_data import DistillData, collect, trainable
+from specbench.distill_data import DistillData, collect_cached, trainable
 
 
 @dataclass(frozen=True)
@@ -61,8 +61,8 @@ def train_medusa(target: torch.nn.Module, tokenizer: Any, corpora: Sequence[str]
 
     cfg.validate()
     t0 = time.perf_counter()
-    data = collect(target, tokenizer, corpora, data_dir, cfg.tokens, cfg.num_heads, cfg.max_seq_len, cfg.heldout_every,
-                   progress, desc="medusa: target forward")
+    data = collect_cached(out, target, tokenizer, corpora, data_dir, cfg.tokens, cfg.num_heads, cfg.max_seq_len,
+                          cfg.heldout_every, progress, "medusa: target forward", model_id)
     t_collect = time.perf_counter() - t0
     param = next(target.parameters())
     torch.manual_seed(cfg.seed)

@@ -23,7 +23,7 @@ import torch
 import torch.nn.functional as F
 
 from methods.redrafter.checkpoint import save_checkpoint
-from specbench.distill_data import DistillData, collect, trainable
+from specbench.distill_data import DistillData, collect_cached, trainable
 from methods.redrafter.head import DraftHead, build_head, head_config_for
 from specbench.config import ConfigError
 
@@ -186,16 +186,10 @@ def _train(model: torch.nn.Module, tokenizer: Any, corpora: Sequence[str], data_
     from tqdm import tqdm
 
     cfg.validate()
-    out.mkdir(parents=True, exist_ok=True)
     train_cfg = dataclasses.asdict(cfg)
-    data_meta = {"model_id": model_id, "corpora": list(corpora), "tokens": cfg.tokens, "max_seq_len": cfg.max_seq_len,
-                 "n_predict": cfg.n_predict, "heldout_every": cfg.heldout_every}
     t0 = time.perf_counter()
-    data = DistillData.load(out, data_meta)
-    if data is None:
-        data = collect(model, tokenizer, corpora, data_dir, cfg.tokens, cfg.n_predict, cfg.max_seq_len, cfg.heldout_every, progress,
-                       desc="redrafter: target forward")
-        data.save(out, data_meta)
+    data = collect_cached(out, model, tokenizer, corpora, data_dir, cfg.tokens, cfg.n_predict, cfg.max_seq_len, cfg.heldout_every,
+                          progress, "redrafter: target forward", model_id)
     t_collect = time.perf_counter() - t0
 
     torch.manual_seed(cfg.seed)

@@ -106,6 +106,7 @@ class Engine:
         gen.verify_times_s.append(t_end - t)
         gen.step_times_s.append(t_end - t_start)
         last_hidden = hidden[-1]
+        fresh = [hidden]  # hidden states the drafter has not seen yet (DraftContext.hidden_states)
         tokens = list(prompt_ids) + [root]
         out = gen.output_ids
 
@@ -115,7 +116,9 @@ class Engine:
             t = t_step = now()
             tree, aux = None, None
             if drafter is not None and budget > 1:
-                ctx = DraftContext(tokens, len(prompt_ids), last_hidden, self.model, budget - 1)
+                unseen = fresh[0] if len(fresh) == 1 else torch.cat(fresh)
+                fresh = []
+                ctx = DraftContext(tokens, len(prompt_ids), last_hidden, self.model, budget - 1, unseen)
                 proposal = drafter.propose(ctx)
                 if isinstance(proposal, Proposal):
                     tree, aux = proposal.tree, proposal.aux
@@ -158,6 +161,7 @@ class Engine:
             root = ver.bonus
             last_hidden = ver.hidden[ver.rows[-1]]
             if drafter is not None:
+                fresh.append(ver.hidden[ver.rows])
                 drafter.observe(StepResult(tree, [r - 1 for r in ver.rows[1:]], ver.bonus, ver.aux_predictions))
             gen.step_times_s.append(now() - t_step)
             if emitted[-1] in self.stop_ids:

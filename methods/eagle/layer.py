@@ -1,0 +1,182 @@
+"""The EAGLE draft network (Li et al. 2024): one decoder layer that predicts the target's next feature.
+
+Row i reads the target's feature ``f_i`` (final-norm hidden state at position i) and the embedding of
+token ``i + 1``: ``x_i = fc([embed(t_{i+1}), f_i])``, then a Llama-style decoder layer (attention with RoPE
+over the draft's own cache, SwiGLU MLP; no input norm, as in the reference's first layer) gives
+``f^_{i+1}``, and the target's output head turns it into the distribution of token ``i + 2``. Drafting
+then feeds predicted features back in (``[embed(d1), f^_{i+1}] -> f^_{i+2}`` ...).
+
+Parameter names follow the reference's checkpoints (``fc``, ``layers.0.self_attn.q_proj``, ...), so a
+published EAGLE-1/2 state dict loads as it is. Example: for SmolLM2-135M (hidden 576, 9 heads, 3 KV
+heads, MLP 1536) the layer and ``fc`` hold 4.3M parameters, 3% of the target.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+
+@dataclass(frozen=True)
+class LayerShape:
+    """The draft layer's sizes, read from the target's config (any HF family) or a checkpoint's."""
+
+    hidden: int
+    heads: int
+    kv_heads: int
+    head_dim: int
+    intermediate: int
+    eps: float = 1e-6
+    rope_theta: float = 10000.0
+    qkv_bias: bool = False
+
+    @staticmethod
+    def from_config(cfg: Any) -> "LayerShape":
+        """>>> from types import SimpleNamespace as N
+        >>> LayerShape.from_config(N(hidden_size=64, num_attention_heads=4)).head_dim
+        16
+        """
+        hidden = int(_first(cfg, ("hidden_size", "n_embd")))
+        heads = int(_first(cfg, ("num_attention_heads", "n_head")))
+        kv = int(_first(cfg, ("num_key_value_heads",), heads) or heads)
+        head_dim = int(_first(cfg, ("head_dim",), hidden // heads) or hidden // heads)
+        inter = int(_first(cfg, ("intermediate_size", "n_inner"), 4 * hidden) or 4 * hidden)
+        eps = float(_first(cfg, ("rms_norm_eps", "layer_norm_eps", "layer_norm_epsilon"), 1e-6))
+        rope = getattr(cfg, "rope_parameters", None) or getattr(cfg, "rope_scaling", None) or {}
+        theta = float(rope.get("rope_theta", 0) if isinstance(rope, dict) else 0) or float(_first(cfg, ("rope_theta",), 10000.0))
+        return LayerShape(hidden, heads, kv, head_dim, inter, eps, theta, bool(getattr(cfg, "attention_bias", False)))
+
+
+def _first(cfg: Any, names: tuple[str, ...], default: Any = None) -> Any:
+    for name in names:
+        value = getattr(cfg, name, None)
+        if value is not None:
+            return value
+    if default is None:
+        raise ValueError(f"model config has none of {names}")
+    return default
+
+
+class RMSNorm(nn.Module):
+    def __init__(self, hidden: int, eps: float) -> None:
+        super().__init__()
+        self.weight = nn.Parameter(torch.ones(hidden))
+        self.eps = eps
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.weight * (x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps))
+
+
+class Attention(nn.Module):
+    def __init__(self, s: LayerShape) -> None:
+        super().__init__()
+        self.s = s
+        self.q_proj = nn.Linear(s.hidden, s.heads * s.head_dim, bias=s.qkv_bias)
+        self.k_proj = nn.Linear(s.hidden, s.kv_heads * s.head_dim, bias=s.qkv_bias)
+        self.v_proj = nn.Linear(s.hidden, s.kv_heads * s.head_dim, bias=s.qkv_bias)
+        self.o_proj = nn.Linear(s.heads * s.head_dim, s.hidden, bias=False)
+        inv = 1.0 / (s.rope_theta ** (torch.arange(0, s.head_dim, 2, dtype=torch.float32) / s.head_dim))
+        self.register_buffer("inv_freq", inv, persistent=False)
+
+    def _rope(self, x: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:
+        freqs = positions.to(self.inv_freq.dtype)[:, None] * self.inv_freq  # [n, d/2]
+        cos, sin = (torch.cat([f, f], -1).to(x.dtype)[None] for f in (freqs.cos(), freqs.sin()))  # [1, n, d]
+        half = x.shape[-1] // 2
+        rotated = torch.cat([-x[..., half:], x[..., :half]], -1)
+        return x * cos + rotated * sin
+
+    def forward(self, x: torch.Tensor, positions: torch.Tensor, mask: torch.Tensor, cache: "DraftCache | None",
+                ) -> torch.Tensor:
+        """``x`` [n, h]; ``mask`` [n, L] bool (True = may attend) over the cache's rows then these n."""
+        s, n = self.s, x.shape[0]
+        q = self._rope(self.q_proj(x).view(n, s.heads, s.head_dim).transpose(0, 1), positions)
+        k = self._rope(self.k_proj(x).view(n, s.kv_heads, s.head_dim).transpose(0, 1), positions)
+        v = self.v_proj(x).view(n, s.kv_heads, s.head_dim).transpose(0, 1)
+        if cache is not None:
+            k, v = cache.append(k, v)
+        rep = s.heads // s.kv_heads
+        if rep > 1:
+            k, v = k.repeat_interleave(rep, 0), v.repeat_interleave(rep, 0)
+        out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)  # [H, n, d]
+        return self.o_proj(out.transpose(0, 1).reshape(n, s.heads * s.head_dim))
+
+
+class MLP(nn.Module):
+    def __init__(self, s: LayerShape) -> None:
+        super().__init__()
+        self.gate_proj = nn.Linear(s.hidden, s.intermediate, bias=False)
+        self.up_proj = nn.Linear(s.hidden, s.intermediate, bias=False)
+        self.down_proj = nn.Linear(s.intermediate, s.hidden, bias=False)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.down_proj(F.silu(self.gate_proj(x)) * self.up_proj(x))
+
+
+class DecoderLayer(nn.Module):
+    def __init__(self, s: LayerShape) -> None:
+        super().__init__()
+        self.self_attn = Attention(s)
+        self.mlp = MLP(s)
+        self.post_attention_layernorm = RMSNorm(s.hidden, s.eps)
+
+    def forward(self, x: torch.Tensor, positions: torch.Tensor, mask: torch.Tensor, cache: "DraftCache | None") -> torch.Tensor:
+        x = x + self.self_attn(x, positions, mask, cache)
+        return x + self.mlp(self.post_attention_layernorm(x))
+
+
+class DraftCache:
+    """The draft layer's keys and values ([kv_heads, rows, d], grown by doubling); ``truncate`` drops
+    the rows of a finished draft tree so only the context's rows stay."""
+
+    def __init__(self) -> None:
+        self.k: torch.Tensor | None = None
+        self.v: torch.Tensor | None = None
+        self.length = 0
+
+    def append(self, k: torch.Tensor, v: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        n = k.shape[1]
+        if self.k is None or self.length + n > self.k.shape[1]:
+            cap = max(256, 2 * (self.length + n))
+            grown_k = k.new_empty(k.shape[0], cap, k.shape[2])
+            grown_v = v.new_empty(v.shape[0], cap, v.shape[2])
+            if self.k is not None and self.v is not None:
+                grown_k[:, : self.length] = self.k[:, : self.length]
+                grown_v[:, : self.length] = self.v[:, : self.length]
+            self.k, self.v = grown_k, grown_v
+        assert self.v is not None
+        self.k[:, self.length : self.length + n] = k
+        self.v[:, self.length : self.length + n] = v
+        self.length += n
+        return self.k[:, : self.length], self.v[:, : self.length]
+
+    def truncate(self, length: int) -> None:
+        self.length = min(self.length, length)
+
+
+class EagleLayer(nn.Module):
+    """``forward(features [n, h], next_tokens [n], positions [n], mask [n, L], cache) -> features [n, h]``.
+
+    ``embed`` is the target's input embedding (frozen, not saved).
+    """
+
+    def __init__(self, shape: LayerShape, embed: nn.Module, fc_bias: bool = True) -> None:
+        super().__init__()
+        self.shape = shape
+        self.fc = nn.Linear(2 * shape.hidden, shape.hidden, bias=fc_bias)
+        self.layers = nn.ModuleList([DecoderLayer(shape)])
+        self._embed = [embed]  # a list: the target's embedding is not a submodule (not saved, not trained)
+
+    def forward(self, features: torch.Tensor, next_tokens: torch.Tensor, positions: torch.Tensor, mask: torch.Tensor,
+                cache: DraftCache | None = None) -> torch.Tensor:
+        with torch.no_grad():  # the target's embedding is frozen (and may be tied to its output head)
+            emb = self._embed[0](next_tokens).to(features.dtype)
+        x = self.fc(torch.cat([emb, features], -1))
+        for layer in self.layers:
+            x = layer(x, positions, mask, cache)
+        return x
+
+    def parameter_count(self) -> int:
+        return sum(p.numel() for p in self.parameters())

@@ -1,0 +1,182 @@
+"""Config, drafter and registration of ``eagle`` (Li et al. 2024: EAGLE-1 static tree, EAGLE-2 dynamic tree).
+
+Each step the draft layer first reads the target's features of the positions accepted since the last
+step (``DraftContext.hidden_states``) into its own cache, then drafts a tree level by level over its
+predicted features (``tree.py``); the tree's rows are dropped from its cache afterwards, so the cache
+only ever holds features the target computed.
+
+Example: prompt of 40 tokens, root ``t``: the first step feeds 40 rows (positions 0..39, tokens 1..40
+with the root last), the root's predicted feature scores the first level; with ``tree=dynamic``,
+``top_k=8, depth=4, total_tokens=24`` it runs 4 more draft forwards of 8 rows and proposes the 24
+best-scoring nodes.
+"""
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from methods.eagle.checkpoint import load_layer
+from methods.eagle.layer import DraftCache, EagleLayer, LayerShape
+from methods.eagle.train import EagleTrainConfig, train_eagle
+from methods.eagle.tree import EAGLE1_TREE, dynamic_tree, static_tree
+from specbench.config import ConfigError
+from specbench.distill_data import DEFAULT_CORPORA
+from specbench.drafter import BaseDrafter, DraftContext
+from specbench.engine.packed_linear import pack_for_inference
+from specbench.engine.tree import DraftTree
+from specbench.method_env import MethodEnv
+from specbench.registry import register_method
+
+TREES = ("dynamic", "static")
+
+
+@dataclass(frozen=True)
+class EagleConfig:
+    """``checkpoint``: ``default`` (self-distilled on first use, cached), ``random`` (untrained; for
+    tests) or a folder (ours or a published EAGLE-1/2 checkpoint). ``tree=dynamic`` is EAGLE-2 (``top_k``
+    nodes expanded per level for ``depth`` levels after the first, the best ``total_tokens`` kept; the
+    reference's defaults are 10, 5 and 60 with the root, i.e. 59 draft nodes); ``tree=static`` is EAGLE-1's
+    25-node tree."""
+
+    checkpoint: str = "default"
+    tree: str = "dynamic"
+    top_k: int = 8
+    depth: int = 5
+    total_tokens: int = 24
+
+    def validate(self) -> None:
+        if self.tree not in TREES:
+            raise ConfigError(f"eagle: tree must be one of {', '.join(TREES)}")
+        if min(self.top_k, self.total_tokens) < 1 or self.depth < 0:
+            raise ConfigError("eagle: top_k and total_tokens must be >= 1, depth >= 0")
+
+
+class DraftHead(nn.Module):
+    """Log-probabilities over the draft vocabulary: the target's own head, or its rows for ``vocab``."""
+
+    def __init__(self, target_head: nn.Module, vocab: np.ndarray | None) -> None:
+        super().__init__()
+        self.ids = None if vocab is None else torch.as_tensor(vocab, device=target_head.weight.device)
+        self.sub = None
+        if self.ids is not None:
+            self.sub = nn.Linear(target_head.weight.shape[1], len(vocab), bias=False)
+            self.sub.weight.data = target_head.weight.detach()[self.ids].float().clone()
+        self._full = [target_head]  # the target's head: not a submodule
+
+    def forward(self, feats: torch.Tensor) -> torch.Tensor:
+        if self.sub is not None:
+            return F.log_softmax(self.sub(feats), -1)
+        head = self._full[0]
+        return F.log_softmax(head(feats.to(head.weight.dtype)).float(), -1)
+
+    def to_target(self, draft_ids: list[int]) -> list[int]:
+        return draft_ids if self.ids is None else self.ids[draft_ids].tolist()
+
+
+class EagleDrafter(BaseDrafter):
+    def __init__(self, layer: EagleLayer, head: DraftHead, config: EagleConfig) -> None:
+        self.layer, self.head, self.config = layer.eval(), head.eval(), config
+        self.device = next(layer.parameters()).device
+        self.cache = DraftCache()
+
+    def begin(self, prompt_ids: list[int]) -> None:
+        self.cache = DraftCache()
+
+    @torch.inference_mode()
+    def propose(self, ctx: DraftContext) -> DraftTree | None:
+        new = ctx.hidden_states if ctx.hidden_states is not None else ctx.hidden[None]
+        k, P = new.shape[0], len(ctx.tokens) - 1  # the root sits at position P
+        if self.cache.length != P - k:
+            raise RuntimeError(f"eagle: draft cache holds {self.cache.length} rows, expected {P - k}")
+        dev = self.device
+        positions = torch.arange(P - k, P, device=dev)
+        nxt = torch.tensor(ctx.tokens[P - k + 1 : P + 1], device=dev)
+        mask = torch.ones(k, P, dtype=torch.bool, device=dev).tril(P - k)
+        out = self.layer(new.float(), nxt, positions, mask, self.cache)
+        root_feat = out[-1]
+        feats: dict[int, torch.Tensor] = {}
+        rows: dict[int, int] = {}
+        depth_of: dict[int, int] = {}
+        parent_of: dict[int, int] = {}
+
+        def expand(nodes: list[int], toks: list[int], parents: list[int]) -> torch.Tensor:
+            n, start = len(nodes), self.cache.length
+            for node, parent in zip(nodes, parents):
+                parent_of[node] = parent
+                depth_of[node] = 1 if parent == -1 else depth_of[parent] + 1
+            m = torch.zeros(n, start + n, dtype=torch.bool)
+            m[:, :P] = True
+            for i, node in enumerate(nodes):
+                m[i, start + i] = True
+                a = parent_of[node]
+                while a != -1:
+                    m[i, rows[a]] = True
+                    a = parent_of[a]
+            x = torch.stack([root_feat if p == -1 else feats[p] for p in parents])
+            pos = torch.tensor([P + depth_of[node] - 1 for node in nodes], device=dev)
+            ids = torch.tensor(self.head.to_target(toks), device=dev)
+            y = self.layer(x, ids, pos, m.to(dev), self.cache)
+            for i, node in enumerate(nodes):
+                feats[node], rows[node] = y[i], start + i
+            return self.head(y)
+
+        first = self.head(root_feat[None])[0]
+        c = self.config
+        if c.tree == "dynamic":
+            tree = dynamic_tree(first, expand, c.top_k, c.depth, c.total_tokens, ctx.max_depth)
+        else:
+            tree = static_tree(first, expand, EAGLE1_TREE, ctx.max_depth)
+        self.cache.truncate(P)
+        if not len(tree):
+            return None
+        return DraftTree(tuple(self.head.to_target(list(tree.tokens))), tree.parents)
+
+
+def default_dir(env: MethodEnv, recipe: EagleTrainConfig) -> Path:
+    param = next(env.model.parameters())
+    key = json.dumps({"model": env.model_id, "dtype": str(param.dtype), "corpora": DEFAULT_CORPORA,
+                      "recipe": dataclasses.asdict(recipe)}, sort_keys=True)
+    return Path(env.cache_dir) / "eagle" / f"default-{hashlib.sha256(key.encode()).hexdigest()[:12]}"
+
+
+def load_or_train(checkpoint: str, env: MethodEnv) -> tuple[EagleLayer, np.ndarray | None]:
+    target = env.model
+    param = next(target.parameters())
+    if checkpoint == "random":
+        torch.manual_seed(0)
+        return EagleLayer(LayerShape.from_config(target.config), target.get_input_embeddings()).to(param.device), None
+    if checkpoint == "default":
+        recipe = EagleTrainConfig()
+        path = default_dir(env, recipe)
+        if not (path / "config.json").is_file():
+            print(f"[eagle] self-distilling the default draft layer (once; cached in {path}); minutes on 2 CPU cores",
+                  file=sys.stderr)
+            train_eagle(target, env.tokenizer, DEFAULT_CORPORA, env.data_dir, path, recipe, env.model_id)
+    else:
+        path = Path(checkpoint)
+    layer, vocab, meta = load_layer(path, target)
+    env.artifacts["checkpoint"] = {"path": str(path), "metrics": meta.get("metrics"),
+                                   "draft_vocab": None if vocab is None else len(vocab)}
+    return layer.to(param.device, torch.float32), vocab
+
+
+@register_method("eagle", EagleConfig)
+def build_eagle(config: EagleConfig, env: MethodEnv) -> EagleDrafter:
+    """EAGLE's draft layer over the target's features, drafting EAGLE-2's dynamic or EAGLE-1's static tree."""
+    layer, vocab = load_or_train(config.checkpoint, env)
+    env.declare_overhead(parameters=layer.parameter_count())
+    head = DraftHead(env.model.get_output_embeddings(), vocab)
+    pack_for_inference(layer)
+    if head.sub is not None:
+        pack_for_inference(head)
+    return EagleDrafter(layer, head, config)

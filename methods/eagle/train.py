@@ -1,0 +1,179 @@
+"""Self-distilling an EAGLE draft layer on CPU from the frozen target (``specbench/distill_data.py``).
+
+Row p of a training window reads the target's feature ``f_p`` (plus uniform noise, as the reference
+augments it) and token ``p + 1``; the loss is the reference's: smooth-L1 to the target's next feature
+``f_{p+1}`` plus 0.1 x the cross-entropy against the target's distribution ``softmax(head(f_{p+1}))``
+(over the draft vocabulary when it is reduced). Windows are runs of consecutive positions of one
+sequence, cut to ``window`` rows and packed into batches with a block-diagonal causal mask.
+
+Example: ``EagleTrainConfig()`` collects 30k positions and trains 4 epochs over an 8192-token draft
+vocabulary: minutes on 2 CPU cores (``README.md`` gives the measured time).
+"""
+from __future__ import annotations
+
+import dataclasses
+import math
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterator, Sequence
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from methods.eagle.checkpoint import save_layer
+from methods.eagle.layer import EagleLayer, LayerShape
+from specbench.config import ConfigError
+from specbench.distill_data import DistillData, collect_cached, trainable
+from specbench.model import stop_token_ids
+
+
+@dataclass(frozen=True)
+class EagleTrainConfig:
+    tokens: int = 30000
+    epochs: int = 4
+    draft_vocab: int = 8192  # 0 = the target's whole vocabulary
+    window: int = 128
+    batch_size: int = 1024  # rows per optimiser step (several windows)
+    lr: float = 1e-3
+    noise: float = 0.2  # width of the uniform noise added to input features
+    p_weight: float = 0.1  # the reference's weight of the distribution loss (feature loss weight 1)
+    max_seq_len: int = 512
+    heldout_every: int = 20
+    seed: int = 0
+
+    def validate(self) -> None:
+        if min(self.tokens, self.epochs, self.window, self.batch_size) < 1:
+            raise ConfigError("eagle train: tokens, epochs, window and batch_size must be >= 1")
+        if self.draft_vocab < 0 or 0 < self.draft_vocab < 2:
+            raise ConfigError("eagle train: draft_vocab must be 0 (whole vocabulary) or >= 2")
+
+
+def runs(starts: torch.Tensor, window: int) -> list[tuple[int, int]]:
+    """Windows ``(first, length)`` over runs of consecutive example starts, each at most ``window`` long.
+
+    >>> runs(torch.tensor([3, 4, 5, 9, 10]), 2)
+    [(3, 2), (5, 1), (9, 2)]
+    """
+    s = starts.tolist()
+    out: list[tuple[int, int]] = []
+    i = 0
+    while i < len(s):
+        j = i
+        while j + 1 < len(s) and s[j + 1] == s[j] + 1:
+            j += 1
+        for a in range(s[i], s[j] + 1, window):
+            out.append((a, min(window, s[j] + 1 - a)))
+        i = j + 1
+    return out
+
+
+def choose_vocab(data: DistillData, size: int, keep: set[int], vocab_size: int) -> np.ndarray:
+    """The ``size`` target ids the draft scores: ``keep`` (stop tokens), then the most frequent labels."""
+    counts = torch.bincount(data.argmax[data.train_starts + 1], minlength=vocab_size)
+    for k in keep:
+        counts[k] = counts.max() + 1
+    return np.sort(counts.topk(min(size, vocab_size)).indices.numpy()).astype(np.int64)
+
+
+def _batches(windows: list[tuple[int, int]], rows: int, order: list[int]) -> Iterator[list[tuple[int, int]]]:
+    batch: list[tuple[int, int]] = []
+    n = 0
+    for w in order:
+        if batch and n + windows[w][1] > rows:
+            yield batch
+            batch, n = [], 0
+        batch.append(windows[w])
+        n += windows[w][1]
+    if batch:
+        yield batch
+
+
+def _inputs(data: DistillData, batch: list[tuple[int, int]], device: torch.device) -> tuple[torch.Tensor, ...]:
+    """(rows [n], positions [n], block-diagonal causal mask [n, n])."""
+    rows = torch.cat([torch.arange(a, a + n) for a, n in batch])
+    positions = torch.cat([torch.arange(n) for _, n in batch])
+    block = torch.cat([torch.full((n,), i) for i, (_, n) in enumerate(batch)])
+    mask = (block[:, None] == block[None, :]) & (positions[:, None] >= positions[None, :])
+    return rows.to(device), positions.to(device), mask.to(device)
+
+
+def _loss(layer: EagleLayer, head_w: torch.Tensor, ids: torch.Tensor | None, data: DistillData, batch: list[tuple[int, int]],
+          cfg: EagleTrainConfig, device: torch.device, noise: bool) -> tuple[torch.Tensor, int, int]:
+    """(loss, rows whose draft top-1 equals the target's greedy token, rows); ``ids``: draft id -> target id."""
+    rows, positions, mask = _inputs(data, batch, device)
+    feats = data.hidden[rows.cpu()].float().to(device)
+    if noise and cfg.noise > 0:
+        feats = feats + (torch.rand_like(feats) - 0.5) * cfg.noise
+    target = data.hidden[rows.cpu() + 1].float().to(device)
+    pred = layer(feats, data.tokens[rows.cpu() + 1].to(device), positions, mask)
+    with torch.no_grad():
+        p_target = F.softmax(target @ head_w.T, -1)
+    logp = F.log_softmax(pred @ head_w.T, -1)
+    loss = F.smooth_l1_loss(pred, target) + cfg.p_weight * -(p_target * logp).sum(-1).mean()
+    top = logp.argmax(-1).cpu()
+    hits = int(((top if ids is None else ids[top]) == data.argmax[rows.cpu() + 1]).sum())
+    return loss, hits, len(rows)
+
+
+@trainable
+def train_eagle(target: torch.nn.Module, tokenizer: Any, corpora: Sequence[str], data_dir: Path | None, out: Path,
+                cfg: EagleTrainConfig, model_id: str = "", progress: bool = True) -> dict[str, Any]:
+    """Collect data, train the layer, save it in ``out``; returns held-out top-1 and durations."""
+    from tqdm import tqdm
+
+    cfg.validate()
+    t0 = time.perf_counter()
+    data = collect_cached(out, target, tokenizer, corpora, data_dir, cfg.tokens, 1, cfg.max_seq_len, cfg.heldout_every,
+                          progress, "eagle: target forward", model_id)
+    t_collect = time.perf_counter() - t0
+    param = next(target.parameters())
+    device = param.device
+    vocab_size = int(target.get_output_embeddings().weight.shape[0])
+    vocab = choose_vocab(data, cfg.draft_vocab, stop_token_ids(tokenizer, target), vocab_size) if cfg.draft_vocab else None
+    full_w = target.get_output_embeddings().weight.detach().float()
+    ids = None if vocab is None else torch.as_tensor(vocab)
+    head_w = full_w if ids is None else full_w[ids.to(full_w.device)]
+    torch.manual_seed(cfg.seed)
+    layer = EagleLayer(LayerShape.from_config(target.config), target.get_input_embeddings()).to(device).train()
+    opt = torch.optim.AdamW(layer.parameters(), lr=cfg.lr)
+    windows = runs(data.train_starts, cfg.window)
+    per_epoch = len(list(_batches(windows, cfg.batch_size, list(range(len(windows))))))
+    total = per_epoch * cfg.epochs
+    warmup = max(1, total // 20)
+    t1 = time.perf_counter()
+    bar = tqdm(total=total, desc="eagle: train", unit="step", disable=not progress)
+    step = 0
+    for epoch in range(cfg.epochs):
+        order = torch.randperm(len(windows), generator=torch.Generator().manual_seed(cfg.seed + epoch)).tolist()
+        for batch in _batches(windows, cfg.batch_size, order):
+            scale = (step + 1) / warmup if step < warmup else 0.5 * (1 + math.cos(math.pi * (step - warmup) / max(1, total - warmup)))
+            for g in opt.param_groups:
+                g["lr"] = cfg.lr * scale
+            loss, _, _ = _loss(layer, head_w, ids, data, batch, cfg, device, noise=True)
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(layer.parameters(), 0.5)  # the reference's grad_clip
+            opt.step()
+            step += 1
+            bar.update(1)
+            bar.set_postfix(loss=f"{loss.item():.3f}")
+    bar.close()
+    layer.eval()
+    metrics: dict[str, Any] = {"collect_s": round(t_collect, 1), "train_s": round(time.perf_counter() - t1, 1), "steps": total}
+    held = runs(data.heldout_starts, cfg.window)
+    if held:
+        with torch.no_grad():
+            hits = n = 0
+            for batch in _batches(held, cfg.batch_size, list(range(len(held)))):
+                _, h, k = _loss(layer, head_w, ids, data, batch, cfg, device, noise=False)
+                hits, n = hits + h, n + k
+        metrics["heldout_top1"] = round(hits / max(n, 1), 4)  # teacher-forced: the draft's first token vs the target's
+        metrics["heldout_examples"] = n
+    save_layer(layer, vocab, out, {"model_id": model_id, "corpora": list(corpora), "train": dataclasses.asdict(cfg),
+                                   "metrics": metrics})
+    print(f"[eagle] held-out top-1 (first draft token, teacher-forced): {metrics.get('heldout_top1')}; -> {out}",
+          file=sys.stderr)
+    return metrics
