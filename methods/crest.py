@@ -26,7 +26,8 @@ from specbench.registry import DatastoreAction, register_datastore_action, regis
 
 @dataclass(frozen=True)
 class CRESTConfig:
-    """``top_t`` n-grams per n (n = 1..max_n) with REST trees (k, m, c, cut as in REST).
+    """``top_t`` n-grams per n (n = 1..max_n) with REST trees (k, m, c, cut as in REST; the k matches
+    spread evenly over all of a key's matches, see ``specbench.datastore.ngram_store``).
 
     ``datastore``: a compacted CREST directory; else one is compacted from ``rest_datastore`` (or the
     task's cached REST datastore built from ``corpus``/``max_tokens``) and cached.

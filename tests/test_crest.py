@@ -12,6 +12,7 @@ from specbench.cli import main
 from specbench.datastore.ngram_store import NgramStore, top_ngrams, write_ngram_store
 from specbench.datastore.suffix_array import DatastoreError, TokenDatastore, write_datastore
 from specbench.engine.loop import Engine
+from specbench.engine.tree import DraftTree
 from tests.conftest import make_tiny_model
 
 
@@ -50,7 +51,7 @@ def test_lookup_equals_live_rest_and_prefers_longest(tmp_path) -> None:
     checked = 0
     for n, items in keys.items():
         for gram, _ in items:
-            assert store.get(gram) == query_tree(ds, list(gram), 100, 4, 8)
+            assert store.get(gram) == query_tree(ds, list(gram), 100, 4, 8, spread=True)
             checked += 1
     assert checked > 60 and store.header["n_keys"] == checked
     gram3 = keys[3][0][0]
@@ -129,11 +130,39 @@ def test_uncut_store_holds_pure_top_c_trees(tmp_path) -> None:
     store = NgramStore(tmp_path / "u", vocab_size=64)
     assert store.header["cut"] is False
     grams = [g for items in top_ngrams(ds, 2, 20).values() for g, _ in items]
-    assert all(store.get(g) == query_tree(ds, list(g), 100, 4, 8, cut=False) for g in grams)
-    assert any(query_tree(ds, list(g), 100, 4, 8) != store.get(g) for g in grams)  # the cut changes some
+    assert all(store.get(g) == query_tree(ds, list(g), 100, 4, 8, cut=False, spread=True) for g in grams)
+    assert any(query_tree(ds, list(g), 100, 4, 8, spread=True) != store.get(g) for g in grams)  # the cut changes some
 
 
-def test_version_1_store_is_refused_with_rebuild_hint(tmp_path) -> None:
+def test_trees_count_matches_spread_over_all_not_the_first_k(tmp_path) -> None:
+    # key 9 has 4 matches; suffix-array order sorts them by continuation: 1, 1, 2, 3. With k = 2 the
+    # first two both continue with 1 (tree: just 1); spread evenly (match 0 and 3) they give 1 and 3.
+    ds = TokenDatastore.from_entries([[9, 1], [9, 1], [9, 2], [9, 3]], vocab_size=10)
+    assert ds.continuations([9], 2, 1).tolist() == [[1], [1]]
+    assert ds.continuations([9], 2, 1, spread=True).tolist() == [[1], [3]]
+    assert ds.continuations([9], 3, 1, spread=True).tolist() == [[1], [2], [3]]  # matches 0, 2 (1.5 rounds to even), 3
+    assert ds.continuations([9], 9, 1, spread=True).tolist() == [[1], [1], [2], [3]]  # k >= matches: all
+    write_ngram_store(ds, tmp_path / "s", top_t=10, max_n=1, k=2, m=1, c=8)
+    store = NgramStore(tmp_path / "s", vocab_size=10)
+    assert store.get((9,)) == DraftTree((1, 3), (-1, -1))
+    assert store.header["spread"] is True
+
+
+def test_spread_picks_across_chunks() -> None:
+    rng = np.random.default_rng(4)
+    entries = [rng.integers(0, 3, size=12).tolist() for _ in range(40)]
+    many = TokenDatastore.from_entries(entries, vocab_size=3, chunk_tokens=60)
+    assert len(many.chunks) > 1
+    for q in ([0], [1, 2], [2, 2, 0]):
+        every = many.continuations(q, 10**6, 3)  # all matches, chunk by chunk, SA order in each
+        assert len(every) > 7
+        pick = [round(i * (len(every) - 1) / 6) for i in range(7)]
+        assert many.continuations(q, 7, 3, spread=True).tolist() == every[pick].tolist()
+        assert many.continuations(q, 10**6, 3, spread=True).tolist() == every.tolist()
+
+
+@pytest.mark.parametrize("version", [1, 2])
+def test_old_store_versions_are_refused_with_rebuild_hint(tmp_path, version: int) -> None:
     import json
     import sqlite3
 
@@ -141,11 +170,11 @@ def test_version_1_store_is_refused_with_rebuild_hint(tmp_path) -> None:
     path = tmp_path / "crest"
     conn = sqlite3.connect(path / "ngrams.sqlite")
     header = json.loads(conn.execute("SELECT value FROM meta WHERE key='header'").fetchone()[0])
-    conn.execute("UPDATE meta SET value=? WHERE key='header'", (json.dumps({**header, "format_version": 1}),))
+    conn.execute("UPDATE meta SET value=? WHERE key='header'", (json.dumps({**header, "format_version": version}),))
     conn.commit()
     conn.close()
-    (path / "header.json").unlink()  # as a v1 store without db_sha256
-    with pytest.raises(DatastoreError, match=r"format v1 .*rebuild it with `specbench datastore compact"):
+    (path / "header.json").unlink()  # as an old store without db_sha256
+    with pytest.raises(DatastoreError, match=rf"format v{version} .*rebuild it with `specbench datastore compact"):
         NgramStore(path)
 
 

@@ -7,9 +7,12 @@ per-chunk top 4t candidates are merged by summed counts (exact for a single chun
 2^28 tokens).
 
 Trees are REST trees pruned with the reference retriever's rule (``cut_to_choices``) unless built with
-``cut=False``; the header records which. Format version 1 stores (built before the cut existed) are refused.
+``cut=False``; the header records which. Each tree counts the continuations of k matches spread evenly
+over all the key's matches (``TokenDatastore.continuations(..., spread=True)``), not the first k in
+suffix-array order, which for a key with more than k matches all continue with the smallest token ids.
+Stores of format versions 1 (before the cut) and 2 (first-k trees) are refused with a rebuild hint.
 
-Storage (format version 2): a directory with ``ngrams.sqlite`` (table ``trees``: ``ngram`` BLOB PRIMARY
+Storage (format version 3): a directory with ``ngrams.sqlite`` (table ``trees``: ``ngram`` BLOB PRIMARY
 KEY of little-endian int32 ids, ``n``, ``count``, ``tokens`` int32 BLOB, ``parents`` int16 BLOB; table
 ``meta`` with the JSON header) and a copy of the header as ``header.json``. Opening costs O(1) memory;
 a lookup is one indexed B-tree probe per n.
@@ -30,7 +33,7 @@ from specbench.datastore.suffix_array import DatastoreError, TokenDatastore, dir
 from specbench.engine.tree import DraftTree
 
 FORMAT = "specbench-crest-ngrams"
-FORMAT_VERSION = 2
+FORMAT_VERSION = 3
 DB = "ngrams.sqlite"
 
 
@@ -110,7 +113,7 @@ def write_ngram_store(
         with tqdm(total=total, desc="CREST trees", unit=" ngram", mininterval=1.0) as bar:
             for n in sorted(grams):
                 for gram, cnt in grams[n]:
-                    tree = query_tree(ds, list(gram), k, m, c, cut)
+                    tree = query_tree(ds, list(gram), k, m, c, cut, spread=True)
                     bar.update(1)
                     if tree is None or len(tree) == 0:
                         continue
@@ -126,6 +129,7 @@ def write_ngram_store(
             "m": m,
             "c": c,
             "cut": cut,
+            "spread": True,
             "vocab_size": ds.vocab_size,
             "tokenizer_id": ds.header.get("tokenizer_id"),
             "tokenizer_hash": ds.header.get("tokenizer_hash"),
@@ -187,8 +191,10 @@ class NgramStore:
             header = json.loads(row[0]) if row else None
         except (sqlite3.DatabaseError, ValueError, TypeError) as e:
             raise DatastoreError(f"{self.path}: corrupt CREST datastore ({e})") from None
-        if isinstance(header, dict) and header.get("format") == FORMAT and header.get("format_version") == 1:
-            raise DatastoreError(f"{self.path}: CREST store format v1 (trees without the reference cut); rebuild it with "
+        old = {1: "trees without the reference cut", 2: "trees from the first k matches, not spread over all"}
+        if isinstance(header, dict) and header.get("format") == FORMAT and header.get("format_version") in old:
+            v = header["format_version"]
+            raise DatastoreError(f"{self.path}: CREST store format v{v} ({old[v]}); rebuild it with "
                                  f"`specbench datastore compact --from <REST dir> --out <dir>` or delete it (runs rebuild it)")
         if not isinstance(header, dict) or header.get("format") != FORMAT or header.get("format_version") != FORMAT_VERSION:
             raise DatastoreError(f"{self.path}: not a {FORMAT} v{FORMAT_VERSION} datastore; rebuild it")

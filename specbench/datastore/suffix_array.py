@@ -153,30 +153,50 @@ class TokenDatastore:
                 hi = mid - 1
         return best
 
-    def continuations(self, query: Sequence[int], k: int, m: int) -> np.ndarray:
-        """The m tokens after each of the first ``k`` matches of ``query`` (SA order, chunk by chunk).
+    def continuations(self, query: Sequence[int], k: int, m: int, spread: bool = False) -> np.ndarray:
+        """The m tokens after each of ``k`` matches of ``query``: the first k in SA order, chunk by chunk,
+        or with ``spread`` k spread evenly over all matches (index ``round(i * (M - 1) / (k - 1))`` of the
+        M matches in SA order, i = 0..k-1; all of them when M <= k).
+
+        Why ``spread``: suffix-array order sorts the matches by their continuations, so with more than k
+        matches the first k all continue with the smallest token ids; an even spread keeps every
+        continuation's share (CREST precomputes its trees offline, where the extra search is free).
+        Example: matches continuing ``[1, 1, 2, 3]`` (SA order), k = 2: first -> ``1, 1``; spread -> ``1, 3``.
 
         Returns int32 ``[n_matches, m]``, padded with -1 past the chunk end.
         """
         q = [int(t) for t in query]
-        rows: list[np.ndarray] = []
-        left = k
         if any(not 0 <= t < self.vocab_size for t in q):
             return np.zeros((0, m), dtype=np.int32)
+        spans = []  # (tokens, sa, lo, hi) of every chunk with matches
         for tokens, sa in self._views:
-            if left <= 0:
-                break
             lo = _bound(tokens, sa, q, False)
             hi = _bound(tokens, sa, q, True)
-            if hi <= lo:
+            if hi > lo:
+                spans.append((tokens, sa, lo, hi))
+            if not spread and sum(h - l for _, _, l, h in spans) >= k:
+                break
+        total = sum(h - l for _, _, l, h in spans)
+        pick = None  # global match ids when spread, else the first k (plain slices)
+        if spread and total > k:
+            pick = np.round(np.arange(k) * ((total - 1) / max(k - 1, 1))).astype(np.int64)  # [k]
+        rows: list[np.ndarray] = []
+        offset, left = 0, k
+        for tokens, sa, lo, hi in spans:
+            if pick is None:
+                mine = sa[lo : lo + min(hi - lo, left)]
+                left -= len(mine)
+            else:
+                mine = sa[pick[(pick >= offset) & (pick < offset + hi - lo)] - offset + lo]
+            offset += hi - lo
+            if len(mine) == 0:
                 continue
-            starts = sa[lo : min(hi, lo + left)].astype(np.int64) + len(q)  # [r]
+            starts = mine.astype(np.int64) + len(q)  # [r]
             idx = starts[:, None] + np.arange(m)  # [r, m]
             inside = idx < len(tokens)
             cont = tokens[np.minimum(idx, len(tokens) - 1)]
             cont[~inside] = -1
             rows.append(cont)
-            left -= len(starts)
         if not rows:
             return np.zeros((0, m), dtype=np.int32)
         return np.concatenate(rows) if len(rows) > 1 else rows[0]

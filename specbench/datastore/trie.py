@@ -51,13 +51,15 @@ def top_nodes(conts: np.ndarray, c: int) -> DraftTree | None:
     return top_nodes_vectorised(conts, c)
 
 
-def query_tree(ds: Any, query: Sequence[int], k: int, m: int, c: int, cut: bool = True) -> DraftTree | None:
+def query_tree(ds: Any, query: Sequence[int], k: int, m: int, c: int, cut: bool = True, spread: bool = False) -> DraftTree | None:
     """The REST tree for a fixed query: top-c trie nodes over the continuations of <= k matches.
 
-    ``ds`` is any datastore with ``continuations(query, k, m)`` (a suffix-array ``TokenDatastore``).
+    ``ds`` is any datastore with ``continuations(query, k, m, spread)`` (a suffix-array ``TokenDatastore``).
     ``cut``: prune the top-c selection with the reference retriever's rule (``cut_to_choices``).
+    ``spread``: the k matches spread evenly over all matches instead of the first k (CREST's build).
     """
-    tree = top_nodes(ds.continuations(query, k, m), c)
+    conts = ds.continuations(query, k, m, spread=True) if spread else ds.continuations(query, k, m)
+    tree = top_nodes(conts, c)
     return cut_to_choices(tree, c) if cut and tree is not None else tree
 
 
