@@ -24,8 +24,11 @@ class DraftContext:
 
     ``tokens`` is prompt + generated text and ends with the root t0; ``hidden`` is the target's last
     hidden state (after the final norm) at the position whose greedy prediction is the root, so
-    ``argmax(lm_head(hidden)) == tokens[-1]``. ``max_depth`` is how many draft tokens can still be
-    used before ``max_new_tokens`` is reached.
+    ``argmax(lm_head(hidden)) == tokens[-1]`` (at temperature > 0 the root was sampled from it instead). ``max_depth`` is how many draft tokens can still be
+    used before ``max_new_tokens`` is reached. ``sampler`` (``engine/sampling.py``) is None when
+    decoding is greedy; at temperature > 0 it holds the run's sampling settings (``sampler.config``),
+    the target's processing (``sampler.probs``) and the generation's seeded ``sampler.generator``, so a
+    drafter can sample its draft (and return the distributions it drew from as ``Proposal.draft_probs``).
     """
 
     tokens: list[int]
@@ -33,6 +36,7 @@ class DraftContext:
     hidden: torch.Tensor  # [hidden_size]
     model: Any
     max_depth: int
+    sampler: Any = None
 
 
 @dataclass(frozen=True)
@@ -40,10 +44,15 @@ class Proposal:
     """A draft tree plus auxiliary rows verified in the same forward (``engine/aux_rows.py``).
 
     A drafter that needs nothing but a tree returns the ``DraftTree`` itself (or ``None``).
+
+    ``draft_probs`` (only at temperature > 0): ``[len(tree), V]``, row ``i`` the distribution tree node
+    ``i`` was SAMPLED from (over the target's vocabulary). None means a deterministic proposal (one-hot
+    at each node); either way the engine alone accepts (``engine/sampling.py``).
     """
 
     tree: DraftTree | None
     aux: AuxRows | None = None
+    draft_probs: torch.Tensor | None = None
 
 
 @dataclass
