@@ -5,6 +5,8 @@ Glossary (used across the engine, records and reports):
 - draft token: a token a drafter proposes after the root (a node of a ``DraftTree``).
 - accepted token: a draft token on the longest root-to-node path matching the model's greedy choices.
 - bonus token: the model's greedy token after the last accepted position; it becomes the next root.
+- at temperature > 0 the root and bonus are sampled and drafts accepted by rejection sampling
+  (``engine/sampling.py``); the same glossary applies with "greedy" read as "sampled".
 - tau: tokens emitted per forward pass (accepted + 1), averaged over the forward passes.
 """
 from __future__ import annotations
@@ -24,8 +26,8 @@ class DraftContext:
 
     ``tokens`` is prompt + generated text and ends with the root t0; ``hidden`` is the target's last
     hidden state (after the final norm) at the position whose greedy prediction is the root, so
-    ``argmax(lm_head(hidden)) == tokens[-1]`` (at temperature > 0 the root was sampled from it instead). ``max_depth`` is how many draft tokens can still be
-    used before ``max_new_tokens`` is reached. ``sampler`` (``engine/sampling.py``) is None when
+    ``argmax(lm_head(hidden)) == tokens[-1]`` (at temperature > 0 the root was sampled from it instead).
+    ``max_depth`` is how many draft tokens can still be used before ``max_new_tokens`` is reached. ``sampler`` (``engine/sampling.py``) is None when
     decoding is greedy; at temperature > 0 it holds the run's sampling settings (``sampler.config``),
     the target's processing (``sampler.probs``) and the generation's seeded ``sampler.generator``, so a
     drafter can sample its draft (and return the distributions it drew from as ``Proposal.draft_probs``).

@@ -175,3 +175,18 @@ def test_bad_sampling_values(values: dict, needle: str, capsys: pytest.CaptureFi
     assert main(["run", *flags]) == 2
     err = capsys.readouterr().err.strip()
     assert needle in err and len(err.splitlines()) == 1
+
+
+def test_sps_reduced_vocabulary_draft_probs_land_on_target_ids() -> None:
+    """A distilled draft's distribution over its own ids is the same distribution over the target's ids."""
+    import numpy as np
+
+    from methods.sps.draft_runner import DraftRunner
+
+    runner = DraftRunner(make_tiny_model("llama", seed=0, vocab=3), vocab=np.array([-1, 5, 2]), target_vocab=8)
+    full = runner._on_target_vocab(torch.tensor([0.0, 0.7, 0.3]))
+    torch.testing.assert_close(full, torch.tensor([0, 0, 0.3, 0, 0, 0.7, 0, 0]))
+    tokens, q = runner.draft_sampled([5, 2, 5], 3, Sampler(T1, 0, CPU))
+    assert len(tokens) == 3 and q.shape == (3, 8) and all(q[i, t] > 0 for i, t in enumerate(tokens))
+    torch.testing.assert_close(q.sum(-1), torch.ones(3))
+    assert set(tokens) <= {2, 5}

@@ -36,7 +36,7 @@ from test_golden import TINY_OPTIONS, tiny  # noqa: F401  (the fixture: tiny mod
 
 SAMPLING = SamplingConfig(temperature=0.05, top_p=0.95, top_k=3)
 LENGTH = 3
-N_SAMPLES = 400
+N_SAMPLES = 300
 ALPHA = 1e-3
 LONG_RUNS, LONG_TOKENS = 8, 24  # sampled generations that must accept a draft token (methods slow to start)
 NO_ACCEPTANCE_ON_TINY = {"redrafter": "its random-checkpoint drafts fall outside the target's top 3 tokens"}
