@@ -39,7 +39,7 @@ LENGTH = 3
 N_SAMPLES = 300
 ALPHA = 1e-3
 LONG_RUNS, LONG_TOKENS = 8, 24  # sampled generations that must accept a draft token (methods slow to start)
-NO_ACCEPTANCE_ON_TINY: dict[str, str] = {}
+NO_ACCEPTANCE_ON_TINY: dict[str, str] = {}  # method -> why its drafts cannot be accepted on the tiny model (none)
 PROMPT_ENTRY = 4  # the golden "echo" prompt: the model's own greedy text, so copy-based drafters propose
 
 
