@@ -5,7 +5,8 @@ same configuration of every method they share on the same engine backend; otherw
 listing the differences (``force=True`` reports them and carries on). Ratios are "run X / run A".
 
 Views across models and dtypes (Spec-Bench's model-scale and precision figures): when the runs differ
-in model or dtype, ``compare_runs`` adds a table per varying axis — each method's Overall speedup (95%
+in model, dtype or sampling settings (T=0 vs T>0: Spec-Bench's temperature comparison), ``compare_runs``
+adds a table per varying axis — each method's Overall speedup (95%
 CI), tau and lossless status per model / per dtype — and ``speedup_plot`` draws the same as grouped bars.
 """
 from __future__ import annotations
@@ -25,6 +26,7 @@ from specbench.stats import (
     ran_on_cpu,
     run_stats,
 )
+from specbench.sampling import sampling_label
 from specbench.table import Table
 
 
@@ -98,6 +100,7 @@ def fingerprint_table(runs: list[Run]) -> Table:
         ("dtype", lambda m, r: dtype_label(m)),
         ("backend", lambda m, r: backend_label(m)),
         ("max_new_tokens", lambda m, r: str(_max_new(r))),
+        ("sampling", lambda m, r: sampling_label(m)),
     ]
     headers = ["", *(_letter(i) for i in range(len(runs)))]
     rows = [[name, *(fn(r.manifest, r) for r in runs)] for name, fn in fields]
@@ -145,7 +148,7 @@ def compare_runs(runs: list[Run], force: bool = False, n_boot: int = 1000, seed:
     return tables, diffs
 
 
-AXES = {"model": model_label, "dtype": dtype_label}
+AXES = {"model": model_label, "dtype": dtype_label, "sampling": sampling_label}
 
 
 def varying_axes(runs: list[Run]) -> list[str]:

@@ -147,7 +147,10 @@ class RunConfig:
     data_dir: str | None = None
     out_dir: str = "results"
     run_name: str | None = None
-    seed: int = 0
+    seed: int = 0  # sampling: each generation's generator is seeded from it and the unit of work
+    temperature: float = 0.0  # 0 = greedy (exact lossless check); > 0 = speculative sampling
+    top_p: float = 1.0
+    top_k: int = 0
     allow_mismatch: bool = False
     tie_threshold: float | None = None  # None: 1e-4 in float32, 2e-2 in half precision (see lossless.py)
     method_options: dict[str, dict[str, Any]] = field(default_factory=dict)
@@ -179,3 +182,10 @@ class RunConfig:
                 raise ConfigError(f"method_options.{method}: expected a mapping of options, got {opts!r}")
         if self.tie_threshold is not None and not 0 <= self.tie_threshold < 1:
             raise ConfigError(f"--tie-threshold must be in [0, 1), got {self.tie_threshold}")
+        self.sampling.validate()
+
+    @property
+    def sampling(self) -> "SamplingConfig":  # noqa: F821 (imported lazily: specbench.sampling imports this module)
+        from specbench.sampling import SamplingConfig
+
+        return SamplingConfig(self.temperature, self.top_p, self.top_k, self.seed)

@@ -5,6 +5,8 @@ Glossary (used across the engine, records and reports):
 - draft token: a token a drafter proposes after the root (a node of a ``DraftTree``).
 - accepted token: a draft token on the longest root-to-node path matching the model's greedy choices.
 - bonus token: the model's greedy token after the last accepted position; it becomes the next root.
+- at temperature > 0 the root and bonus are sampled and drafts accepted by rejection sampling
+  (``engine/sampling.py``); the same glossary applies with "greedy" read as "sampled".
 - tau: tokens emitted per forward pass (accepted + 1), averaged over the forward passes.
 """
 from __future__ import annotations
@@ -24,8 +26,8 @@ class DraftContext:
 
     ``tokens`` is prompt + generated text and ends with the root t0; ``hidden`` is the target's last
     hidden state (after the final norm) at the position whose greedy prediction is the root, so
-    ``argmax(lm_head(hidden)) == tokens[-1]``. ``max_depth`` is how many draft tokens can still be
-    used before ``max_new_tokens`` is reached.
+    ``argmax(lm_head(hidden)) == tokens[-1]`` (at temperature > 0 the root was sampled from it instead).
+    ``max_depth`` is how many draft tokens can still be used before ``max_new_tokens`` is reached.
 
     ``hidden_states`` are the target's hidden states at every position kept since the previous
     ``propose`` (after prefill: the whole prompt; after a step: the root and the accepted rows), ``[k, h]``,
@@ -33,6 +35,11 @@ class DraftContext:
     position ``len(tokens) - 1 - k + i`` and predicts ``tokens[len(tokens) - k + i]``; the last row is
     ``hidden``. Example: prompt ``[5, 6, 7]``, root ``9``: k = 3, rows at positions 0..2 predicting
     ``6, 7, 9``.
+
+    ``sampler`` (``engine/sampling.py``) is None when decoding is greedy; at temperature > 0 it holds the
+    run's sampling settings (``sampler.config``), the target's processing (``sampler.probs``) and the
+    generation's seeded ``sampler.generator``, so a drafter can sample its draft (and return the
+    distributions it drew from as ``Proposal.draft_probs``).
     """
 
     tokens: list[int]
@@ -41,6 +48,7 @@ class DraftContext:
     model: Any
     max_depth: int
     hidden_states: torch.Tensor | None = None  # [k, hidden_size]
+    sampler: Any = None
 
 
 @dataclass(frozen=True)
@@ -48,10 +56,15 @@ class Proposal:
     """A draft tree plus auxiliary rows verified in the same forward (``engine/aux_rows.py``).
 
     A drafter that needs nothing but a tree returns the ``DraftTree`` itself (or ``None``).
+
+    ``draft_probs`` (only at temperature > 0): ``[len(tree), V]``, row ``i`` the distribution tree node
+    ``i`` was SAMPLED from (over the target's vocabulary). None means a deterministic proposal (one-hot
+    at each node); either way the engine alone accepts (``engine/sampling.py``).
     """
 
     tree: DraftTree | None
     aux: AuxRows | None = None
+    draft_probs: torch.Tensor | None = None
 
 
 @dataclass

@@ -2,7 +2,7 @@
 
 ``make_plan`` validates every name and option (raising ``ConfigError``/``UnknownNameError``), puts the
 baseline first, expands ``--tasks all`` and slices the questions; ``jobs`` lists the work in the
-order the runner times it; ``run_dir_for`` names the run folder from the config and its digest.
+order the runner times it; ``run_dir_for`` names the run folder from the config and its digest (``_T1`` marks a sampling run).
 
 >>> parse_shard("2/4")
 (2, 4)
@@ -120,6 +120,9 @@ def config_digest(plan: Plan) -> str:
     cfg = dataclasses.asdict(plan.config)
     for k in ("out_dir", "run_name", "allow_mismatch"):
         cfg.pop(k, None)
+    if plan.config.sampling.greedy:  # greedy runs keep the digests they had before sampling existed
+        for k in ("temperature", "top_p", "top_k"):
+            cfg.pop(k, None)
     cfg.update(methods=plan.methods, tasks=list(plan.tasks), shard=plan.shard)
     sourced = {n: t.version for n, t in plan.tasks.items() if ":" in n}  # jsonl:/hf: tasks: their content hash
     if sourced:  # (only then, so the digests of runs of built-in tasks stay what they were)
@@ -135,6 +138,8 @@ def run_dir_for(plan: Plan) -> Path:
     else:
         tasks = "all" if list(plan.tasks) == list(ALL_TASKS) else "-".join(t.slug for t in plan.tasks.values())
         name = f"{'-'.join(plan.methods)}_{tasks}_l{c.limit or 'full'}_n{c.max_new_tokens}_{c.dtype}"
+        if not c.sampling.greedy:
+            name += f"_T{c.temperature:g}"
         if plan.shard:
             name += f"_shard{plan.shard[0]}of{plan.shard[1]}"
         name += f"_{config_digest(plan)}"

@@ -4,7 +4,7 @@ A ``Unit`` is the unit of work every part of specbench pairs on: (task, question
 1-based, repeats 0-based. A ``Record`` is what the runner writes per (method, unit); ``stats``,
 ``check``, ``merge`` and the tests read the same type back.
 
-Fields (``SCHEMA_VERSION`` 4):
+Fields (``SCHEMA_VERSION`` 5):
 - identity: ``method, task, subtask, task_version, question_id, category, turn, repeat``
 - work: ``prompt_tokens, new_tokens, output_ids``
 - timing: ``wall_time_s`` (whole generation incl. prefill, tokenisation excluded), ``draft_time_s``,
@@ -20,12 +20,16 @@ Fields (``SCHEMA_VERSION`` 4):
   ``lossless_class`` (see ``specbench.lossless``, null for AR), ``first_divergence``, ``ar_margin``
 - AR records only: ``token_margins`` (per output token, the relative top-2 margin of the logits that chose
   it: the lossless check's tie test reads these, see ``specbench.ar_margin``)
+- sampling (schema 5): ``sampling`` (``{"temperature", "top_p", "top_k", "seed"}`` of the run; null = greedy)
+  and ``target_logprob`` (temperature > 0 only: mean log-probability per emitted token under the target's
+  processed sampling distribution, the distributional sanity statistic; such records have no token check)
 - memory: ``peak_memory_bytes`` and ``peak_memory_kind`` (``specbench.memory``: CUDA max allocated, or the
   CPU peak RSS), reset before each generation
 
 Schema 2 -> 3 added only the optional AR margins and peak memory (null when absent); 3 -> 4 only the
 optional per-pass depths and verify / step times and the prefill time (null when absent: reports show
-``-`` for the latency and per-position figures of such records).
+``-`` for the latency and per-position figures of such records); 4 -> 5 only the optional sampling fields
+(null when absent: greedy).
 
 Schema 1 (before the typed record) allowed an integer ``question_id`` and left ``repeat``,
 ``forward_passes``, the time sums and ``subtask`` optional; ``from_json`` fills them as the readers of
@@ -37,7 +41,7 @@ schema 1 did, so old runs report identically.
 >>> rec.unit, rec.subtask, rec.forward_passes
 (Unit(task='gsm8k', question_id='7', turn=1, repeat=0), 'GSM8K', 2)
 >>> rec.to_json()["schema_version"], rec.prefill_time_s
-(4, None)
+(5, None)
 """
 from __future__ import annotations
 
@@ -47,8 +51,8 @@ from typing import Any, Sequence
 
 from specbench.catalog import task_label
 
-SCHEMA_VERSION = 4
-READABLE_VERSIONS = (1, 2, 3, 4)  # 2 and 3 read as is: every field they lack is optional
+SCHEMA_VERSION = 5
+READABLE_VERSIONS = (1, 2, 3, 4, 5)  # 2 to 4 read as is: every field they lack is optional
 
 
 @dataclass(frozen=True, order=True)
@@ -116,6 +120,8 @@ class Record:
     step_times_s: list[float] | None = None
     draft_depths: list[int] | None = None
     aux_sizes: list[int] | None = None
+    sampling: dict[str, Any] | None = None
+    target_logprob: float | None = None
 
     @property
     def unit(self) -> Unit:

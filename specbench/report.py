@@ -15,8 +15,10 @@ from tabulate import tabulate
 
 from specbench import metric_tables as MT
 from specbench.catalog import BASELINE, OVERALL
+from specbench.logprob_check import logprob_stats, logprob_table_rows
 from specbench.lossless import EXACT, MISMATCH, TIE
 from specbench.numfmt import fmt_num
+from specbench.sampling import manifest_sampling
 from specbench.stats import Cell, Run, backend_label, category_stats, load_run, ran_on_cpu, run_stats
 from specbench.summary import build_summary, method_overhead, summary_csv, summary_text, write_summary
 from specbench.table import Table
@@ -31,7 +33,7 @@ def _header(manifest: dict[str, Any]) -> list[str]:
         f"Run `{manifest.get('run_name', '')}`: model {m.get('id')} ({m.get('dtype')}, TF32 {m.get('tf32')}, "
         f"backend {backend_label(manifest)}), "
         f"{hw.get('cpu')} x{hw.get('cores')}{gpu}; max_new_tokens {cfg.get('max_new_tokens')}, "
-        f"limit {cfg.get('limit')}, repeats {cfg.get('repeats')}."
+        f"limit {cfg.get('limit')}, repeats {cfg.get('repeats')}; sampling {_sampling_text(manifest)}."
     ]
     if manifest.get("imported"):  # Spec-Bench answers: their token counts and timings, no lossless check
         lines.append(str(manifest["imported"].get("note")))
@@ -39,6 +41,11 @@ def _header(manifest: dict[str, Any]) -> list[str]:
     if versions:
         lines.append("Task versions: " + ", ".join(f"{t} v{v}" for t, v in versions.items()) + ".")
     return lines
+
+
+def _sampling_text(manifest: dict[str, Any]) -> str:
+    s = manifest_sampling(manifest)
+    return "greedy (T=0)" if s.greedy else f"{s.label()}, seed {s.seed}"
 
 
 def render(run: Run, fmt: str = "github", stats: dict[str, dict[str, Cell]] | None = None,
@@ -69,7 +76,17 @@ def render(run: Run, fmt: str = "github", stats: dict[str, dict[str, Cell]] | No
         n = stats[m][OVERALL].lossless
         status = "unchecked" if not any(n.values()) else "OK" if n[MISMATCH] == 0 else "MISMATCH"
         rows.append([m, n[EXACT], n[TIE], n[MISMATCH], status])
-    if rows:
+    sampled = logprob_stats(run)
+    if sampled:  # T > 0: outputs differ from AR's by design; the token check gives way to a distributional one
+        parts.append(
+            "### Distributional check vs AR (temperature > 0; replaces the token-for-token lossless check)\n\n"
+            "Mean target log-probability per emitted token under the sampling distribution (95% bootstrap CI "
+            "over questions) and its NLL ratio to AR on the same questions (paired CI); a lossless method "
+            "matches AR up to sampling noise.\n\n"
+            + tabulate(logprob_table_rows(sampled), headers=["method", "mean log-prob", "NLL ratio vs AR", "status"],
+                       tablefmt=fmt)
+        )
+    elif rows:
         parts.append(
             "### Lossless check vs AR (fp32 token ids)\n\n"
             + tabulate(rows, headers=["method", "exact", "numerical tie", "MISMATCH", "status"], tablefmt=fmt)

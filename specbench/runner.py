@@ -2,7 +2,9 @@
 
 Order of work: for each task, question and turn, every method runs (``ar`` first) before the next
 question, so machine drift hits all methods alike. Each method gets warm-up generations before any
-timing. Records are appended and fsynced one by one; re-running the same command skips the records
+timing. At temperature > 0 every generation samples with a seed derived from ``--seed`` and its unit
+(``specbench.sampling.generation_seed``), the token-for-token lossless check is skipped (outputs differ
+legitimately) and each record carries its mean target log-probability per token instead. Records are appended and fsynced one by one; re-running the same command skips the records
 already present. MT-Bench turn 2 is prompted with the AR baseline's turn-1 answer for every method.
 """
 from __future__ import annotations
@@ -32,6 +34,7 @@ from specbench.record import Record, Unit
 from specbench.records import MANIFEST_FILE, RecordWriter, read_manifest, read_records
 from specbench.run_guards import check_context, check_same_config, check_same_model
 from specbench.run_lock import RunLock
+from specbench.sampling import generation_seed
 from specbench.task import Question, encode_prompt
 
 
@@ -47,6 +50,7 @@ class Runner:
         self.ar_outputs: dict[Unit, list[int]] = {}  # AR outputs of repeat 0: references and turn-2 context
         self.ar_margins: dict[Unit, list[float] | None] = {}  # their per-token top-2 margins (lossless ties)
         self.mismatches = 0
+        self.sampling = plan.config.sampling
 
     # -- setup -------------------------------------------------------------------------------
     def _build_drafters(self) -> tuple[dict[tuple[str, str], Any], dict[str, Any], dict[str, Any]]:
@@ -81,6 +85,7 @@ class Runner:
             questions={t: [q.question_id for q in qs] for t, qs in self.plan.questions.items()},
             task_versions={t: task.version for t, task in self.plan.tasks.items()},
             subtasks={t: task.subtask for t, task in self.plan.tasks.items()},
+            sampling=self.sampling.as_dict(),
         )
         path = self.run_dir / MANIFEST_FILE
         if path.is_file():  # a resumed run keeps its first manifest and notes each resumption
@@ -92,13 +97,15 @@ class Runner:
         tmp.replace(path)
 
     # -- timing ------------------------------------------------------------------------------
-    def _timed(self, prompt: list[int], drafter: Any, record_margins: bool = False) -> tuple[Generation, float, tuple[str, int]]:
+    def _timed(self, prompt: list[int], drafter: Any, record_margins: bool = False,
+               seed: int = 0) -> tuple[Generation, float, tuple[str, int]]:
         """(generation, wall seconds, its peak memory ``(kind, bytes)``); the peak is reset outside the timing."""
         device = self.loaded.device
         synchronize(device)
         reset_peak(device)
         t0 = time.perf_counter()
-        gen = self.engine.generate(prompt, drafter, self.cfg.max_new_tokens, record_margins=record_margins)
+        gen = self.engine.generate(prompt, drafter, self.cfg.max_new_tokens, record_margins=record_margins,
+                                   sampling=self.sampling, seed=seed)
         synchronize(device)
         wall = time.perf_counter() - t0
         return gen, wall, peak_memory(device)
@@ -178,12 +185,16 @@ class Runner:
             for _ in range(self.cfg.warmup):
                 for method in self.plan.methods:
                     self.engine.generate(prompt, drafters[(method, task)], self.cfg.max_new_tokens,
-                                         record_margins=method == BASELINE)
+                                         record_margins=method == BASELINE and self.sampling.greedy,
+                                         sampling=self.sampling)
 
     def _one(self, drafter: Any, unit: Unit, q: Question, method: str) -> Record:
         prompt = self.prompt_for(unit, q)  # tokenisation outside the timed window
         check_context(self.loaded.model, len(prompt), self.cfg.max_new_tokens, str(unit))
-        gen, wall, (memory_kind, memory_peak) = self._timed(prompt, drafter, record_margins=method == BASELINE)
+        greedy = self.sampling.greedy
+        seed = generation_seed(self.cfg.seed, unit.task, unit.question_id, unit.turn, unit.repeat)
+        gen, wall, (memory_kind, memory_peak) = self._timed(prompt, drafter, record_margins=method == BASELINE and greedy,
+                                                            seed=seed)
         task = self.plan.tasks[unit.task]
         rec = Record(
             method=method,
@@ -212,11 +223,15 @@ class Runner:
             step_times_s=[round(t, 7) for t in gen.step_times_s],
             draft_depths=gen.draft_depths,
             aux_sizes=gen.aux_sizes if any(gen.aux_sizes) else None,
+            sampling=self.sampling.as_dict(),
+            target_logprob=None if greedy else round(sum(gen.token_logprobs) / len(gen.token_logprobs), 7),
         )
         if method == BASELINE:
             if unit.repeat == 0:
                 self.ar_outputs[unit] = gen.output_ids
                 self.ar_margins[unit] = rec.token_margins
+            return rec
+        if not greedy:  # sampled outputs differ from AR's by design: checked in distribution instead
             return rec
         ref_unit = unit.reference()
         ref = self.ar_outputs[ref_unit]

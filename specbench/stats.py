@@ -92,6 +92,7 @@ class Cell:
     acceptance: AcceptanceProfile = field(default_factory=AcceptanceProfile)
     peak_memory_bytes: int | None = None
     peak_memory_kind: str | None = None
+    sampled: bool = False  # records sampled at temperature > 0: no token check, see ``logprob_check``
 
     def speedup_text(self) -> str:
         """``1.42x ±0.05`` (± = half the CI width), ``1.00x`` for the baseline, ``-`` without data."""
@@ -207,6 +208,7 @@ def _cell(method: str, subtask: str, recs: list[Record], strata: list[np.ndarray
         lossless=_lossless_counts(recs),
         latency=latency_stats(recs),
         acceptance=record_profile(recs),
+        sampled=any(r.target_logprob is not None for r in recs),
         **_peak_memory(recs),
     )
 
@@ -267,7 +269,8 @@ def category_stats(run: Run, task: str = "mt_bench", n_boot: int = DEFAULT_BOOTS
 
 
 def lossless_status(cells: dict[str, Cell], method: str) -> str:
-    """``baseline`` | ``exact`` | ``exact (k ties)`` | ``MISMATCH (k)`` | ``unchecked``."""
+    """``baseline`` | ``exact`` | ``exact (k ties)`` | ``MISMATCH (k)`` | ``sampled`` (T > 0: checked in
+    distribution, ``logprob_check``) | ``unchecked``."""
     if method == BASELINE:
         return "baseline"
     c = cells.get(OVERALL)
@@ -278,7 +281,9 @@ def lossless_status(cells: dict[str, Cell], method: str) -> str:
         return f"MISMATCH ({n['mismatch']})"
     if n.get("tie"):
         return f"exact ({n['tie']} ties)"
-    return "exact" if n.get("exact") else "unchecked"
+    if n.get("exact"):
+        return "exact"
+    return "sampled" if c.sampled else "unchecked"
 
 
 def ran_on_cpu(manifest: dict[str, Any]) -> bool:

@@ -78,5 +78,6 @@ def test_help_documents_every_flag():
     out = subprocess.run([sys.executable, str(ROOT / "run_bench.py"), "--help"], capture_output=True, text=True,
                          cwd=ROOT, timeout=300).stdout
     for flag in ("--methods", "--tasks", "--limit", "--max-new-tokens", "--repeats", "--model", "--dtype",
-                 "--device", "--data-dir", "--method-opt", "--allow-mismatch", "--shard", "--config"):
+                 "--device", "--data-dir", "--method-opt", "--allow-mismatch", "--shard", "--config", "--temperature",
+                 "--top-p", "--top-k", "--seed"):
         assert flag in out

@@ -56,19 +56,44 @@ class DraftRunner:
     def draft(self, tokens: list[int], gamma: int, min_confidence: float = 0.0) -> list[int]:
         """Up to ``gamma`` greedy tokens after ``tokens``; with ``min_confidence`` > 0, drafting stops
         after the first token whose draft probability is below it (that token is still proposed)."""
+        return self._draft(tokens, gamma, min_confidence, None)[0]
+
+    def draft_sampled(self, tokens: list[int], gamma: int, sampler: Any,
+                      min_confidence: float = 0.0) -> tuple[list[int], torch.Tensor]:
+        """Like ``draft`` but each token is SAMPLED from the draft's distribution processed as the target's
+        (``sampler.probs``: temperature, top-k, top-p); also returns those distributions over the target's
+        vocabulary, ``[len(draft), target_vocab]``, for the engine's acceptance rule."""
+        out, rows = self._draft(tokens, gamma, min_confidence, sampler)
+        return out, torch.stack(rows)
+
+    def _draft(self, tokens: list[int], gamma: int, min_confidence: float, sampler: Any) -> tuple[list[int], list[torch.Tensor]]:
         if self.fed > len(tokens):
             raise RuntimeError("draft cache is ahead of the sequence: keep() was not called after verification")
         logits = self._next_logits(tokens[self.fed :])
         out: list[int] = []
+        rows: list[torch.Tensor] = []
         while True:
-            tok = int(logits.argmax())
+            if sampler is None:
+                tok = int(logits.argmax())
+                confident = min_confidence <= 0 or float(torch.softmax(logits.float(), -1)[tok]) >= min_confidence
+            else:
+                q = sampler.probs(logits)
+                tok = sampler.sample(q)
+                confident = float(q[tok]) >= min_confidence
+                rows.append(self._on_target_vocab(q))
             target_tok = tok if self.to_target is None else int(self.to_target[tok])
             out.append(target_tok)
-            if len(out) == gamma:
-                return out
-            if min_confidence > 0 and float(torch.softmax(logits.float(), -1)[tok]) < min_confidence:
-                return out
+            if len(out) == gamma or not confident:
+                return out, rows
             logits = self._next_logits([target_tok])
+
+    def _on_target_vocab(self, q: torch.Tensor) -> torch.Tensor:
+        """A draft-vocabulary distribution spread onto the target's ids (slot 0 has probability 0)."""
+        if self.to_target is None:
+            return q
+        full = torch.zeros(len(self.to_draft), dtype=q.dtype, device=q.device)
+        full[torch.as_tensor(self.to_target[1:], device=q.device)] = q[1:]
+        return full
 
     def keep(self, n: int) -> None:
         """Cut the cache back to the first ``n`` tokens of the sequence (it may hold fewer)."""

@@ -1,5 +1,6 @@
-"""Config, drafter and registration of ``sps`` (speculative sampling's greedy case, Leviathan et al. 2023 /
-Chen et al. 2023), with the draft-length schedules of transformers' assisted generation.
+"""Config, drafter and registration of ``sps`` (speculative sampling, Leviathan et al. 2023 / Chen et al.
+2023: greedy at temperature 0, the draft sampled at temperature > 0), with the draft-length schedules of
+transformers' assisted generation.
 
 Example: ``--methods sps --method-opt sps.draft_model=HuggingFaceTB/SmolLM2-135M-Instruct`` with a
 larger SmolLM2 target; each step the draft proposes ``gamma`` tokens as a chain, the engine verifies
@@ -20,7 +21,7 @@ import torch
 
 from specbench.config import ConfigError
 from specbench.distill_data import DEFAULT_CORPORA
-from specbench.drafter import BaseDrafter, DraftContext, StepResult
+from specbench.drafter import BaseDrafter, DraftContext, Proposal, StepResult
 from specbench.engine.tree import DraftTree
 from specbench.method_env import MethodEnv
 from specbench.registry import register_method
@@ -66,10 +67,17 @@ class SpSDrafter(BaseDrafter):
         self.runner.reset()
         self.gamma = self.config.gamma
 
-    def propose(self, ctx: DraftContext) -> DraftTree | None:
-        draft = self.runner.draft(ctx.tokens, min(self.gamma, ctx.max_depth), self.config.min_confidence)
+    def propose(self, ctx: DraftContext) -> DraftTree | Proposal | None:
+        gamma = min(self.gamma, ctx.max_depth)
+        if ctx.sampler is None:
+            draft = self.runner.draft(ctx.tokens, gamma, self.config.min_confidence)
+            self._proposed, self._seq_len = len(draft), len(ctx.tokens)
+            return DraftTree.chain(draft)
+        # temperature > 0: sample the chain from the draft's own processed distribution; the engine
+        # accepts each token with min(1, p / q) (Leviathan et al. 2023)
+        draft, q = self.runner.draft_sampled(ctx.tokens, gamma, ctx.sampler, self.config.min_confidence)
         self._proposed, self._seq_len = len(draft), len(ctx.tokens)
-        return DraftTree.chain(draft)
+        return Proposal(DraftTree.chain(draft), draft_probs=q)
 
     def observe(self, result: StepResult) -> None:
         if result.tree is None:

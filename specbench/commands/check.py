@@ -3,7 +3,8 @@
 For each mismatching record it prints the question, turn, repeat, the first divergent position, the AR
 top-2 margin there, and both token windows around the divergence (decoded with the run's tokenizer
 when it can be loaded offline, else raw ids). Ties (near-equal AR logits) are listed but do not fail
-unless ``--strict``.
+unless ``--strict``. A sampling run (temperature > 0) cannot match AR token for token: it is checked in
+distribution instead (``specbench.logprob_check``), failing when a method's interval excludes AR.
 """
 from __future__ import annotations
 
@@ -14,8 +15,10 @@ from typing import Any
 
 from specbench.catalog import BASELINE
 from specbench.errors import UserError
+from specbench.logprob_check import logprob_stats, logprob_table_rows
 from specbench.lossless import EXACT, LOSSLESS_CLASSES, MISMATCH, TIE, classify, default_tie_threshold, first_divergence
 from specbench.record import Record, Unit
+from specbench.sampling import manifest_sampling
 from specbench.stats import load_run
 
 BEFORE, AFTER = 8, 8  # window of tokens shown around the divergence
@@ -85,6 +88,8 @@ def check_run(run_dir: str | Path, strict: bool = False, decode: bool = True) ->
         raise UserError(f"{run_dir}: {run.manifest['imported'].get('note')}")
     if not run.records:
         raise FileNotFoundError(f"run folder has no records: {run_dir}")
+    if not manifest_sampling(run.manifest).greedy:
+        return check_sampled(run)
     ar: dict[Unit, Record] = {r.unit: r for r in run.records if r.method == BASELINE and r.repeat == 0}
     config = run.manifest.get("config") or {}
     threshold = config.get("tie_threshold") or default_tie_threshold(config.get("dtype", "float32"))
@@ -112,6 +117,17 @@ def check_run(run_dir: str | Path, strict: bool = False, decode: bool = True) ->
                      + (f", {c['unchecked']} unchecked" if c["unchecked"] else ""))
     failed = sum(c[MISMATCH] + (c[TIE] if strict else 0) for c in counts.values())
     lines.append(f"FAIL: {failed} record(s) not lossless" if failed else "OK: every method reproduces ar")
+    return (1 if failed else 0), lines
+
+
+def check_sampled(run: Any) -> tuple[int, list[str]]:
+    """The distributional check of a sampling run: 1 if a method's NLL-ratio interval excludes AR's."""
+    cells = logprob_stats(run)
+    lines = [f"{m}: mean log-prob {mean}, NLL ratio vs AR {ratio}: {status}"
+             for m, mean, ratio, status in logprob_table_rows(cells)]
+    failed = [m for m, c in cells.items() if c.flagged]
+    lines.append(f"FAIL: {', '.join(failed)} outside AR's interval (temperature > 0, distributional check)" if failed
+                 else "OK: no method's interval excludes AR (temperature > 0, distributional check)")
     return (1 if failed else 0), lines
 
 

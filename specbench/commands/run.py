@@ -36,6 +36,12 @@ def add_run_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--shard", metavar="K/N", help="run only the K-th of N deterministic slices of the questions")
     p.add_argument("--allow-mismatch", action="store_true", help="exit 0 even if a method's output differs from AR")
     p.add_argument("--tie-threshold", type=float, help="relative AR top-2 logit margin below which a divergence is a numerical tie (default 1e-4 in float32, 2e-2 in float16/bfloat16)")
+    p.add_argument("--temperature", type=float, help="0 = greedy, checked token for token against AR (default); "
+                   "> 0 = speculative sampling, checked in distribution")
+    p.add_argument("--top-p", type=float, help="sampling: keep the smallest set of tokens reaching this probability (default 1)")
+    p.add_argument("--top-k", type=int, help="sampling: keep the K most likely tokens (default 0 = all)")
+    p.add_argument("--seed", type=int, help="sampling: run seed; each generation's seed derives from it and its "
+                   "question/turn/repeat (default 0)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
 
 
@@ -72,6 +78,10 @@ def config_from_args(args: argparse.Namespace) -> RunConfig:
         "out_dir": args.out_dir,
         "run_name": args.run_name,
         "tie_threshold": args.tie_threshold,
+        "temperature": args.temperature,
+        "top_p": args.top_p,
+        "top_k": args.top_k,
+        "seed": args.seed,
     }
     values.update({k: v for k, v in flags.items() if v is not None})
     if args.allow_mismatch:

@@ -4,7 +4,8 @@ Each generation: prefill the prompt (its greedy token is the first root), then r
 1. draft: the drafter proposes a tree continuing ``context + [root]`` (optionally with auxiliary rows,
    ``aux_rows.py``, whose greedy predictions go back to the drafter and are never output);
 2. verify: one forward over ``[root] + tree (+ auxiliary rows)`` with a tree mask and depth-based positions;
-3. accept: the longest path matching the model's argmax, plus the bonus token;
+3. accept: the longest path matching the model's argmax, plus the bonus token (at temperature > 0:
+   recursive rejection sampling, ``sampling.py``, and the root is sampled too);
 4. trim: the KV cache keeps the context plus the accepted path;
 5. stop: EOS (any of the stop ids) or ``max_new_tokens``; output never overshoots and ends at EOS.
 
@@ -26,8 +27,10 @@ from specbench.drafter import DraftContext, Drafter, Proposal, StepResult
 from specbench.engine.aux_rows import append_aux
 from specbench.engine.backends import DEFAULT_BACKEND, Backend, resolve_backend
 from specbench.engine.cache import trim_cache
+from specbench.engine.sampling import Sampler, accept_sampled, first_token
 from specbench.engine.tree import compile_tree
 from specbench.engine.verify import TargetModel, accept_greedy
+from specbench.sampling import SamplingConfig
 
 
 @dataclass
@@ -43,6 +46,7 @@ class Generation:
     step_times_s: list[float] = field(default_factory=list)  # per pass: draft + verify + emit + observe
     draft_depths: list[int] = field(default_factory=list)
     margin_rows: list[torch.Tensor] = field(default_factory=list)  # per pass, the emitting logits rows [k, V]
+    token_logprobs: list[float] = field(default_factory=list)  # sampling only: target log-prob per emitted token
 
     @property
     def forward_passes(self) -> int:
@@ -62,7 +66,7 @@ DRAFT_HEADROOM = 128
 
 
 class Engine:
-    """Greedy draft -> verify decoding of one target model; the only code that runs the model."""
+    """Draft -> verify decoding (greedy, or sampling) of one target model; the only code that runs the model."""
 
     def __init__(self, model: torch.nn.Module, stop_ids: set[int], backend: str | Backend = DEFAULT_BACKEND) -> None:
         self.model = model
@@ -76,11 +80,13 @@ class Engine:
 
     @torch.inference_mode()
     def generate(self, prompt_ids: list[int], drafter: Drafter | None, max_new_tokens: int,
-                 record_margins: bool = False) -> Generation:
+                 record_margins: bool = False, sampling: SamplingConfig | None = None, seed: int = 0) -> Generation:
         """Greedy-decode up to ``max_new_tokens`` after ``prompt_ids``; identical output for any drafter.
 
         ``record_margins``: also keep each emitted token's top-2 margin (``Generation.token_margins``);
         the emitting logits rows are kept (a view for AR's single row) and reduced after timing.
+        ``sampling`` with temperature > 0: sample instead, from a generator seeded with ``seed``; the
+        output is then distributed as AR sampling's for any drafter (``sampling.py``).
         """
         if max_new_tokens < 1:
             raise ValueError("max_new_tokens must be >= 1")
@@ -88,6 +94,7 @@ class Engine:
             raise ValueError("empty prompt")
         target, sync, now = self.target, self._sync, time.perf_counter
         t_start = now()
+        sampler = None if sampling is None or sampling.greedy else Sampler(sampling, seed, target.device)
         self.backend.prepare(self.model)
         cache = self.backend.new_cache(self.model, len(prompt_ids) + max_new_tokens + DRAFT_HEADROOM)
         if drafter is not None:
@@ -96,11 +103,16 @@ class Engine:
         t = now()
         ids = torch.tensor([prompt_ids], dtype=torch.long, device=target.device)
         hidden, logits = target.forward(ids, cache, 0, last_logits_only=True)
-        root = int(logits[-1].argmax())
+        if sampler is None:
+            root = int(logits[-1].argmax())
+        else:
+            root, root_logprob = first_token(logits, sampler)
         sync()
         t_end = now()
         gen = Generation(output_ids=[root], accept_lengths=[1], draft_sizes=[0], aux_sizes=[0], draft_times_s=[0.0],
                          draft_depths=[0])
+        if sampler is not None:
+            gen.token_logprobs.append(root_logprob)
         if record_margins:
             gen.margin_rows.append(logits[-1:])
         gen.verify_times_s.append(t_end - t)
@@ -114,18 +126,21 @@ class Engine:
             budget = max_new_tokens - len(out)  # tokens this step may still emit
             # 1. draft
             t = t_step = now()
-            tree, aux = None, None
+            tree, aux, draft_probs = None, None, None
             if drafter is not None and budget > 1:
                 unseen = fresh[0] if len(fresh) == 1 else torch.cat(fresh)
                 fresh = []
-                ctx = DraftContext(tokens, len(prompt_ids), last_hidden, self.model, budget - 1, unseen)
+                ctx = DraftContext(tokens, len(prompt_ids), last_hidden, self.model, budget - 1, unseen, sampler=sampler)
                 proposal = drafter.propose(ctx)
                 if isinstance(proposal, Proposal):
-                    tree, aux = proposal.tree, proposal.aux
+                    tree, aux, draft_probs = proposal.tree, proposal.aux, proposal.draft_probs
                 else:
                     tree = proposal
                 if tree is not None:
+                    full = tree
                     tree = tree.truncated(budget - 1) if len(tree) else None
+                    if draft_probs is not None and tree is not full:
+                        draft_probs = None if tree is None else draft_probs[full.kept_nodes(budget - 1)]
             sync()
             t_draft = now() - t
             # 2. verify
@@ -136,7 +151,10 @@ class Engine:
                 compiled.input_ids, cache, n_ctx, compiled.position_offsets, compiled.ancestor_mask
             )
             # 3. accept
-            ver = accept_greedy(compiled, logits, hidden)
+            if sampler is None:
+                ver = accept_greedy(compiled, logits, hidden)
+            else:
+                ver = accept_sampled(compiled, logits, hidden, sampler, draft_probs)
             # 4. trim
             if len(ver.rows) < compiled.input_ids.shape[1]:
                 trim_cache(cache, n_ctx, ver.rows)
@@ -154,6 +172,8 @@ class Engine:
                     break
             out.extend(emitted)
             tokens.extend(emitted)
+            if sampler is not None:
+                gen.token_logprobs.extend(ver.token_logprobs[: len(emitted)])
             gen.accept_lengths.append(len(emitted))
             if record_margins:
                 rows = ver.rows[: len(emitted)]

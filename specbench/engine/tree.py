@@ -71,19 +71,25 @@ class DraftTree:
 
     def truncated(self, max_depth: int, max_nodes: int | None = None) -> "DraftTree":
         """Drop nodes deeper than ``max_depth`` (and beyond ``max_nodes``), keeping parents valid."""
+        keep = self.kept_nodes(max_depth, max_nodes)
+        if len(keep) == len(self.tokens):
+            return self
+        new_index = {-1: -1, **{old: new for new, old in enumerate(keep)}}
+        return DraftTree(tuple(self.tokens[i] for i in keep), tuple(new_index[self.parents[i]] for i in keep))
+
+    def kept_nodes(self, max_depth: int, max_nodes: int | None = None) -> list[int]:
+        """Indices of the nodes ``truncated(max_depth, max_nodes)`` keeps, in order."""
         depth = self.depths()
         keep: list[int] = []
-        new_index: dict[int, int] = {-1: -1}
+        kept = {-1}
         for i, p in enumerate(self.parents):
-            if depth[i] > max_depth or p not in new_index:
+            if depth[i] > max_depth or p not in kept:
                 continue
             if max_nodes is not None and len(keep) >= max_nodes:
                 break
-            new_index[i] = len(keep)
+            kept.add(i)
             keep.append(i)
-        if len(keep) == len(self.tokens):
-            return self
-        return DraftTree(tuple(self.tokens[i] for i in keep), tuple(new_index[self.parents[i]] for i in keep))
+        return keep
 
     def path_to(self, node: int) -> list[int]:
         """Token ids on the path root -> ``node`` (excluding the root)."""

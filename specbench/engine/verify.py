@@ -17,6 +17,7 @@ class Verification:
     bonus: int  # the model's greedy token after the last accepted row
     hidden: torch.Tensor  # [n, hidden] final-norm hidden states of all rows
     aux_predictions: list[int] | None = None  # the model's greedy token at each auxiliary row
+    token_logprobs: list[float] | None = None  # sampling only: target log-prob of each accepted token and the bonus
 
 
 class TargetModel:

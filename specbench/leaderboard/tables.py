@@ -1,6 +1,7 @@
 """Leaderboard tables as plain data (rendered to markdown and HTML elsewhere).
 
-Runs are grouped by (model, hardware, dtype); each group gets a Spec-Bench style table (methods as
+Runs are grouped by (model, hardware, dtype, sampling: ``T=0`` greedy or ``T=1 ...``, so greedy and
+sampling runs sit side by side, never in one table); each group gets a Spec-Bench style table (methods as
 rows, subtask speedups + tau + Overall as columns, sorted by Overall), a details table, the metric
 tables of ``specbench.metric_tables`` (latency and memory, per-position acceptance, accepted-length
 distribution, MT-Bench categories), and a footer.
@@ -13,6 +14,7 @@ from typing import Any
 
 from specbench import metric_tables as MT
 from specbench.numfmt import fmt_num
+from specbench.sampling import sampling_label
 from specbench.summary import method_overhead
 from specbench.table import Table
 from specbench.stats import (
@@ -33,20 +35,23 @@ from specbench.stats import (
 
 @dataclass
 class Group:
-    """Runs sharing (model, hardware, dtype), with their statistics and rendered tables."""
+    """Runs sharing (model, hardware, dtype, sampling), with their statistics and rendered tables."""
 
     model: str
     hardware: str
     dtype: str
+    sampling: str = "T=0"
     runs: list[Run] = field(default_factory=list)
     stats: dict[str, dict[str, dict[str, Cell]]] = field(default_factory=dict)  # run name -> run_stats
     categories: dict[str, dict[str, dict[str, Cell]]] = field(default_factory=dict)  # run name -> category_stats
     tables: list[Table] = field(default_factory=list)
     footer: list[str] = field(default_factory=list)
+    show_sampling: bool = False  # set when the leaderboard also has groups of other sampling settings
 
     @property
     def title(self) -> str:
-        return f"{self.model} · {self.hardware} · {self.dtype}"
+        tail = f" · {self.sampling}" if self.show_sampling or self.sampling != "T=0" else ""
+        return f"{self.model} · {self.hardware} · {self.dtype}{tail}"
 
     def subtasks(self) -> list[str]:
         subs = {s for st in self.stats.values() for cells in st.values() for s in cells if s != OVERALL}
@@ -72,16 +77,19 @@ def _overall(method: str, cells: dict[str, Cell]) -> float:
 
 
 def group_runs(runs: list[Run], n_boot: int, seed: int) -> list[Group]:
-    """Group runs by (model, hardware, dtype) in first-seen order and compute their tables."""
-    groups: dict[tuple[str, str, str], Group] = {}
+    """Group runs by (model, hardware, dtype, sampling) in first-seen order and compute their tables."""
+    groups: dict[tuple[str, str, str, str], Group] = {}
     for run in runs:
-        key = (model_label(run.manifest), hardware_label(run.manifest), dtype_label(run.manifest))
+        key = (model_label(run.manifest), hardware_label(run.manifest), dtype_label(run.manifest),
+               sampling_label(run.manifest))
         g = groups.setdefault(key, Group(*key))
         g.runs.append(run)
         name = _unique_name(g, run)
         g.stats[name] = run_stats(run, n_boot, seed)
         g.categories[name] = category_stats(run, n_boot=n_boot, seed=seed)
+    mixed = len({g.sampling for g in groups.values()}) > 1
     for g in groups.values():
+        g.show_sampling = mixed
         g.tables = [main_table(g), details_table(g), *metric_tables(g)]
         g.footer = footer_lines(g)
     return list(groups.values())
