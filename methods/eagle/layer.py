@@ -67,7 +67,8 @@ class RMSNorm(nn.Module):
         self.eps = eps
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.weight * (x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps))
+        xf = x.float()
+        return self.weight * (xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + self.eps)).to(x.dtype)
 
 
 class Attention(nn.Module):
@@ -78,11 +79,13 @@ class Attention(nn.Module):
         self.k_proj = nn.Linear(s.hidden, s.kv_heads * s.head_dim, bias=s.qkv_bias)
         self.v_proj = nn.Linear(s.hidden, s.kv_heads * s.head_dim, bias=s.qkv_bias)
         self.o_proj = nn.Linear(s.heads * s.head_dim, s.hidden, bias=False)
-        inv = 1.0 / (s.rope_theta ** (torch.arange(0, s.head_dim, 2, dtype=torch.float32) / s.head_dim))
-        self.register_buffer("inv_freq", inv, persistent=False)
+        # a plain fp32 tensor, not a buffer: a bf16 draft must not round its rotation frequencies
+        self._inv_freq = 1.0 / (s.rope_theta ** (torch.arange(0, s.head_dim, 2, dtype=torch.float32) / s.head_dim))
 
     def _rope(self, x: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:
-        freqs = positions.to(self.inv_freq.dtype)[:, None] * self.inv_freq  # [n, d/2]
+        if self._inv_freq.device != x.device:
+            self._inv_freq = self._inv_freq.to(x.device)
+        freqs = positions.float()[:, None] * self._inv_freq  # [n, d/2]
         cos, sin = (torch.cat([f, f], -1).to(x.dtype)[None] for f in (freqs.cos(), freqs.sin()))  # [1, n, d]
         half = x.shape[-1] // 2
         rotated = torch.cat([-x[..., half:], x[..., :half]], -1)
@@ -98,10 +101,11 @@ class Attention(nn.Module):
         if cache is not None:
             k, v = cache.append(k, v)
         rep = s.heads // s.kv_heads
-        if rep > 1:
-            k, v = k.repeat_interleave(rep, 0), v.repeat_interleave(rep, 0)
-        out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)  # [H, n, d]
-        return self.o_proj(out.transpose(0, 1).reshape(n, s.heads * s.head_dim))
+        # grouped-query attention without copying the cache per head: the query heads sharing a KV head
+        # become extra query rows of that head (every head has the same mask)
+        q = q.reshape(s.kv_heads, rep * n, s.head_dim)
+        out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask.repeat(rep, 1) if rep > 1 else mask)
+        return self.o_proj(out.view(s.heads, n, s.head_dim).transpose(0, 1).reshape(n, s.heads * s.head_dim))
 
 
 class MLP(nn.Module):

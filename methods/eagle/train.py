@@ -6,7 +6,7 @@ augments it) and token ``p + 1``; the loss is the reference's: smooth-L1 to the 
 (over the draft vocabulary when it is reduced). Windows are runs of consecutive positions of one
 sequence, cut to ``window`` rows and packed into batches with a block-diagonal causal mask.
 
-Example: ``EagleTrainConfig()`` collects 30k positions and trains 4 epochs over an 8192-token draft
+Example: ``EagleTrainConfig()`` collects 20k positions and trains 10 epochs over an 8192-token draft
 vocabulary: minutes on 2 CPU cores (``README.md`` gives the measured time).
 """
 from __future__ import annotations
@@ -32,8 +32,8 @@ from specbench.model import stop_token_ids
 
 @dataclass(frozen=True)
 class EagleTrainConfig:
-    tokens: int = 30000
-    epochs: int = 4
+    tokens: int = 20000
+    epochs: int = 10
     draft_vocab: int = 8192  # 0 = the target's whole vocabulary
     window: int = 128
     batch_size: int = 1024  # rows per optimiser step (several windows)

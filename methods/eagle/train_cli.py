@@ -28,8 +28,8 @@ def _run(args: argparse.Namespace) -> int:
 def _add_arguments(r: argparse.ArgumentParser) -> None:
     r.add_argument("--out", required=True, help="output directory")
     r.add_argument("--corpus", help="corpus name(s), comma-separated (default sharegpt,code_alpaca,gsm8k_train)")
-    r.add_argument("--tokens", type=positive_int, help="positions to collect (default 30000)")
-    r.add_argument("--epochs", type=positive_int, help="passes over the data (default 4)")
+    r.add_argument("--tokens", type=positive_int, help="positions to collect (default 20000)")
+    r.add_argument("--epochs", type=positive_int, help="passes over the data (default 10)")
     r.add_argument("--draft-vocab", dest="draft_vocab", type=int_at_least(0),
                    help="tokens the draft scores (default 8192; 0 = the target's whole vocabulary)")
     add_common_arguments(r)
