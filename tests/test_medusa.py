@@ -33,6 +33,9 @@ def test_tree_from_rank_paths() -> None:
     full = tree_from_choices([list(range(10 * k, 10 * k + 10)) for k in range(4)], MC_SIM_7B_63)
     assert len(full) == 63 and max(full.depths()) == 4 and max_rank(MC_SIM_7B_63) == 10
     assert len(tree_from_choices([[1, 2]], MC_SIM_7B_63)) == 2  # one head, two ranks: depth-1 ranks 0 and 1 only
+    # every prefix of the reference's list is a tree of exactly that many nodes (tree_size keeps a prefix)
+    for n in range(1, len(MC_SIM_7B_63) + 1):
+        assert all(len(c) == 1 or c[:-1] in MC_SIM_7B_63[:i] for i, c in enumerate(MC_SIM_7B_63[:n]))
 
 
 def test_untrained_heads_repeat_the_targets_prediction() -> None:

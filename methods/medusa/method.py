@@ -36,10 +36,13 @@ class MedusaConfig:
 
     checkpoint: str = "default"
     tree: str = "mc_sim_7b_63"
+    tree_size: int = 0  # > 0: only the tree's first N choices (the reference lists them best first)
 
     def validate(self) -> None:
         if self.tree not in TREES:
             raise ConfigError(f"medusa: tree must be one of {', '.join(TREES)}")
+        if self.tree_size < 0:
+            raise ConfigError("medusa: tree_size must be >= 0 (0 = the whole tree)")
 
 
 class MedusaDrafter(BaseDrafter):
@@ -87,4 +90,5 @@ def load_or_train(checkpoint: str, env: MethodEnv) -> MedusaHeads:
 @register_method("medusa", MedusaConfig)
 def build_medusa(config: MedusaConfig, env: MethodEnv) -> MedusaDrafter:
     """Medusa-1 heads on the target's last hidden state, top-k per head in the reference's sparse tree."""
-    return MedusaDrafter(load_or_train(config.checkpoint, env), TREES[config.tree])
+    choices = TREES[config.tree]
+    return MedusaDrafter(load_or_train(config.checkpoint, env), choices[: config.tree_size] if config.tree_size else choices)

@@ -11,7 +11,8 @@ from typing import Sequence
 from specbench.engine.tree import DraftTree
 
 # The reference's default tree (``mc_sim_7b_63`` in FasterDecoding/Medusa ``medusa_choices.py``): 63 nodes,
-# top-10 ranks, depth <= 4, chosen there by simulated acceptance on Vicuna-7B.
+# top-10 ranks, depth <= 4, chosen there by simulated acceptance on Vicuna-7B, node by node: every prefix
+# of the list is itself a tree (each choice's parent comes before it), which ``tree_size`` relies on.
 MC_SIM_7B_63: tuple[tuple[int, ...], ...] = (
     (0,), (0, 0), (1,), (0, 1), (2,), (0, 0, 0), (1, 0), (0, 2), (3,), (0, 3), (4,), (0, 4), (2, 0), (0, 5),
     (0, 0, 1), (5,), (0, 6), (6,), (0, 7), (0, 1, 0), (1, 1), (7,), (0, 8), (0, 0, 2), (3, 0), (0, 9), (8,),
