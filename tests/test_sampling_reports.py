@@ -51,6 +51,8 @@ def test_logprob_check_flags_only_a_biased_method(tmp_path: Path) -> None:
     assert "CHECK: interval excludes AR" in text and "sampling T=1, seed 0" in text
     assert lossless_status(run_stats(run, n_boot=50)["fair"], "fair") == "sampled"
     code, lines = check_run(run.path, decode=False)
+    assert code == 0 and lines[-1].startswith("FLAG: greedyish outside AR's interval")  # a signal, not a gate
+    code, lines = check_run(run.path, strict=True, decode=False)
     assert code == 1 and lines[-1].startswith("FAIL: greedyish outside AR's interval")
     assert check_run(make_sampled(tmp_path / "ok", {"fair": 0.0}), decode=False)[0] == 0
 
