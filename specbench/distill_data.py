@@ -8,9 +8,12 @@ in the same sequence: context = hidden[t], inputs = tokens[t+1 .. t+n], labels =
 """
 from __future__ import annotations
 
+import dataclasses
 import functools
+import hashlib
 import itertools
 import json
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterator, Sequence
@@ -158,3 +161,22 @@ def collect_cached(out_dir: Path, model: torch.nn.Module, tokenizer: Any, corpor
         data = collect(model, tokenizer, corpora, data_dir, tokens, n_predict, max_seq_len, heldout_every, progress, desc)
         data.save(out_dir, meta)
     return data
+
+
+def default_checkpoint(env: Any, kind: str, recipe: Any, what: str, train: Callable[[Path], Any]) -> Path:
+    """The folder of a trained drafter's default checkpoint (``<cache>/<kind>/default-<hash>``, keyed by
+    the target, its dtype, ``DEFAULT_CORPORA`` and the recipe), trained there by ``train(folder)`` on first
+    use. A checkpoint is complete once its ``config.json`` exists (trainers write it last).
+
+    Example: ``default_checkpoint(env, "medusa", MedusaTrainConfig(), "heads", fn)`` ->
+    ``~/.cache/specbench/medusa/default-989d2cd391c9``.
+    """
+    param = next(env.model.parameters())
+    key = json.dumps({"model": env.model_id, "dtype": str(param.dtype), "corpora": DEFAULT_CORPORA,
+                      "recipe": dataclasses.asdict(recipe)}, sort_keys=True)
+    path = Path(env.cache_dir) / kind / f"default-{hashlib.sha256(key.encode()).hexdigest()[:12]}"
+    if not (path / "config.json").is_file():
+        print(f"[{kind}] self-distilling the default {what} (once; cached in {path}); minutes on 2 CPU cores",
+              file=sys.stderr)
+        train(path)
+    return path

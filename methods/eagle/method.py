@@ -12,10 +12,6 @@ best-scoring nodes.
 """
 from __future__ import annotations
 
-import dataclasses
-import hashlib
-import json
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -30,7 +26,7 @@ from methods.eagle.layer import DraftCache, EagleLayer, LayerShape
 from methods.eagle.train import EagleTrainConfig, train_eagle
 from methods.eagle.tree import EAGLE1_TREE, dynamic_tree, static_tree
 from specbench.config import ConfigError
-from specbench.distill_data import DEFAULT_CORPORA
+from specbench.distill_data import DEFAULT_CORPORA, default_checkpoint
 from specbench.drafter import BaseDrafter, DraftContext
 from specbench.engine.packed_linear import pack_for_inference, packing_supported
 from specbench.engine.tree import DraftTree
@@ -148,13 +144,6 @@ class EagleDrafter(BaseDrafter):
         return DraftTree(tuple(self.head.to_target(list(tree.tokens))), tree.parents)
 
 
-def default_dir(env: MethodEnv, recipe: EagleTrainConfig) -> Path:
-    param = next(env.model.parameters())
-    key = json.dumps({"model": env.model_id, "dtype": str(param.dtype), "corpora": DEFAULT_CORPORA,
-                      "recipe": dataclasses.asdict(recipe)}, sort_keys=True)
-    return Path(env.cache_dir) / "eagle" / f"default-{hashlib.sha256(key.encode()).hexdigest()[:12]}"
-
-
 def load_or_train(checkpoint: str, env: MethodEnv) -> tuple[EagleLayer, np.ndarray | None]:
     target = env.model
     param = next(target.parameters())
@@ -163,11 +152,8 @@ def load_or_train(checkpoint: str, env: MethodEnv) -> tuple[EagleLayer, np.ndarr
         return EagleLayer(LayerShape.from_config(target.config), target.get_input_embeddings()).to(param.device), None
     if checkpoint == "default":
         recipe = EagleTrainConfig()
-        path = default_dir(env, recipe)
-        if not (path / "config.json").is_file():
-            print(f"[eagle] self-distilling the default draft layer (once; cached in {path}); minutes on 2 CPU cores",
-                  file=sys.stderr)
-            train_eagle(target, env.tokenizer, DEFAULT_CORPORA, env.data_dir, path, recipe, env.model_id)
+        path = default_checkpoint(env, "eagle", recipe, "draft layer", lambda out: train_eagle(
+            target, env.tokenizer, DEFAULT_CORPORA, env.data_dir, out, recipe, env.model_id))
     else:
         path = Path(checkpoint)
     layer, vocab, meta = load_layer(path, target)

@@ -5,10 +5,6 @@ and the reference's 63-node tree of rank paths (``tree.py``) becomes the draft t
 """
 from __future__ import annotations
 
-import dataclasses
-import hashlib
-import json
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -20,7 +16,7 @@ from methods.medusa.heads import MedusaHeads
 from methods.medusa.train import MedusaTrainConfig, train_medusa
 from methods.medusa.tree import TREES, max_rank, tree_from_choices
 from specbench.config import ConfigError
-from specbench.distill_data import DEFAULT_CORPORA
+from specbench.distill_data import DEFAULT_CORPORA, default_checkpoint
 from specbench.drafter import BaseDrafter, DraftContext
 from specbench.engine.tree import DraftTree
 from specbench.method_env import MethodEnv
@@ -59,13 +55,6 @@ class MedusaDrafter(BaseDrafter):
         return tree if len(tree) else None
 
 
-def default_dir(env: MethodEnv, recipe: MedusaTrainConfig) -> Path:
-    param = next(env.model.parameters())
-    key = json.dumps({"model": env.model_id, "dtype": str(param.dtype), "corpora": DEFAULT_CORPORA,
-                      "recipe": dataclasses.asdict(recipe)}, sort_keys=True)
-    return Path(env.cache_dir) / "medusa" / f"default-{hashlib.sha256(key.encode()).hexdigest()[:12]}"
-
-
 def load_or_train(checkpoint: str, env: MethodEnv) -> MedusaHeads:
     target = env.model
     param = next(target.parameters())
@@ -75,11 +64,8 @@ def load_or_train(checkpoint: str, env: MethodEnv) -> MedusaHeads:
                            target.get_output_embeddings()).to(param.device)
     if checkpoint == "default":
         recipe = MedusaTrainConfig()
-        path = default_dir(env, recipe)
-        if not (path / "config.json").is_file():
-            print(f"[medusa] self-distilling the default heads (once; cached in {path}); a few minutes on 2 CPU cores",
-                  file=sys.stderr)
-            train_medusa(target, env.tokenizer, DEFAULT_CORPORA, env.data_dir, path, recipe, env.model_id)
+        path = default_checkpoint(env, "medusa", recipe, "heads", lambda out: train_medusa(
+            target, env.tokenizer, DEFAULT_CORPORA, env.data_dir, out, recipe, env.model_id))
     else:
         path = Path(checkpoint)
     heads, meta = load_heads(path, target)
