@@ -180,3 +180,14 @@ def default_checkpoint(env: Any, kind: str, recipe: Any, what: str, train: Calla
               file=sys.stderr)
         train(path)
     return path
+
+
+def optimizer_step(opt: torch.optim.Optimizer, loss: torch.Tensor, bar: Any, clip: float | None = None) -> None:
+    """One training step shared by the trainers: backward, optional gradient-norm clip, step, progress bar."""
+    opt.zero_grad(set_to_none=True)
+    loss.backward()
+    if clip is not None:
+        torch.nn.utils.clip_grad_norm_([p for g in opt.param_groups for p in g["params"]], clip)
+    opt.step()
+    bar.update(1)
+    bar.set_postfix(loss=f"{loss.item():.3f}")

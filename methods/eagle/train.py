@@ -26,7 +26,7 @@ import torch.nn.functional as F
 from methods.eagle.checkpoint import save_layer
 from methods.eagle.layer import EagleLayer, LayerShape
 from specbench.config import ConfigError
-from specbench.distill_data import DistillData, collect_cached, trainable
+from specbench.distill_data import DistillData, collect_cached, optimizer_step, trainable
 from specbench.model import stop_token_ids
 
 
@@ -153,13 +153,8 @@ def train_eagle(target: torch.nn.Module, tokenizer: Any, corpora: Sequence[str],
             for g in opt.param_groups:
                 g["lr"] = cfg.lr * scale
             loss, _, _ = _loss(layer, head_w, ids, data, batch, cfg, device, noise=True)
-            opt.zero_grad(set_to_none=True)
-            loss.backward()
-            torch.nn.utils.clip_grad_norm_(layer.parameters(), 0.5)  # the reference's grad_clip
-            opt.step()
+            optimizer_step(opt, loss, bar, clip=0.5)  # the reference's grad_clip
             step += 1
-            bar.update(1)
-            bar.set_postfix(loss=f"{loss.item():.3f}")
     bar.close()
     layer.eval()
     metrics: dict[str, Any] = {"collect_s": round(t_collect, 1), "train_s": round(time.perf_counter() - t1, 1), "steps": total}

@@ -20,7 +20,7 @@ import torch.nn.functional as F
 from methods.medusa.checkpoint import save_heads
 from methods.medusa.heads import MedusaHeads
 from specbench.config import ConfigError
-from specbench.distill_data import DistillData, collect_cached, trainable
+from specbench.distill_data import DistillData, collect_cached, optimizer_step, trainable
 
 
 @dataclass(frozen=True)
@@ -85,12 +85,8 @@ def train_medusa(target: torch.nn.Module, tokenizer: Any, corpora: Sequence[str]
             for g in opt.param_groups:
                 g["lr"] = cfg.lr * 0.5 * (1 + math.cos(math.pi * step / total))
             loss, _ = _step_loss(heads, data, data.train_starts[perm[b * cfg.batch_size : (b + 1) * cfg.batch_size]], cfg, param.device)
-            opt.zero_grad(set_to_none=True)
-            loss.backward()
-            opt.step()
+            optimizer_step(opt, loss, bar)
             step += 1
-            bar.update(1)
-            bar.set_postfix(loss=f"{loss.item():.3f}")
     bar.close()
     heads.eval()
     metrics: dict[str, Any] = {"collect_s": round(t_collect, 1), "train_s": round(time.perf_counter() - t1, 1), "steps": total}

@@ -31,7 +31,7 @@ import torch
 import torch.nn.functional as F
 
 from specbench.config import ConfigError
-from specbench.distill_data import trainable
+from specbench.distill_data import optimizer_step, trainable
 
 VOCAB_FILE = "vocab.npy"
 META_FILE = "distill.json"
@@ -200,13 +200,8 @@ def distill_draft(target: torch.nn.Module, tokenizer: Any, corpora: Sequence[str
             for g in opt.param_groups:
                 g["lr"] = lr
             loss, _, _ = _loss(draft, ids, lab, lengths)
-            opt.zero_grad(set_to_none=True)
-            loss.backward()
-            torch.nn.utils.clip_grad_norm_(draft.parameters(), 1.0)
-            opt.step()
+            optimizer_step(opt, loss, bar, clip=1.0)
             step += 1
-            bar.update(1)
-            bar.set_postfix(loss=f"{loss.item():.3f}")
     bar.close()
     draft.eval()
     metrics = heldout_agreement(draft, held, to_draft, cfg) if held else {}
