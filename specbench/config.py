@@ -153,6 +153,7 @@ class RunConfig:
     top_k: int = 0
     allow_mismatch: bool = False
     tie_threshold: float | None = None  # None: 1e-4 in float32, 2e-2 in half precision (see lossless.py)
+    budget: str = "default"  # default | auto | both: verify whole drafts, the cost-aware subset, or both side by side
     method_options: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     def validate(self) -> None:
@@ -174,6 +175,8 @@ class RunConfig:
             raise ConfigError(f"--backend must be one of {', '.join(BACKEND_CHOICES)}, got {self.backend!r}")
         if not self.methods:
             raise ConfigError("--methods is empty")
+        if self.budget not in ("default", "auto", "both"):
+            raise ConfigError(f"--budget must be default, auto or both, got {self.budget!r}")
         if self.run_name is not None and not is_safe_name(self.run_name):
             raise ConfigError(f"--run-name must be a single folder name (letters, digits, '.', '_', '-'; not '.' "
                               f"or '..'), got {self.run_name!r}")

@@ -22,7 +22,7 @@ from typing import Iterator, Sequence, TypeVar
 from specbench.catalog import ALL_TASKS, BASELINE
 from specbench.config import ConfigError, RunConfig, resolve_data_dir
 from specbench.lossless import default_tie_threshold
-from specbench.methods_factory import method_config
+from specbench.methods_factory import expand_budget, label_options, method_config, split_label
 from specbench.record import Unit
 from specbench.registry import METHODS, make_task
 from specbench.task import Question, Task
@@ -72,11 +72,13 @@ def shard_slice(items: Sequence[T], shard: tuple[int, int], start: int = 0) -> l
 
 
 def _method_names(config: RunConfig) -> list[str]:
-    methods = [m.strip() for m in config.methods if m.strip()]
+    """The run's method labels, baseline first (``NAME@VARIANT`` labels and ``--budget`` expanded)."""
+    methods = expand_budget([m.strip() for m in config.methods if m.strip()], config.budget)
     for m in methods:
-        METHODS.get(m)  # unknown names raise with a suggestion
-        method_config(m, config.method_options.get(m))  # bad options raise now, before loading the model
-    unknown_opts = sorted(set(config.method_options) - set(methods))
+        METHODS.get(split_label(m)[0])  # unknown names raise with a suggestion
+        method_config(m, label_options(m, config.method_options))  # bad options raise now, before loading the model
+    known = set(methods) | {split_label(m)[0] for m in methods}
+    unknown_opts = sorted(set(config.method_options) - known)
     if unknown_opts:
         raise ConfigError(f"--method-opt given for method(s) not in --methods: {', '.join(unknown_opts)}")
     return [BASELINE] + [m for m in dict.fromkeys(methods) if m != BASELINE]
@@ -120,6 +122,8 @@ def config_digest(plan: Plan) -> str:
     cfg = dataclasses.asdict(plan.config)
     for k in ("out_dir", "run_name", "allow_mismatch"):
         cfg.pop(k, None)
+    if cfg.get("budget") == "default":  # runs from before --budget existed keep their digests
+        cfg.pop("budget")
     if plan.config.sampling.greedy:  # greedy runs keep the digests they had before sampling existed
         for k in ("temperature", "top_p", "top_k"):
             cfg.pop(k, None)

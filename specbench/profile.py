@@ -2,9 +2,8 @@
 
 Speculative decoding pays one forward of ``1 + draft size`` tokens per step instead of one forward per
 token. How much that costs relative to T(1) is a property of the machine (flat on a big GPU, close to
-linear on a laptop CPU), so the profile explains why a method wins on one machine and loses on another:
-
-    predicted speedup = tau * T(1) / (mean over steps of T(1 + draft size) + mean draft time per step)
+linear on a laptop CPU), so the profile explains why a method wins on one machine and loses on another
+(``specbench/prediction.py`` prices a run's generations with it; ``budget=auto`` sizes drafts with it).
 
 Measured with the engine's own ``TargetModel`` on each backend (chain forwards exactly as AR steps and
 chain drafts run them), next to the **bandwidth floor**: the bytes of weights one forward must read
@@ -182,24 +181,6 @@ def latency(profile: dict[str, Any], n: float) -> float:
         slope = (ys[-1] - ys[-2]) / (xs[-1] - xs[-2])
         return float(ys[-1] + slope * (n - xs[-1]))
     return float(np.interp(n, xs, ys))
-
-
-def predicted_speedup(records: list[dict[str, Any]], profile: dict[str, Any]) -> float | None:
-    """tau * T(1) / (mean T(1 + draft size + auxiliary rows) + mean draft time) over the decode steps."""
-    tokens = passes = 0
-    costs: list[float] = []
-    for r in records:
-        acc = r.get("accept_lengths") or []
-        sizes = r.get("draft_sizes") or [0] * len(acc)
-        dts = r.get("draft_times_s") or [0.0] * len(acc)
-        aux = r.get("aux_sizes") or [0] * len(acc)  # rows verified next to the draft cost like draft rows
-        tokens += r["new_tokens"]
-        passes += len(acc)
-        costs += [latency(profile, 1 + d + x) + t for d, x, t in zip(sizes[1:], aux[1:], dts[1:])]
-    if not passes or not costs:
-        return None
-    tau = tokens / passes
-    return tau * latency(profile, 1) / float(np.mean(costs))
 
 
 def profile_table(profile: dict[str, Any]) -> tuple[list[str], list[list[str]]]:

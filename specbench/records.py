@@ -22,6 +22,7 @@ from specbench.record import Record
 
 RECORDS_FILE = "records.jsonl"
 MANIFEST_FILE = "manifest.json"
+PROFILE_FILE = "profile.json"  # the cost profile budget=auto used (runs with an auto method only)
 
 
 class RunFileError(UserError):

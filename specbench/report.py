@@ -14,10 +14,13 @@ from typing import Any, Callable
 from tabulate import tabulate
 
 from specbench import metric_tables as MT
+from specbench.budget_report import auto_vs_default_table, prediction_table
 from specbench.catalog import BASELINE, OVERALL
 from specbench.logprob_check import logprob_stats, logprob_table_rows
 from specbench.lossless import EXACT, MISMATCH, TIE
 from specbench.numfmt import fmt_num
+from specbench.profile import load_profile
+from specbench.records import PROFILE_FILE
 from specbench.sampling import manifest_sampling
 from specbench.stats import Cell, Run, backend_label, category_stats, load_run, ran_on_cpu, run_stats
 from specbench.summary import build_summary, method_overhead, summary_csv, summary_text, write_summary
@@ -91,8 +94,17 @@ def render(run: Run, fmt: str = "github", stats: dict[str, dict[str, Cell]] | No
             "### Lossless check vs AR (fp32 token ids)\n\n"
             + tabulate(rows, headers=["method", "exact", "numerical tie", "MISMATCH", "status"], tablefmt=fmt)
         )
+    parts += _budget_sections(run, stats, fmt)
     parts += _metric_sections(run, stats, categories, fmt)
     return "\n\n".join(parts) + "\n"
+
+
+def _budget_sections(run: Run, stats: dict[str, dict[str, Cell]], fmt: str) -> list[str]:
+    """Default vs ``budget=auto`` side by side, and the cost model's prediction when the run used a profile."""
+    tables = [auto_vs_default_table(run, stats)]
+    if (run.path / PROFILE_FILE).is_file():
+        tables.append(prediction_table(run, load_profile(run.path / PROFILE_FILE)))
+    return [f"### {t.title}\n\n" + tabulate(t.rows, headers=t.headers, tablefmt=fmt) for t in tables if t and t.rows]
 
 
 def _metric_sections(run: Run, stats: dict[str, dict[str, Cell]], categories: dict[str, dict[str, Cell]],

@@ -21,17 +21,20 @@ from tqdm import tqdm
 from specbench.ar_margin import recorded_or_recomputed
 from specbench.catalog import BASELINE
 from specbench.config import cache_dir
+from specbench.cost_profile import cached_cost_profile, cost_function
 from specbench.device import synchronize
+from specbench.engine.budget import DraftBudget
 from specbench.engine.loop import Engine, Generation
 from specbench.lossless import MISMATCH, classify
 from specbench.manifest import build_manifest
 from specbench.memory import peak_memory, reset_peak
 from specbench.method_env import MethodEnv
-from specbench.methods_factory import build_drafter
+from specbench.methods_factory import AUTO, BUDGET_KEY, build_drafter, label_options
 from specbench.model import LoadedModel, load_model, stop_token_ids
 from specbench.plan import Plan, config_digest
+from specbench.profile import save_profile
 from specbench.record import Record, Unit
-from specbench.records import MANIFEST_FILE, RecordWriter, read_manifest, read_records
+from specbench.records import MANIFEST_FILE, PROFILE_FILE, RecordWriter, read_manifest, read_records
 from specbench.run_guards import check_context, check_same_config, check_same_model
 from specbench.run_lock import RunLock
 from specbench.sampling import generation_seed
@@ -51,6 +54,8 @@ class Runner:
         self.ar_margins: dict[Unit, list[float] | None] = {}  # their per-token top-2 margins (lossless ties)
         self.mismatches = 0
         self.sampling = plan.config.sampling
+        self.budgets: dict[tuple[str, str], DraftBudget] = {}  # (method label, task) -> its budget=auto state
+        self.profile_path: str | None = None
 
     # -- setup -------------------------------------------------------------------------------
     def _build_drafters(self) -> tuple[dict[tuple[str, str], Any], dict[str, Any], dict[str, Any]]:
@@ -61,12 +66,25 @@ class Runner:
         for method in self.plan.methods:
             for task in self.plan.tasks:
                 env = MethodEnv.for_task(lm, self.plan.data_dir, cache_dir(), task)
-                drafter, cfg = build_drafter(method, self.cfg.method_options.get(method), env)
+                drafter, cfg = build_drafter(method, label_options(method, self.cfg.method_options), env)
                 drafters[(method, task)] = drafter
                 configs[method] = cfg
                 if env.artifacts:
                     artifacts.setdefault(method, {})[task] = env.artifacts
         return drafters, configs, artifacts
+
+    def _build_budgets(self, configs: dict[str, Any]) -> dict[tuple[str, str], DraftBudget]:
+        """A ``DraftBudget`` per (auto method, task), its acceptance learned over that method's generations
+        on that task; the machine's cost profile is measured once (cached) and copied into the run folder."""
+        auto = [m for m in self.plan.methods if configs[m].get(BUDGET_KEY) == AUTO]
+        if not auto:
+            return {}
+        profile, path = cached_cost_profile(self.loaded, self.engine.backend.name, cache_dir())
+        if not (self.run_dir / PROFILE_FILE).is_file():
+            save_profile(profile, self.run_dir / PROFILE_FILE)
+        self.profile_path = str(path)
+        cost = cost_function(profile)
+        return {(m, t): DraftBudget(cost) for m in auto for t in self.plan.tasks}
 
     def _write_manifest(self, digest: str, configs: dict, artifacts: dict) -> None:
         lm = self.loaded
@@ -87,6 +105,8 @@ class Runner:
             subtasks={t: task.subtask for t, task in self.plan.tasks.items()},
             sampling=self.sampling.as_dict(),
         )
+        if self.budgets:
+            manifest["cost_profile"] = {"file": PROFILE_FILE, "cached": self.profile_path}
         path = self.run_dir / MANIFEST_FILE
         if path.is_file():  # a resumed run keeps its first manifest and notes each resumption
             old = read_manifest(self.run_dir)
@@ -97,15 +117,15 @@ class Runner:
         tmp.replace(path)
 
     # -- timing ------------------------------------------------------------------------------
-    def _timed(self, prompt: list[int], drafter: Any, record_margins: bool = False,
-               seed: int = 0) -> tuple[Generation, float, tuple[str, int]]:
+    def _timed(self, prompt: list[int], drafter: Any, record_margins: bool = False, seed: int = 0,
+               budget: DraftBudget | None = None) -> tuple[Generation, float, tuple[str, int]]:
         """(generation, wall seconds, its peak memory ``(kind, bytes)``); the peak is reset outside the timing."""
         device = self.loaded.device
         synchronize(device)
         reset_peak(device)
         t0 = time.perf_counter()
         gen = self.engine.generate(prompt, drafter, self.cfg.max_new_tokens, record_margins=record_margins,
-                                   sampling=self.sampling, seed=seed)
+                                   sampling=self.sampling, seed=seed, draft_budget=budget)
         synchronize(device)
         wall = time.perf_counter() - t0
         return gen, wall, peak_memory(device)
@@ -142,6 +162,7 @@ class Runner:
         self.target = self.engine.target  # the AR-margin forward of the lossless check runs on the same backend
         self.run_dir.mkdir(parents=True, exist_ok=True)
         drafters, configs, artifacts = self._build_drafters()
+        self.budgets = self._build_budgets(configs)
         self._write_manifest(digest, configs, artifacts)
 
         existing = read_records(self.run_dir)
@@ -186,7 +207,7 @@ class Runner:
                 for method in self.plan.methods:
                     self.engine.generate(prompt, drafters[(method, task)], self.cfg.max_new_tokens,
                                          record_margins=method == BASELINE and self.sampling.greedy,
-                                         sampling=self.sampling)
+                                         sampling=self.sampling, draft_budget=self.budgets.get((method, task)))
 
     def _one(self, drafter: Any, unit: Unit, q: Question, method: str) -> Record:
         prompt = self.prompt_for(unit, q)  # tokenisation outside the timed window
@@ -194,7 +215,7 @@ class Runner:
         greedy = self.sampling.greedy
         seed = generation_seed(self.cfg.seed, unit.task, unit.question_id, unit.turn, unit.repeat)
         gen, wall, (memory_kind, memory_peak) = self._timed(prompt, drafter, record_margins=method == BASELINE and greedy,
-                                                            seed=seed)
+                                                            seed=seed, budget=self.budgets.get((method, unit.task)))
         task = self.plan.tasks[unit.task]
         rec = Record(
             method=method,

@@ -137,6 +137,12 @@ def _paired_arrays(method_recs: list[Record], ar_recs: list[Record]) -> tuple[li
     return keys, np.array([rows[k] for k in keys]).reshape(len(keys), 4)
 
 
+def paired_rows(method_recs: list[Record], ar_recs: list[Record]) -> np.ndarray:
+    """``[n_questions, 4]`` rows (method tokens, method time, AR tokens, AR time) for ``paired_speedup``;
+    any second setting can stand in for AR (auto vs default in ``budget_report``)."""
+    return _paired_arrays(method_recs, ar_recs)[1]
+
+
 def _ratio(x: np.ndarray) -> np.ndarray:
     """Pooled speedup along the last axis-0 sums: x[..., 4] summed -> (mt/mT) / (at/aT)."""
     return (x[..., 0] / x[..., 1]) / (x[..., 2] / x[..., 3])

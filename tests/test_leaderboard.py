@@ -11,7 +11,9 @@ from specbench.cli import main
 from specbench.leaderboard import build_leaderboard
 from specbench.leaderboard.markdown import table_md
 from specbench.leaderboard.tables import group_runs
-from specbench.profile import make_profile, predicted_speedup, save_profile
+from specbench.cost_profile import cost_function
+from specbench.prediction import prediction
+from specbench.profile import make_profile, save_profile
 from specbench.stats import load_run
 from test_stats import CPU_HW, write_fake_run
 
@@ -95,16 +97,21 @@ def test_profile_adds_predicted_speedup(tmp_path: Path) -> None:
     # T(n) = 10 ms + 1 ms per token: pld drafts 6 -> forwards of 7 tokens cost 16 ms vs 11 ms for one
     prof = make_profile({n: 0.010 + 0.001 * n for n in (1, 2, 4, 8, 16)}, {"id": "tiny-fake"}, 512, CPU_HW)
     save_profile(prof, tmp_path / "profile.json")
-    recs = [r.to_json() for r in load_run(run).records if r.method == "pld"]
-    # fabricated draft time per pass = 0.1 * wall / passes; tau = 33 / 9
-    draft = sum(r["draft_times_s"][1] for r in recs) / len(recs)
-    assert predicted_speedup(recs, prof) == pytest.approx((33 / 9) * 0.011 / (0.017 + draft), rel=1e-6)
+    recs = load_run(run).records
+    pld = [r for r in recs if r.method == "pld"]
+    ar = [r for r in recs if r.method == "ar"]
+    # priced by hand: prefill (T(prompt) when not recorded) + per decode step T(1 + draft) + its draft time
+    def priced(r):
+        pre = r.prefill_time_s if r.prefill_time_s is not None else 0.010 + 0.001 * r.prompt_tokens
+        return pre + sum(0.010 + 0.001 * (1 + d) + t for d, t in zip(r.draft_sizes[1:], r.draft_times_s[1:]))
+    expected = (sum(r.new_tokens for r in pld) / sum(map(priced, pld))) / (sum(r.new_tokens for r in ar) / sum(map(priced, ar)))
+    assert prediction(pld, ar, cost_function(prof))[0] == pytest.approx(expected, rel=1e-6)
     assert main(["leaderboard", str(run), "--out", str(tmp_path / "out"), "--profile", str(tmp_path / "profile.json"),
                  "--bootstrap", "50", "--no-plots"]) == 0
     md = (tmp_path / "out" / "leaderboard.md").read_text()
     assert "## Cost profile of this machine" in md and "| new tokens n | T(n) ms" in md
     rows = _table_rows(md, "| Method | tau | mean draft | predicted | measured |")
-    assert rows[0][0] == "pld" and rows[0][3].endswith("x")
+    assert rows[0][0] == "pld" and rows[0][3] == f"{expected:.2f}x"
 
 
 def test_table_md_escapes_pipes() -> None:

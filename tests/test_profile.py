@@ -53,12 +53,14 @@ def test_breakdown_finds_the_matrix_products_of_either_backend(backend: str) -> 
     assert "2.00x the floor" in text
 
 
-def test_predicted_speedup_charges_auxiliary_rows_like_draft_rows() -> None:
-    from specbench.profile import predicted_speedup
+def test_prediction_charges_auxiliary_rows_like_draft_rows() -> None:
+    from specbench.cost_profile import cost_function
+    from specbench.prediction import predicted_seconds
+    from specbench.record import Record
 
-    prof = {"latency_s": {"1": 0.01, "8": 0.02, "32": 0.04}}
-    rec = {"new_tokens": 9, "accept_lengths": [1, 4, 4], "draft_sizes": [0, 7, 7], "draft_times_s": [0.0, 0.0, 0.0]}
-    plain = predicted_speedup([rec], prof)
-    with_aux = predicted_speedup([{**rec, "aux_sizes": [0, 24, 24]}], prof)
-    assert plain == pytest.approx(3 * 0.01 / 0.02)
-    assert with_aux == pytest.approx(3 * 0.01 / 0.04)
+    cost = cost_function({"latency_s": {"1": 0.01, "8": 0.02, "32": 0.04}})
+    rec = Record("m", "t", "T", "1", "1", "", 1, 0, 5, 9, 1.0, 3, 0.0, 0.0, accept_lengths=[1, 4, 4],
+                 draft_sizes=[0, 7, 7], draft_times_s=[0.0, 0.0, 0.0], prefill_time_s=0.5)
+    assert predicted_seconds(rec, cost) == pytest.approx(0.5 + 2 * 0.02)
+    rec.aux_sizes = [0, 24, 24]
+    assert predicted_seconds(rec, cost) == pytest.approx(0.5 + 2 * 0.04)

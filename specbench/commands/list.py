@@ -14,6 +14,8 @@ def list_command(args: argparse.Namespace) -> int:
         fields = ", ".join(f"{f.name}={f.default!r}" for f in dataclasses.fields(spec.config_cls)
                            if f.default is not dataclasses.MISSING)
         print(f"  {name:10s} {spec.description}" + (f"\n  {'':10s} options: {fields}" if fields else ""))
+    print(f"  {'':10s} every drafting method also takes budget=default|auto (auto: verify only the part of each "
+          "draft worth its cost on this machine); a label NAME@VARIANT runs a second setting, NAME@auto = budget=auto")
     print("tasks:")
     for name in TASKS.names():
         task = TASKS.get(name)

@@ -33,6 +33,10 @@ def add_run_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--config", help="YAML file with any of these settings (flags override it)")
     p.add_argument("--method-opt", action="append", metavar="METHOD.KEY=VALUE",
                    help="method hyper-parameter, e.g. pld.num_draft=5 (repeatable; see `specbench list`)")
+    p.add_argument("--budget", choices=["default", "auto", "both"],
+                   help="draft budget of every drafting method: default = verify each draft whole; auto = verify the "
+                        "part worth its cost on this machine (labelled NAME@auto); both = each method twice, side by "
+                        "side (also per method: --methods rest,rest@auto or --method-opt rest.budget=auto)")
     p.add_argument("--shard", metavar="K/N", help="run only the K-th of N deterministic slices of the questions")
     p.add_argument("--allow-mismatch", action="store_true", help="exit 0 even if a method's output differs from AR")
     p.add_argument("--tie-threshold", type=float, help="relative AR top-2 logit margin below which a divergence is a numerical tie (default 1e-4 in float32, 2e-2 in float16/bfloat16)")
@@ -46,7 +50,7 @@ def add_run_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def parse_method_opts(items: list[str] | None) -> dict[str, dict[str, str]]:
-    """``["pld.num_draft=5"]`` -> ``{"pld": {"num_draft": "5"}}``."""
+    """``["pld.num_draft=5", "rest@auto.c=16"]`` -> ``{"pld": {"num_draft": "5"}, "rest@auto": {"c": "16"}}``."""
     out: dict[str, dict[str, str]] = {}
     for item in items or []:
         lhs, sep, value = item.partition("=")
@@ -82,6 +86,7 @@ def config_from_args(args: argparse.Namespace) -> RunConfig:
         "top_p": args.top_p,
         "top_k": args.top_k,
         "seed": args.seed,
+        "budget": args.budget,
     }
     values.update({k: v for k, v in flags.items() if v is not None})
     if args.allow_mismatch:

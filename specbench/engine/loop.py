@@ -26,6 +26,7 @@ from specbench.device import synchronize
 from specbench.drafter import DraftContext, Drafter, Proposal, StepResult
 from specbench.engine.aux_rows import append_aux
 from specbench.engine.backends import DEFAULT_BACKEND, Backend, resolve_backend
+from specbench.engine.budget import DraftBudget
 from specbench.engine.cache import trim_cache
 from specbench.engine.sampling import Sampler, accept_sampled, first_token
 from specbench.engine.tree import compile_tree
@@ -80,13 +81,16 @@ class Engine:
 
     @torch.inference_mode()
     def generate(self, prompt_ids: list[int], drafter: Drafter | None, max_new_tokens: int,
-                 record_margins: bool = False, sampling: SamplingConfig | None = None, seed: int = 0) -> Generation:
+                 record_margins: bool = False, sampling: SamplingConfig | None = None, seed: int = 0,
+                 draft_budget: DraftBudget | None = None) -> Generation:
         """Greedy-decode up to ``max_new_tokens`` after ``prompt_ids``; identical output for any drafter.
 
         ``record_margins``: also keep each emitted token's top-2 margin (``Generation.token_margins``);
         the emitting logits rows are kept (a view for AR's single row) and reduced after timing.
         ``sampling`` with temperature > 0: sample instead, from a generator seeded with ``seed``; the
         output is then distributed as AR sampling's for any drafter (``sampling.py``).
+        ``draft_budget`` (``budget.py``): verify only the part of each draft worth its cost on this machine, and
+        tell the drafter how deep drafting pays (``DraftContext.max_depth``); any choice stays lossless.
         """
         if max_new_tokens < 1:
             raise ValueError("max_new_tokens must be >= 1")
@@ -123,14 +127,15 @@ class Engine:
         out = gen.output_ids
 
         while root not in self.stop_ids and len(out) < max_new_tokens:
-            budget = max_new_tokens - len(out)  # tokens this step may still emit
+            room = max_new_tokens - len(out)  # tokens this step may still emit
             # 1. draft
             t = t_step = now()
             tree, aux, draft_probs = None, None, None
-            if drafter is not None and budget > 1:
+            if drafter is not None and room > 1:
                 unseen = fresh[0] if len(fresh) == 1 else torch.cat(fresh)
                 fresh = []
-                ctx = DraftContext(tokens, len(prompt_ids), last_hidden, self.model, budget - 1, unseen, sampler=sampler)
+                max_depth = room - 1 if draft_budget is None else min(room - 1, draft_budget.depth_hint())
+                ctx = DraftContext(tokens, len(prompt_ids), last_hidden, self.model, max_depth, unseen, sampler=sampler)
                 proposal = drafter.propose(ctx)
                 if isinstance(proposal, Proposal):
                     tree, aux, draft_probs = proposal.tree, proposal.aux, proposal.draft_probs
@@ -138,9 +143,14 @@ class Engine:
                     tree = proposal
                 if tree is not None:
                     full = tree
-                    tree = tree.truncated(budget - 1) if len(tree) else None
+                    tree = tree.truncated(room - 1) if len(tree) else None
                     if draft_probs is not None and tree is not full:
-                        draft_probs = None if tree is None else draft_probs[full.kept_nodes(budget - 1)]
+                        draft_probs = None if tree is None else draft_probs[full.kept_nodes(room - 1)]
+                if tree is not None and draft_budget is not None:
+                    keep = draft_budget.select(tree, now() - t, 0 if aux is None else len(aux)).keep
+                    if len(keep) < len(tree):
+                        draft_probs = None if draft_probs is None or not keep else draft_probs[keep]
+                        tree = tree.subtree(keep) if keep else None
             sync()
             t_draft = now() - t
             # 2. verify
@@ -180,6 +190,8 @@ class Engine:
                 gen.margin_rows.append(logits[:1] if rows == [0] else logits[rows])
             root = ver.bonus
             last_hidden = ver.hidden[ver.rows[-1]]
+            if draft_budget is not None and tree is not None:
+                draft_budget.observe(tree, [r - 1 for r in ver.rows[1:]])
             if drafter is not None:
                 fresh.append(ver.hidden[ver.rows])
                 drafter.observe(StepResult(tree, [r - 1 for r in ver.rows[1:]], ver.bonus, ver.aux_predictions))

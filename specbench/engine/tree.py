@@ -71,11 +71,21 @@ class DraftTree:
 
     def truncated(self, max_depth: int, max_nodes: int | None = None) -> "DraftTree":
         """Drop nodes deeper than ``max_depth`` (and beyond ``max_nodes``), keeping parents valid."""
-        keep = self.kept_nodes(max_depth, max_nodes)
+        return self.subtree(self.kept_nodes(max_depth, max_nodes))
+
+    def subtree(self, keep: Sequence[int]) -> "DraftTree":
+        """The nodes ``keep`` (ascending; each one's parent kept too), re-indexed.
+
+        >>> DraftTree((5, 6, 7), (-1, 0, -1)).subtree([0, 2])
+        DraftTree(tokens=(5, 7), parents=(-1, -1))
+        """
         if len(keep) == len(self.tokens):
             return self
         new_index = {-1: -1, **{old: new for new, old in enumerate(keep)}}
-        return DraftTree(tuple(self.tokens[i] for i in keep), tuple(new_index[self.parents[i]] for i in keep))
+        try:
+            return DraftTree(tuple(self.tokens[i] for i in keep), tuple(new_index[self.parents[i]] for i in keep))
+        except KeyError:
+            raise ValueError(f"subtree {list(keep)} drops a parent of a kept node") from None
 
     def kept_nodes(self, max_depth: int, max_nodes: int | None = None) -> list[int]:
         """Indices of the nodes ``truncated(max_depth, max_nodes)`` keeps, in order."""

@@ -58,9 +58,17 @@ class Group:
         return order_subtasks(subs)
 
     def rows(self) -> list[tuple[str, str, dict[str, Cell]]]:
-        """(row label, method, cells) for every method of every run, sorted by Overall speedup."""
-        out = [(label, method, self.stats[run_name][method]) for label, (run_name, method) in self.sources().items()]
-        return sorted(out, key=lambda t: -_overall(t[1], t[2]))
+        """(row label, method, cells) for every method of every run, sorted by Overall speedup; the settings
+        of a method in one run (``rest``, ``rest@auto``) stay side by side, default first, placed by their best."""
+        out = [(run_name, label, method, self.stats[run_name][method])
+               for label, (run_name, method) in self.sources().items()]
+        best: dict[tuple[str, str], float] = {}
+        for run_name, _, method, cells in out:
+            key = (run_name, method.partition("@")[0])
+            best[key] = max(best.get(key, float("-inf")), _overall(method, cells))
+        out.sort(key=lambda t: (-best[(t[0], t[2].partition("@")[0])], t[0], t[2].partition("@")[0], "@" in t[2],
+                                -_overall(t[2], t[3])))
+        return [(label, method, cells) for _, label, method, cells in out]
 
     def sources(self) -> dict[str, tuple[str, str]]:
         """Row label -> (run name, method); the label is ``method [run]`` when two runs share a method."""
@@ -183,20 +191,24 @@ def footer_lines(g: Group) -> list[str]:
 
 
 def prediction_table(g: Group, profile: dict[str, Any]) -> Table:
-    """Predicted speedup from tau, draft sizes and the profile's T(n), next to the measured one."""
-    from specbench.profile import predicted_speedup
+    """Predicted speedup from the profile's T(n) and the recorded draft sizes, draft and prefill times
+    (``specbench.prediction``), next to the measured one."""
+    from specbench.cost_profile import cost_function
+    from specbench.prediction import prediction
 
+    cost = cost_function(profile)
     headers = ["Method", "tau", "mean draft", "predicted", "measured"]
     rows, keys = [], []
-    by_method: dict[tuple[str, str], list[dict]] = {}
+    by_method: dict[tuple[str, str], list] = {}
     for run_name, run in zip(g.stats, g.runs):
-        for r in run.records:  # the profile module reads records in their JSON form
-            by_method.setdefault((run_name, r.method), []).append(r.to_json())
+        for r in run.records:
+            by_method.setdefault((run_name, r.method), []).append(r)
     for label, (run_name, method) in g.sources().items():
         c = g.stats[run_name][method].get(OVERALL)
         if c is None or method == BASELINE:
             continue
-        pred = predicted_speedup(by_method.get((run_name, method), []), profile)
+        pm = prediction(by_method.get((run_name, method), []), by_method.get((run_name, BASELINE), []), cost)
+        pred = None if pm is None else pm[0]
         rows.append([label, fmt_num(c.tau), fmt_num(c.mean_draft_size, "{:.1f}"), fmt_num(pred, "{:.2f}x"), c.speedup_text()])
         keys.append([label, c.tau, c.mean_draft_size, pred, c.speedup])
     return Table(f"Predicted (from the cost profile) vs measured speedup — {g.title}", headers, rows, keys)

@@ -1,0 +1,143 @@
+"""Draft budget (``budget=auto``): how much of a ranked draft is worth verifying on this machine.
+
+Between propose and verify the engine keeps the prefix-closed subset of the draft tree that maximises
+expected tokens per second for this step:
+
+    value(S) = (1 + sum over v in S of P(v)) / (T(1 + |S| + aux rows) + draft seconds)
+
+- ``T(n)`` is the machine's cost profile (``specbench/cost_profile.py``): seconds of one target forward
+  of ``n`` new tokens.
+- ``P(v)`` is the probability that node ``v`` is accepted: the product, along its path, of the
+  learned acceptance rate ``p(depth, rank)`` = P(node accepted | its parent accepted), where ``rank``
+  is the node's position among its siblings. Every drafter lists a node's children best-first (REST
+  and CREST by count, DReSD by neighbour order, ReDrafter by beam score, EAGLE and Medusa by
+  probability, chains trivially), so the sibling rank is how a drafter ranks its nodes.
+- ``p`` is learned online from every verification: each node whose parent was accepted is one trial
+  of its ``(depth, rank)`` bucket. Counts decay a little each step (recent text weighs more, and a
+  bucket that stops being verified drifts back to the prior, so it is tried again) and start from a
+  Beta(1, 1) prior.
+
+Since ``p < 1``, a child's ``P`` is below its parent's, so for each size k the k nodes of highest
+``P`` form a prefix-closed subset and are the best subset of that size; the step keeps the best k.
+
+Example: a chain of 3 drafts with ``p = 0.5`` at every depth, ``T(n) = 40 + 2 (n - 1)`` ms and no draft
+time: P = 0.5, 0.25, 0.125; values (1 + cum P) / T = 1/40, 1.5/42, 1.75/44, 1.875/46 tokens per ms
+-> 0.0250, 0.0357, 0.0398, 0.0408: all 3 are kept. With ``T(n) = 40 (1 + (n - 1) / 4)`` the values are
+1/40, 1.5/50, 1.75/60, 1.875/70 -> only the first draft token is kept.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+
+from specbench.engine.tree import DraftTree
+
+MAX_DEPTH_BUCKETS = 16  # depths beyond share the last bucket
+MAX_RANK_BUCKETS = 8  # sibling ranks beyond share the last bucket
+DECAY = 0.995  # per step: about 200 steps of memory
+PRIOR = (1.0, 1.0)  # Beta(accepted, rejected) pseudo-counts
+
+
+def sibling_ranks(tree: DraftTree) -> list[int]:
+    """Each node's position among its parent's children, in tree order.
+
+    >>> sibling_ranks(DraftTree((5, 6, 7, 8), (-1, 0, -1, 0)))
+    [0, 0, 1, 1]
+    """
+    seen: dict[int, int] = {}
+    ranks = []
+    for p in tree.parents:
+        r = seen.get(p, 0)
+        ranks.append(r)
+        seen[p] = r + 1
+    return ranks
+
+
+class AcceptanceStats:
+    """Decayed counts of trials and acceptances per (depth, sibling rank) bucket."""
+
+    def __init__(self) -> None:
+        shape = (MAX_DEPTH_BUCKETS, MAX_RANK_BUCKETS)
+        self.trials = np.zeros(shape)
+        self.accepted = np.zeros(shape)
+
+    def rates(self) -> np.ndarray:
+        """Posterior mean acceptance rate per bucket, ``[depth - 1, rank]``; always in (0, 1)."""
+        a, b = PRIOR
+        return (self.accepted + a) / (self.trials + a + b)
+
+    @staticmethod
+    def buckets(tree: DraftTree) -> tuple[np.ndarray, np.ndarray]:
+        depth = np.minimum(np.array(tree.depths()), MAX_DEPTH_BUCKETS) - 1
+        rank = np.minimum(np.array(sibling_ranks(tree)), MAX_RANK_BUCKETS - 1)
+        return depth, rank
+
+    def update(self, tree: DraftTree, accepted_nodes: list[int]) -> None:
+        """One verification of ``tree`` whose accepted path is ``accepted_nodes`` (root excluded)."""
+        self.trials *= DECAY
+        self.accepted *= DECAY
+        depth, rank = self.buckets(tree)
+        on_path = set(accepted_nodes)
+        reached = {-1} | on_path
+        for i, p in enumerate(tree.parents):
+            if p in reached:  # the node's parent was accepted: a trial of its bucket
+                self.trials[depth[i], rank[i]] += 1
+                self.accepted[depth[i], rank[i]] += i in on_path
+
+
+@dataclass
+class Selection:
+    """The kept nodes (tree order) and the model's expected tokens and seconds for the step."""
+
+    keep: list[int]
+    expected_tokens: float
+    expected_seconds: float
+
+
+class DraftBudget:
+    """Online per-step choice of the verified subset of a ranked draft (one per drafter and task).
+
+    ``cost(n)`` = seconds of a target forward of ``n`` new tokens (the cost profile's T).
+    """
+
+    def __init__(self, cost: Callable[[int], float], max_rows: int = 512) -> None:
+        self._t = np.array([cost(n) if n else 0.0 for n in range(max_rows + 1)])  # [n] T(n), T(0) unused
+        self.stats = AcceptanceStats()
+
+    def _cost(self, n: np.ndarray) -> np.ndarray:
+        over = n >= len(self._t)
+        if not over.any():
+            return self._t[n]
+        slope = self._t[-1] - self._t[-2]
+        return np.where(over, self._t[-1] + slope * (n - len(self._t) + 1), self._t[np.minimum(n, len(self._t) - 1)])
+
+    def path_probs(self, tree: DraftTree) -> np.ndarray:
+        """``P(v)`` per node: the product of bucket rates along its path."""
+        depth, rank = AcceptanceStats.buckets(tree)
+        p = self.stats.rates()[depth, rank]
+        out = np.empty(len(tree))
+        for i, parent in enumerate(tree.parents):
+            out[i] = p[i] * (out[parent] if parent >= 0 else 1.0)
+        return out
+
+    def select(self, tree: DraftTree, draft_s: float = 0.0, aux_rows: int = 0) -> Selection:
+        """The prefix-closed subset of ``tree`` with the most expected tokens per second."""
+        probs = self.path_probs(tree)
+        order = np.argsort(-probs, kind="stable")  # parents first on ties (a parent's index is smaller)
+        gained = np.concatenate([[1.0], 1.0 + np.cumsum(probs[order])])  # [k] expected tokens keeping k nodes
+        seconds = self._cost(np.arange(len(tree) + 1) + 1 + aux_rows) + draft_s
+        k = int(np.argmax(gained / seconds))
+        return Selection(sorted(order[:k].tolist()), float(gained[k]), float(seconds[k]))
+
+    def depth_hint(self) -> int:
+        """How deep a draft is worth making: the best length of a chain of first-ranked nodes, plus one so
+        the next depth keeps being tried (at least 1)."""
+        p = self.stats.rates()[:, 0]
+        gained = np.concatenate([[1.0], 1.0 + np.cumsum(np.cumprod(p))])
+        seconds = self._cost(np.arange(len(gained)) + 1)
+        return int(np.argmax(gained / seconds)) + 1
+
+    def observe(self, tree: DraftTree, accepted_nodes: list[int]) -> None:
+        self.stats.update(tree, accepted_nodes)

@@ -1,0 +1,140 @@
+"""budget=auto: the engine-side choice of how much of a ranked draft to verify (constructed stats and costs,
+exactness on tiny random models), method labels (``NAME@auto``) and ``--budget``."""
+import doctest
+import itertools
+import random
+
+import numpy as np
+import pytest
+
+import specbench.engine.budget as budget_mod
+import specbench.methods_factory as factory_mod
+from conftest import make_tiny_model
+from specbench.config import ConfigError, RunConfig
+from specbench.engine.budget import AcceptanceStats, DraftBudget, sibling_ranks
+from specbench.engine.loop import Engine
+from specbench.engine.tree import DraftTree
+from specbench.methods_factory import budget_of, expand_budget, label_options, method_config, split_label
+from specbench.plan import make_plan
+from test_engine_exact import OracleDrafter, RandomDrafter
+
+
+def linear(t1: float, slope: float):
+    return lambda n: t1 + slope * (n - 1)
+
+
+def test_doctests():
+    for mod in (budget_mod, factory_mod):
+        assert doctest.testmod(mod).failed == 0, mod.__name__
+
+
+def test_chain_kept_whole_on_flat_cost_and_cut_on_steep_cost():
+    chain = DraftTree.chain([4, 5, 6])
+    # prior rate 0.5 everywhere: P = 0.5, 0.25, 0.125 (the module docstring's example)
+    assert DraftBudget(linear(40, 2)).select(chain).keep == [0, 1, 2]
+    assert DraftBudget(linear(40, 10)).select(chain).keep == [0]
+    assert DraftBudget(linear(40, 40)).select(chain).keep == []
+
+
+def test_draft_time_and_aux_rows_enter_the_cost():
+    chain = DraftTree.chain([4, 5, 6])
+    # T(n) = 40 + 10 (n - 1): without draft time 1 node is best (1.5/50 > 1.75/60), with 200 sunk all 3
+    # (1.875/270 > 1.75/260 > 1.5/250): the drafting already paid for weighs the verification cost down
+    b = DraftBudget(linear(40, 10))
+    assert b.select(chain).keep == [0]
+    assert b.select(chain, draft_s=200).keep == [0, 1, 2]
+    sel = b.select(chain, aux_rows=4)
+    assert sel.expected_seconds == pytest.approx(40 + 10 * (4 + len(sel.keep)))
+
+
+def brute_force_best(b: DraftBudget, tree: DraftTree, cost) -> float:
+    probs = b.path_probs(tree)
+    best = 0.0
+    for mask in itertools.product([0, 1], repeat=len(tree)):
+        keep = [i for i in range(len(tree)) if mask[i]]
+        if any(tree.parents[i] >= 0 and not mask[tree.parents[i]] for i in keep):
+            continue
+        best = max(best, (1 + probs[keep].sum()) / cost(1 + len(keep)))
+    return best
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_selection_is_prefix_closed_and_optimal(seed):
+    rng = random.Random(seed)
+    cost = linear(1.0, rng.choice([0.01, 0.05, 0.2, 0.6]))
+    b = DraftBudget(cost)
+    b.stats.trials[:] = rng.choice([5, 50])
+    b.stats.accepted[:] = b.stats.trials * np.array([[rng.random() for _ in range(8)] for _ in range(16)])
+    n = rng.randint(1, 9)
+    tree = DraftTree(tuple(rng.randrange(50) for _ in range(n)), tuple(rng.randint(-1, i - 1) for i in range(n)))
+    sel = b.select(tree)
+    assert all(tree.parents[i] in set(sel.keep) | {-1} for i in sel.keep)
+    assert sel.expected_tokens / sel.expected_seconds == pytest.approx(brute_force_best(b, tree, cost))
+
+
+def test_stats_count_trials_of_nodes_whose_parent_was_accepted():
+    # root children 0 (rank 0) and 3 (rank 1); 0's children 1 (rank 0) and 2 (rank 1); accepted path 0 -> 2
+    tree = DraftTree((5, 6, 7, 8), (-1, 0, 0, -1))
+    assert sibling_ranks(tree) == [0, 0, 1, 1]
+    s = AcceptanceStats()
+    s.update(tree, [0, 2])
+    assert s.trials[0, 0] == s.trials[0, 1] == s.trials[1, 0] == s.trials[1, 1] == 1
+    assert s.accepted[0, 0] == 1 and s.accepted[0, 1] == 0 and s.accepted[1, 0] == 0 and s.accepted[1, 1] == 1
+    s.update(tree, [])  # nothing accepted: only the root's children were tried; older counts decay
+    assert s.trials[0, 0] == pytest.approx(budget_mod.DECAY + 1) and s.trials[1, 0] == pytest.approx(budget_mod.DECAY)
+    assert 0 < s.rates().min() and s.rates().max() < 1
+
+
+def test_depth_hint_follows_learned_acceptance():
+    flat = DraftBudget(linear(1.0, 0.001))
+    flat.stats.trials[:, 0], flat.stats.accepted[:, 0] = 100, 99
+    assert flat.depth_hint() >= 10
+    steep = DraftBudget(linear(1.0, 0.5))
+    steep.stats.trials[:, 0], steep.stats.accepted[:, 0] = 100, 1
+    assert steep.depth_hint() == 1  # never 0: the first depth keeps being tried
+
+
+@pytest.mark.parametrize("family", ["llama", "gpt2"])
+def test_engine_with_budget_equals_ar_and_prunes(family):
+    model = make_tiny_model(family, seed=3)
+    engine = Engine(model, stop_ids=set())
+    rng = random.Random(1)
+    for trial in range(3):
+        prompt = [rng.randrange(64) for _ in range(6)]
+        ref = engine.generate(prompt, None, 30).output_ids
+        steep = DraftBudget(linear(1.0, 0.3))
+        got = engine.generate(prompt, RandomDrafter(trial, 64), 30, draft_budget=steep)
+        assert got.output_ids == ref
+        # once learned (prior 0.5 at first), a random draft is worth about a node on a steep cost curve
+        assert np.mean(got.draft_sizes[5:]) < 1.5  # the drafter proposes 6.5 nodes on average
+        oracle = engine.generate(prompt, OracleDrafter(ref, len(prompt)), 30, draft_budget=DraftBudget(linear(1.0, 0.01)))
+        assert oracle.output_ids == ref
+        assert oracle.accept_lengths[-2] == 6  # learned that the oracle is always right: whole 5-token drafts
+
+
+def test_labels_and_budget_option():
+    assert split_label("dresd@5x5") == ("dresd", "5x5")
+    assert label_options("rest@small", {"rest": {"c": "16"}, "rest@small": {"c": "8"}}) == {"c": "8"}
+    assert budget_of("rest", {"budget": "auto"}) == "auto"
+    with pytest.raises(ConfigError, match="budget must be one of"):
+        budget_of("rest", {"budget": "fast"})
+    with pytest.raises(ConfigError, match="drafting method"):
+        budget_of("ar@auto", {"budget": "auto"})
+    with pytest.raises(ConfigError, match="NAME@VARIANT"):
+        split_label("rest@a.b")
+    assert method_config("pld@auto", {"budget": "auto", "num_draft": "3"}).num_draft == 3
+    assert expand_budget(["ar", "pld", "rest"], "auto") == ["ar", "pld@auto", "rest@auto"]
+    with pytest.raises(ConfigError, match="--budget"):
+        expand_budget(["pld"], "some")
+
+
+def test_plan_expands_budget_both_and_keeps_old_digests(tmp_path):
+    from specbench.plan import config_digest
+
+    both = make_plan(RunConfig(methods=("pld", "rest"), tasks=("gsm8k",), limit=1, budget="both", out_dir=str(tmp_path)))
+    assert both.methods == ["ar", "pld", "pld@auto", "rest", "rest@auto"]
+    plain = make_plan(RunConfig(methods=("pld",), tasks=("gsm8k",), limit=1, out_dir=str(tmp_path)))
+    # a default-budget run's digest is the one it had before --budget existed (resumable old runs)
+    assert config_digest(plain) == "374e4f24"
+    with pytest.raises(ConfigError, match="not in --methods"):
+        make_plan(RunConfig(methods=("pld",), tasks=("gsm8k",), method_options={"rest@auto": {"c": "8"}}))
