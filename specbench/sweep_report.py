@@ -16,19 +16,24 @@ from specbench.numfmt import fmt_num
 from specbench.sweep import Best, PointResult, SweepPoint, best_line
 
 
-def sweep_markdown(method: str, results: list[PointResult], best: Best | None, command: str, split: str) -> str:
-    """The sweep's markdown: a heading, the table, the best point, the command that made it."""
-    keys = [k for k, _ in results[0].point.options] if results else []
+def sweep_table(method: str, results: list[PointResult]) -> list[str]:
+    """The markdown table's lines: one row per point (``method``'s cells), subtask columns in report order."""
     subtasks = order_subtasks({s for r in results for s in r.subtasks})
-    headers = ["point", "Overall speedup", "tau", "mean draft size", "acceptance", *subtasks]
-    lines = [f"# Sweep of {method} over {', '.join(keys)} ({split} split)", "",
-             "| " + " | ".join(headers) + " |", "| " + " | ".join(["---"] + ["---:"] * (len(headers) - 1)) + " |"]
+    headers = ["point", f"{method} Overall speedup", "tau", "mean draft size", "acceptance", *subtasks]
+    lines = ["| " + " | ".join(headers) + " |", "| " + " | ".join(["---"] + ["---:"] * (len(headers) - 1)) + " |"]
     for r in results:
         c = r.overall
         row = [f"`{r.point.label}`", c.speedup_text() if c else "-", fmt_num(c.tau if c else None),
                fmt_num(c.mean_draft_size if c else None), fmt_num(c.acceptance_rate if c else None, "{:.1%}")]
         row += [r.subtasks[s].speedup_text() if s in r.subtasks else "-" for s in subtasks]
         lines.append("| " + " | ".join(row) + " |")
+    return lines
+
+
+def sweep_markdown(method: str, results: list[PointResult], best: Best | None, command: str, split: str) -> str:
+    """The sweep's markdown: a heading, the table, the best point, the command that made it."""
+    keys = [k for k, _ in results[0].point.options] if results else []
+    lines = [f"# Sweep of {method} over {', '.join(keys)} ({split} split)", "", *sweep_table(method, results)]
     lines += ["", "Speedup = pooled method tokens/s over AR tokens/s on the same questions (± = half the 95% paired "
               "bootstrap CI); tau = tokens per forward pass.", ""]
     head, _, flags = best_line(method, best).partition("\n")

@@ -21,10 +21,13 @@ from specbench.catalog import BASELINE
 from specbench.commands.run import add_run_arguments, config_from_args, mismatch_exit_code
 from specbench.config import ConfigError, RunConfig, is_safe_name
 from specbench.jsonfile import save_json
+from specbench.model import load_model
 from specbench.plan import Plan, make_plan, run_dir_for
 from specbench.registry import METHODS
+from specbench.report import write_report
+from specbench.runner import Runner
 from specbench.sweep import SweepPoint, best_line, best_point, grid_points, parse_grid, point_result, sweep_summary
-from specbench.sweep_report import sweep_markdown, write_sweep_plot
+from specbench.sweep_report import sweep_markdown, sweep_table, write_sweep_plot
 
 SPLIT = "dev"
 DEFAULT_OUT = "results/sweeps"
@@ -45,7 +48,6 @@ class _RunFlags:
 
 
 def _base_config(args: argparse.Namespace) -> RunConfig:
-
     if (args.split or SPLIT) != SPLIT:
         raise ConfigError(f"specbench sweep runs on the dev split only (its questions are disjoint from the eval "
                           f"split's); drop --split {args.split}")
@@ -107,10 +109,6 @@ def command_line(parser: argparse.ArgumentParser, args: argparse.Namespace) -> s
 
 
 def sweep_command(args: argparse.Namespace) -> int:
-    from specbench.model import load_model
-    from specbench.report import write_report
-    from specbench.runner import Runner
-
     grid, fixed, plans, base = _plans(args)
     out = sweep_dir(args, grid, base)
     cfg = base.config
@@ -133,7 +131,7 @@ def sweep_command(args: argparse.Namespace) -> int:
     markdown = sweep_markdown(args.method, results, best, command, SPLIT)
     (out / "sweep.md").write_text(markdown)
     write_sweep_plot(args.method, results, out / "sweep.png")
-    print(markdown.split("\n\nSpeedup =")[0])
+    print("\n".join(sweep_table(args.method, results)))
     print(f"[sweep] results: {out}/ (sweep.json, sweep.md, sweep.png, one run folder per point)", file=sys.stderr)
     print(best_line(args.method, best))
     return mismatch_exit_code(mismatches, cfg.allow_mismatch, "[sweep]", "the points' reports")
@@ -149,4 +147,4 @@ def register(subs: argparse._SubParsersAction) -> None:
                    help="an option and its values, e.g. rest.c=8,16,32,64 (repeatable: the cartesian product)")
     p.add_argument("--sweep-name", help="folder of the sweep under --out-dir (default: derived from the settings)")
     add_run_arguments(_RunFlags(p))  # type: ignore[arg-type]  # (duck-typed: only add_argument is called)
-    p.set_defaults(func=sweep_command, parser=p, out_dir=None)
+    p.set_defaults(func=sweep_command, parser=p)
