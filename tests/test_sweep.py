@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import doctest
 import json
+from pathlib import Path
 
 import pytest
 
@@ -17,9 +18,11 @@ from specbench.stats import Cell
 from specbench.sweep import (PointResult, SweepPoint, best_line, best_point, grid_points, parse_grid,
                              sweep_summary)
 from specbench.sweep_report import series_of, sweep_markdown, write_sweep_plot
+from json_schema_subset import validate
 from tiny_model_dir import save_tiny_model
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+SUMMARY_SCHEMA = json.loads((Path(specbench.sweep.__file__).parent / "summary.schema.json").read_text())
 
 
 def cell(speedup: float | None, lo: float | None = None, hi: float | None = None, tau: float = 1.5,
@@ -146,6 +149,9 @@ def test_end_to_end_sweep_resumes(tmp_path, monkeypatch, capsys):
     manifest = read_manifest(folder / "num_draft=4")
     assert manifest["config"]["split"] == "dev" and manifest["questions"] == {"gsm8k": ["473"]}  # the dev split
     assert manifest["config"]["method_options"] == {"pld": {"num_draft": "4"}}
+    point_summary = json.loads((folder / "num_draft=4" / "summary.json").read_text())
+    assert point_summary["run"]["split"] == "dev" and validate(SUMMARY_SCHEMA, point_summary) == []
+    assert "limit 1 of the dev split" in (folder / "num_draft=4" / "report.md").read_text()
     n_records = len(read_records(folder / "num_draft=2"))
     assert n_records == 2  # ar + pld, one question
     assert main(argv) == 0  # the same command resumes: nothing re-run, same files
