@@ -106,12 +106,12 @@ def make_plan(config: RunConfig, shard: tuple[int, int] | None = None) -> Plan:
     questions = {}
     index = 0  # shards slice (task, question) pairs round-robin; all methods of a pair stay together
     for name, task in tasks.items():
-        qs = task.split(task.load(data_dir), config.split)[: config.limit]
-        ids = [q.question_id for q in qs]
-        dups = sorted(i for i, n in Counter(ids).items() if n > 1)
+        loaded = task.load(data_dir)
+        dups = sorted(i for i, n in Counter(q.question_id for q in loaded).items() if n > 1)  # over every split
         if dups:
             raise ConfigError(f"task {name}: duplicate question id(s) {', '.join(dups[:5])} in its data; each "
                               "question needs its own id")
+        qs = task.split(loaded, config.split)[: config.limit]
         questions[name] = shard_slice(qs, shard, index) if shard else qs
         index += len(qs)
     return Plan(config, methods, tasks, questions, data_dir, shard)

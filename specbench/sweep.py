@@ -69,7 +69,8 @@ def parse_grid(items: list[str] | None, method: str) -> dict[str, list[str]]:
             raise ConfigError(f"{GRID_FORMAT}, got {item!r}")
         key = key.strip()
         if owner != method:
-            raise ConfigError(f"--grid {owner}.{key}: the option belongs to method {owner!r}, but --method is {method!r}")
+            raise ConfigError(f"--grid {owner}.{key}: the option belongs to method {owner!r}, but --method is "
+                              f"{method!r}")
         if key in grid:
             raise ConfigError(f"--grid {method}.{key} given twice; list all its values in one --grid")
         if len(set(values)) != len(values):
@@ -87,7 +88,8 @@ def grid_points(grid: dict[str, list[str]]) -> list[SweepPoint]:
         if p.folder.strip(".") == "":  # (the other characters are folder-safe by construction)
             raise ConfigError(f"--grid point {p.label!r}: no usable folder name ({p.folder!r})")
         if p.folder in folders:
-            raise ConfigError(f"--grid points {folders[p.folder]!r} and {p.label!r} map to the same folder {p.folder!r}")
+            raise ConfigError(f"--grid points {folders[p.folder]!r} and {p.label!r} map to the same folder "
+                              f"{p.folder!r}")
         folders[p.folder] = p.label
     return points
 

@@ -71,7 +71,8 @@ def test_point_labels_and_folders():
 
 def test_best_point_selection():
     c = lambda v: (("c", v),)  # noqa: E731
-    best = best_point([result(c("8"), 0.9, 0.85, 0.95), result(c("16"), 1.2, 1.1, 1.3), result(c("32"), 1.0, 0.9, 1.04)])
+    best = best_point([result(c("8"), 0.9, 0.85, 0.95), result(c("16"), 1.2, 1.1, 1.3),
+                       result(c("32"), 1.0, 0.9, 1.04)])
     assert (best.best.point.label, best.runner_up.point.label, best.overlaps) == ("c=16", "c=32", False)
     assert best_line("rest", best) == ("best point: c=16 (Overall 1.20x ±0.10; its 95% CI does not overlap the "
                                        "runner-up c=32 at 1.00x ±0.07)\n--method-opt rest.c=16")

@@ -59,7 +59,8 @@ def _base_config(args: argparse.Namespace) -> RunConfig:
                                out_dir=args.out_dir or DEFAULT_OUT)
 
 
-def _plans(args: argparse.Namespace) -> tuple[dict[str, list[str]], dict[str, Any], list[tuple[SweepPoint, Plan]], Plan]:
+def _plans(args: argparse.Namespace) -> tuple[dict[str, list[str]], dict[str, Any], list[tuple[SweepPoint, Plan]],
+                                               Plan]:
     """(grid, fixed options, a validated plan per point, the plan without the swept options); all errors now."""
     METHODS.get(args.method)  # unknown names raise with a suggestion
     if args.method == BASELINE:
