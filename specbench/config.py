@@ -12,6 +12,8 @@ from typing import Any, TypeVar
 
 import yaml
 
+from specbench.task import DEFAULT_SPLIT, SPLITS
+
 C = TypeVar("C")
 
 SHARED_DATA_DIR = Path(__file__).resolve().parent.parent.parent / "shared" / "data"
@@ -137,6 +139,7 @@ class RunConfig:
     methods: tuple[str, ...] = ("ar", "pld")
     tasks: tuple[str, ...] = ("all",)
     limit: int | None = None
+    split: str = DEFAULT_SPLIT  # which questions of each task: eval (default), dev (calibration, e.g. sweeps) or all
     max_new_tokens: int = 128
     repeats: int = 1
     warmup: int = 1
@@ -159,6 +162,8 @@ class RunConfig:
     def validate(self) -> None:
         if self.limit is not None and self.limit < 1:
             raise ConfigError(f"--limit must be a positive integer, got {self.limit}")
+        if self.split not in SPLITS:
+            raise ConfigError(f"--split must be one of {', '.join(SPLITS)}, got {self.split!r}")
         if self.max_new_tokens < 1:
             raise ConfigError(f"--max-new-tokens must be a positive integer, got {self.max_new_tokens}")
         if self.repeats < 1:

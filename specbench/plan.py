@@ -1,8 +1,10 @@
 """What a run will do, resolved before the model loads: methods, tasks, questions, shard, folder name.
 
 ``make_plan`` validates every name and option (raising ``ConfigError``/``UnknownNameError``), puts the
-baseline first, expands ``--tasks all`` and slices the questions; ``jobs`` lists the work in the
-order the runner times it; ``run_dir_for`` names the run folder from the config and its digest (``_T1`` marks a sampling run).
+baseline first, expands ``--tasks all``, takes each task's ``--split`` (``specbench.task``: eval = all but
+the last ceil(10%) questions, dev = those, all), its first ``--limit`` questions, then the shard; ``jobs``
+lists the work in the order the runner times it; ``run_dir_for`` names the run folder from the config and
+its digest (``_T1`` marks a sampling run, ``_dev`` / ``_all`` a split other than eval).
 
 >>> parse_shard("2/4")
 (2, 4)
@@ -25,7 +27,7 @@ from specbench.lossless import default_tie_threshold
 from specbench.methods_factory import expand_budget, label_options, method_config, split_label
 from specbench.record import Unit
 from specbench.registry import METHODS, make_task
-from specbench.task import Question, Task
+from specbench.task import DEFAULT_SPLIT, Question, Task
 
 T = TypeVar("T")
 
@@ -106,12 +108,12 @@ def make_plan(config: RunConfig, shard: tuple[int, int] | None = None) -> Plan:
     questions = {}
     index = 0  # shards slice (task, question) pairs round-robin; all methods of a pair stay together
     for name, task in tasks.items():
-        qs = task.load(data_dir)[: config.limit]
-        ids = [q.question_id for q in qs]
-        dups = sorted(i for i, n in Counter(ids).items() if n > 1)
+        loaded = task.load(data_dir)
+        dups = sorted(i for i, n in Counter(q.question_id for q in loaded).items() if n > 1)  # over every split
         if dups:
             raise ConfigError(f"task {name}: duplicate question id(s) {', '.join(dups[:5])} in its data; each "
                               "question needs its own id")
+        qs = task.split(loaded, config.split)[: config.limit]
         questions[name] = shard_slice(qs, shard, index) if shard else qs
         index += len(qs)
     return Plan(config, methods, tasks, questions, data_dir, shard)
@@ -127,6 +129,8 @@ def config_digest(plan: Plan) -> str:
     if plan.config.sampling.greedy:  # greedy runs keep the digests they had before sampling existed
         for k in ("temperature", "top_p", "top_k"):
             cfg.pop(k, None)
+    if plan.config.split == DEFAULT_SPLIT:  # eval runs keep the digests they had before splits existed
+        cfg.pop("split", None)
     cfg.update(methods=plan.methods, tasks=list(plan.tasks), shard=plan.shard)
     sourced = {n: t.version for n, t in plan.tasks.items() if ":" in n}  # jsonl:/hf: tasks: their content hash
     if sourced:  # (only then, so the digests of runs of built-in tasks stay what they were)
@@ -144,6 +148,8 @@ def run_dir_for(plan: Plan) -> Path:
         name = f"{'-'.join(plan.methods)}_{tasks}_l{c.limit or 'full'}_n{c.max_new_tokens}_{c.dtype}"
         if not c.sampling.greedy:
             name += f"_T{c.temperature:g}"
+        if c.split != DEFAULT_SPLIT:
+            name += f"_{c.split}"
         if plan.shard:
             name += f"_shard{plan.shard[0]}of{plan.shard[1]}"
         name += f"_{config_digest(plan)}"

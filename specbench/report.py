@@ -32,11 +32,12 @@ def _header(manifest: dict[str, Any]) -> list[str]:
     hw = manifest.get("hardware", {})
     cfg = manifest.get("config", {})
     gpu = f", GPU {hw['gpu']}" if hw.get("gpu") and not ran_on_cpu(manifest) else ""
+    split = f" of the {cfg['split']} split" if cfg.get("split", "eval") != "eval" else ""  # (eval: as before splits)
     lines = [
         f"Run `{manifest.get('run_name', '')}`: model {m.get('id')} ({m.get('dtype')}, TF32 {m.get('tf32')}, "
         f"backend {backend_label(manifest)}), "
         f"{hw.get('cpu')} x{hw.get('cores')}{gpu}; max_new_tokens {cfg.get('max_new_tokens')}, "
-        f"limit {cfg.get('limit')}, repeats {cfg.get('repeats')}; sampling {_sampling_text(manifest)}."
+        f"limit {cfg.get('limit')}{split}, repeats {cfg.get('repeats')}; sampling {_sampling_text(manifest)}."
     ]
     if manifest.get("imported"):  # Spec-Bench answers: their token counts and timings, no lossless check
         lines.append(str(manifest["imported"].get("note")))

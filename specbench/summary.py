@@ -100,6 +100,7 @@ def run_json(run: Run) -> dict[str, Any]:
         "dtype": dtype_label(m), "tf32": (m.get("model") or {}).get("tf32"),
         "device": (m.get("model") or {}).get("device"), "backend": backend_label(m),
         "hardware": hardware_label(m), "max_new_tokens": cfg.get("max_new_tokens"), "limit": cfg.get("limit"),
+        "split": cfg.get("split", "eval"),  # runs from before splits ran what is now the eval split (or all, custom)
         "repeats": cfg.get("repeats"), "tasks": list(cfg.get("tasks") or []),
         "task_versions": dict(m.get("task_versions") or {}), "git_commit": m.get("git_commit"),
         "timestamp": m.get("timestamp"), "n_records": len(run.records),

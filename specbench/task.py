@@ -1,4 +1,17 @@
-"""The task interface: a loader of ``Question``s plus how they become chat prompts."""
+"""The task interface: a loader of ``Question``s plus how they become chat prompts, and its splits.
+
+Splits keep calibration (``specbench sweep``) apart from evaluation: a task's **dev** split is the last
+``ceil(10%)`` of its fixed question order (at least one question), its **eval** split the rest, so
+``--limit N`` on eval still takes the same first questions it always took. ``all`` is every question.
+
+>>> dev_size(80), dev_size(164), dev_size(3), dev_size(1)
+(8, 17, 1, 1)
+>>> qs = [Question(str(i), "t", ("q",)) for i in range(12)]
+>>> [q.question_id for q in split_questions("t", qs, "dev", dev_size(12))]
+['10', '11']
+>>> len(split_questions("t", qs, "eval", dev_size(12))), len(split_questions("t", qs, "all", dev_size(12)))
+(10, 12)
+"""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -6,8 +19,17 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 
+SPLITS = ("eval", "dev", "all")
+DEFAULT_SPLIT = "eval"
+
+
 class TaskDataError(ValueError):
     """A task's data file is missing or malformed (one-line message for the CLI)."""
+
+
+def dev_size(n_questions: int) -> int:
+    """How many of the last questions form the dev split: ceil(10%), at least 1."""
+    return max(1, -(-n_questions // 10))
 
 
 @dataclass(frozen=True)
@@ -29,8 +51,16 @@ class Task:
     version: ClassVar[str] = "1"
 
     def load(self, data_dir: Path | None) -> list[Question]:
-        """All questions in a fixed order (``--limit N`` takes the first N)."""
+        """All questions in a fixed order (``--limit N`` takes the first N of the chosen split)."""
         raise NotImplementedError
+
+    def dev_size(self, n_questions: int) -> int:
+        """How many of the last of the ``n_questions`` loaded questions are the dev split (see ``dev_size``)."""
+        return dev_size(n_questions)
+
+    def split(self, questions: list[Question], split: str) -> list[Question]:
+        """``questions`` (as loaded) restricted to ``split``: ``eval``, ``dev`` or ``all``."""
+        return split_questions(self.name, questions, split, self.dev_size(len(questions)))
 
     @property
     def slug(self) -> str:
@@ -53,6 +83,19 @@ class Task:
             msgs.append({"role": "assistant", "content": previous_answers[t]})
         msgs.append({"role": "user", "content": self.user_message(question, turn)})
         return msgs
+
+
+def split_questions(task: str, questions: list[Question], split: str, n_dev: int) -> list[Question]:
+    """The ``split`` of ``questions`` whose last ``n_dev`` are the dev split; an empty split raises."""
+    if split not in SPLITS:
+        raise TaskDataError(f"--split must be one of {', '.join(SPLITS)}, got {split!r}")
+    n_dev = min(n_dev, len(questions))
+    cut = len(questions) - n_dev
+    out = {"eval": questions[:cut], "dev": questions[cut:], "all": questions}[split]
+    if not out:
+        raise TaskDataError(f"task {task}: its {split} split is empty ({len(questions)} question(s), the last "
+                            f"{n_dev} form the dev split); use --split all")
+    return list(out)
 
 
 def encode_prompt(tokenizer: Any, messages: list[dict[str, Any]]) -> list[int]:

@@ -1,4 +1,7 @@
-"""``cnndm``: CNN/DailyMail summarisation (Spec-Bench ``summarization``, 80 questions)."""
+"""``cnndm``: CNN/DailyMail summarisation (Spec-Bench ``summarization``, 80 questions).
+
+Dev split (``--split dev``): the last 8 questions, ids 313-320; eval: the other 72.
+"""
 from specbench.registry import register_task
 from tasks._spec_bench import SpecBenchTask
 

@@ -1,4 +1,7 @@
-"""``gsm8k``: GSM8K grade-school maths (Spec-Bench ``math_reasoning``, 80 questions)."""
+"""``gsm8k``: GSM8K grade-school maths (Spec-Bench ``math_reasoning``, 80 questions).
+
+Dev split (``--split dev``): the last 8 questions, ids 473-480; eval: the other 72.
+"""
 from specbench.registry import register_task
 from tasks._spec_bench import SpecBenchTask
 

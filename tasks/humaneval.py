@@ -3,6 +3,8 @@
 Prompt: "Complete the following Python function. Reply with the whole function in one Python code
 block." followed by the problem's signature and docstring in a code block, sent through the model's
 chat template like every other task.
+
+Dev split (``--split dev``): the last 17 problems, HumanEval/147-163; eval: the other 147.
 """
 from __future__ import annotations
 

@@ -1,4 +1,7 @@
-"""``nq``: Natural Questions open QA (Spec-Bench ``qa``, 80 questions)."""
+"""``nq``: Natural Questions open QA (Spec-Bench ``qa``, 80 questions).
+
+Dev split (``--split dev``): the last 8 questions, ids 393-400; eval: the other 72.
+"""
 from specbench.registry import register_task
 from tasks._spec_bench import SpecBenchTask
 

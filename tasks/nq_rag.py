@@ -1,4 +1,7 @@
-"""``nq_rag``: Retrieval-augmented NQ: question + retrieved passages (Spec-Bench ``rag``, 80 questions)."""
+"""``nq_rag``: Retrieval-augmented NQ: question + retrieved passages (Spec-Bench ``rag``, 80 questions).
+
+Dev split (``--split dev``): the last 8 questions, ids 553-560; eval: the other 72.
+"""
 from specbench.registry import register_task
 from tasks._spec_bench import SpecBenchTask
 

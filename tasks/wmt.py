@@ -1,4 +1,7 @@
-"""``wmt``: WMT14 DE->EN translation (Spec-Bench ``translation``, 80 questions)."""
+"""``wmt``: WMT14 DE->EN translation (Spec-Bench ``translation``, 80 questions).
+
+Dev split (``--split dev``): the last 8 questions, ids 233-240; eval: the other 72.
+"""
 from specbench.registry import register_task
 from tasks._spec_bench import SpecBenchTask
 

@@ -11,13 +11,16 @@ from specbench.report import write_report
 from specbench.catalog import ALL_TASKS
 from specbench.plan import make_plan, parse_shard, run_dir_for
 from specbench.runner import Runner
+from specbench.task import SPLITS
 
 
 def add_run_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--methods", help="comma-separated methods (ar is always added as the baseline); default ar,pld")
     p.add_argument("--tasks", help=f"comma-separated tasks, or 'all' = {','.join(ALL_TASKS)} (also: nq); your own "
                    "prompts: jsonl:PATH or hf:DATASET[:CONFIG]:SPLIT:FIELD; default all")
-    p.add_argument("--limit", type=positive_int, help="first N questions of each task (default: all)")
+    p.add_argument("--limit", type=positive_int, help="first N questions of each task's split (default: all)")
+    p.add_argument("--split", choices=SPLITS, help="questions of each task: eval (default) = all but the last "
+                   "ceil(10%%), dev = those last ones (calibration, as `specbench sweep` uses), all")
     p.add_argument("--max-new-tokens", type=positive_int, help="tokens to generate per turn (default 128)")
     p.add_argument("--repeats", type=positive_int, help="timed generations per (method, question, turn) (default 1)")
     p.add_argument("--warmup", type=non_negative_int, help="warm-up generations per method before timing (default 1)")
@@ -68,9 +71,10 @@ def config_from_args(args: argparse.Namespace) -> RunConfig:
         if isinstance(values.get(name), str):
             values[name] = values[name].split(",")
     flags = {
-        "methods": args.methods.split(",") if args.methods else None,
+        "methods": args.methods.split(",") if getattr(args, "methods", None) else None,
         "tasks": args.tasks.split(",") if args.tasks else None,
         "limit": args.limit,
+        "split": args.split,
         "max_new_tokens": args.max_new_tokens,
         "repeats": args.repeats,
         "warmup": args.warmup,
@@ -80,7 +84,7 @@ def config_from_args(args: argparse.Namespace) -> RunConfig:
         "backend": args.backend,
         "data_dir": args.data_dir,
         "out_dir": args.out_dir,
-        "run_name": args.run_name,
+        "run_name": getattr(args, "run_name", None),  # (commands such as sweep have no --methods/--run-name)
         "tie_threshold": args.tie_threshold,
         "temperature": args.temperature,
         "top_p": args.top_p,
@@ -103,13 +107,19 @@ def run_command(args: argparse.Namespace) -> int:
     plan = make_plan(config, parse_shard(args.shard))
     run_dir = run_dir_for(plan)
     n_q = sum(len(q) for q in plan.questions.values())
-    print(f"[specbench] {run_dir}: methods {','.join(plan.methods)}; {n_q} questions over "
+    split = "" if config.split == "eval" else f" ({config.split} split)"
+    print(f"[specbench] {run_dir}: methods {','.join(plan.methods)}; {n_q} questions{split} over "
           f"{len(plan.tasks)} task(s); max_new_tokens {config.max_new_tokens}", file=sys.stderr)
     mismatches = Runner(plan, run_dir, progress=not args.no_progress).run()
     print(write_report(run_dir))
     print(f"[specbench] results: {run_dir}/ (records.jsonl, manifest.json, report.md, summary.json, summary.csv)", file=sys.stderr)
-    if mismatches and not config.allow_mismatch:
-        print(f"[specbench] {mismatches} record(s) differ from AR output (MISMATCH); see the lossless table. "
+    return mismatch_exit_code(mismatches, config.allow_mismatch, "[specbench]", "the lossless table")
+
+
+def mismatch_exit_code(mismatches: int, allowed: bool, tag: str, where: str) -> int:
+    """1 with a note on stderr when records differ from AR's output and ``--allow-mismatch`` is off, else 0."""
+    if mismatches and not allowed:
+        print(f"{tag} {mismatches} record(s) differ from AR output (MISMATCH); see {where}. "
               "Use --allow-mismatch to exit 0 anyway.", file=sys.stderr)
         return 1
     return 0
