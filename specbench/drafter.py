@@ -27,7 +27,9 @@ class DraftContext:
     ``tokens`` is prompt + generated text and ends with the root t0; ``hidden`` is the target's last
     hidden state (after the final norm) at the position whose greedy prediction is the root, so
     ``argmax(lm_head(hidden)) == tokens[-1]`` (at temperature > 0 the root was sampled from it instead).
-    ``max_depth`` is how many draft tokens can still be used before ``max_new_tokens`` is reached.
+    ``max_depth`` is how many draft tokens can still be used before ``max_new_tokens`` is reached, or
+    fewer under ``budget=auto``: how deep drafting pays on this machine (``engine/budget.py``). It is a
+    hint: the engine still weighs whatever is proposed; a drafter that honours it saves drafting time.
 
     ``hidden_states`` are the target's hidden states at every position kept since the previous
     ``propose`` (after prefill: the whole prompt; after a step: the root and the accepted rows), ``[k, h]``,

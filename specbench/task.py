@@ -1,11 +1,12 @@
 """The task interface: a loader of ``Question``s plus how they become chat prompts, and its splits.
 
 Splits keep calibration (``specbench sweep``) apart from evaluation: a task's **dev** split is the last
-``ceil(10%)`` of its fixed question order (at least one question), its **eval** split the rest, so
-``--limit N`` on eval still takes the same first questions it always took. ``all`` is every question.
+``ceil(10%)`` of its fixed question order, its **eval** split the rest, so ``--limit N`` on eval still
+takes the same first questions it always took. ``all`` is every question. A task of fewer than 10
+questions (a small prompt file of your own) has no dev split: every question is eval.
 
->>> dev_size(80), dev_size(164), dev_size(3), dev_size(1)
-(8, 17, 1, 1)
+>>> dev_size(80), dev_size(164), dev_size(10), dev_size(3)
+(8, 17, 1, 0)
 >>> qs = [Question(str(i), "t", ("q",)) for i in range(12)]
 >>> [q.question_id for q in split_questions("t", qs, "dev", dev_size(12))]
 ['10', '11']
@@ -28,8 +29,8 @@ class TaskDataError(ValueError):
 
 
 def dev_size(n_questions: int) -> int:
-    """How many of the last questions form the dev split: ceil(10%), at least 1."""
-    return max(1, -(-n_questions // 10))
+    """How many of the last questions form the dev split: ceil(10%); none below 10 questions."""
+    return -(-n_questions // 10) if n_questions >= 10 else 0
 
 
 @dataclass(frozen=True)
@@ -93,8 +94,8 @@ def split_questions(task: str, questions: list[Question], split: str, n_dev: int
     cut = len(questions) - n_dev
     out = {"eval": questions[:cut], "dev": questions[cut:], "all": questions}[split]
     if not out:
-        raise TaskDataError(f"task {task}: its {split} split is empty ({len(questions)} question(s), the last "
-                            f"{n_dev} form the dev split); use --split all")
+        why = "fewer than 10 questions have no dev split" if split == "dev" else f"the last {n_dev} form the dev split"
+        raise TaskDataError(f"task {task}: its {split} split is empty ({len(questions)} question(s); {why})")
     return list(out)
 
 

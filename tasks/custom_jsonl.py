@@ -12,8 +12,8 @@ fall under the file's name. An optional ``reference`` (a list of strings) is kep
 Errors name the file and line: a missing file, malformed JSON, a missing ``id``/``turns``, a
 duplicate id, an empty file.
 
-Splits as for every task: the last ceil(10%) of the lines (at least one) are the dev split, the rest
-eval (the default); a one-question file therefore has no eval split and needs ``--split all``.
+Splits as for every task: the last ceil(10%) of the lines are the dev split, the rest eval (the
+default); a file of fewer than 10 lines has no dev split (every line is eval).
 """
 from __future__ import annotations
 

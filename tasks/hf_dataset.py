@@ -9,7 +9,7 @@ loading script are refused by ``datasets`` itself.
     hf:openai/gsm8k:main:test:question     (hub: config main, split test, column question)
     hf:./my_prompts:train:prompt           (a save_to_disk folder, no config)
 
-``--split`` (eval/dev/all) then applies to the rows as to every task: the last ceil(10%) (at least one)
+``--split`` (eval/dev/all) then applies to the rows as to every task: the last ceil(10%) (none below 10 rows)
 are the dev split; it is independent of the dataset's own SPLIT.
 """
 from __future__ import annotations

@@ -5,7 +5,6 @@ one line on stderr and exit 2; one end-to-end run on a tiny model mixes both sou
 """
 from __future__ import annotations
 
-import dataclasses
 import doctest
 import json
 from pathlib import Path
@@ -56,17 +55,13 @@ def test_version_is_the_content_hash(tmp_path):
     assert make_task(f"jsonl:{path}").version == v1  # stable
     write_jsonl(path, [{"id": "a", "turns": ["Hi!"]}])
     assert make_task(f"jsonl:{path}").version != v1
-    # the config digest (resume guard and default folder name) follows the content (a one-question file
-    # has no eval split: its one question is the dev split)
-    cfg = RunConfig(methods=("pld",), tasks=(f"jsonl:{path}",), out_dir=str(tmp_path), split="all")
+    # the config digest (resume guard and default folder name) follows the content
+    cfg = RunConfig(methods=("pld",), tasks=(f"jsonl:{path}",), out_dir=str(tmp_path))
     d2 = config_digest(make_plan(cfg))
     write_jsonl(path, [{"id": "a", "turns": ["Hi"]}])
     plan = make_plan(cfg)
     assert config_digest(plan) != d2
-    assert run_dir_for(plan).name.startswith("ar-pld_jsonl-q_lfull_") and "_all_" in run_dir_for(plan).name
-    with pytest.raises(TaskDataError, match=r"its eval split is empty \(1 question\(s\), the last 1 form the dev "
-                       r"split\); use --split all"):
-        make_plan(dataclasses.replace(cfg, split="eval"))
+    assert run_dir_for(plan).name.startswith("ar-pld_jsonl-q_lfull_")
 
 
 @pytest.mark.parametrize("rows, message", [
@@ -151,7 +146,6 @@ def test_mixed_sources_end_to_end(saved_datasets, tmp_path, monkeypatch):
     prompts = write_jsonl(tmp_path / "prompts.jsonl", [
         {"question_id": 1, "category": "writing", "turns": ["Write a line.", "Another."]},
         {"question_id": 2, "category": "coding", "turns": ["def f():"]},
-        {"question_id": 3, "category": "dev", "turns": ["The dev split: the last ceil(10%) of the questions."]},
     ])
     tasks = f"gsm8k,jsonl:{prompts},hf:{dict_dir}:train:prompt"
     argv = ["run", "--model", str(model), "--tasks", tasks, "--limit", "2", "--methods", "pld",

@@ -66,11 +66,14 @@ def test_default_split_keeps_the_digests_from_before_splits():
 
 def test_split_rule_on_constructed_questions():
     qs = [Question(str(i), "t", ("q",)) for i in range(25)]
-    assert [dev_size(n) for n in (1, 9, 10, 11, 25, 164)] == [1, 1, 1, 2, 3, 17]
+    assert [dev_size(n) for n in (1, 9, 10, 11, 25, 164)] == [0, 0, 1, 2, 3, 17]
     assert ids(split_questions("t", qs, "dev", 3)) == ["22", "23", "24"]
     assert ids(split_questions("t", qs, "eval", 3)) == ids(qs[:22])
     assert ids(split_questions("t", qs, "dev", 3)[:10]) == ["22", "23", "24"]  # a larger --limit takes what is there
-    with pytest.raises(TaskDataError, match=r"task t: its eval split is empty \(1 question\(s\).*use --split all"):
+    assert ids(split_questions("t", qs[:3], "eval", dev_size(3))) == ["0", "1", "2"]  # a small file: all eval
+    with pytest.raises(TaskDataError, match=r"task t: its dev split is empty \(3 question\(s\); fewer than 10"):
+        split_questions("t", qs[:3], "dev", dev_size(3))
+    with pytest.raises(TaskDataError, match=r"task t: its eval split is empty \(1 question\(s\); the last 1 form"):
         split_questions("t", qs[:1], "eval", 1)
     with pytest.raises(TaskDataError, match="--split must be one of eval, dev, all"):
         split_questions("t", qs, "test", 1)
@@ -85,6 +88,7 @@ def test_run_flag_errors_are_one_line(tmp_path, capsys):
     assert "invalid choice: 'train'" in capsys.readouterr().err
     one = tmp_path / "one.jsonl"
     one.write_text('{"id": "a", "turns": ["Hi"]}\n')
-    assert main(["run", "--tasks", f"jsonl:{one}", "--out-dir", str(tmp_path)]) == 2
+    assert main(["sweep", "--method", "pld", "--grid", "pld.num_draft=2,4", "--tasks", f"jsonl:{one}",
+                 "--out-dir", str(tmp_path)]) == 2
     err = capsys.readouterr().err.strip()
-    assert len(err.splitlines()) == 1 and "its eval split is empty" in err
+    assert len(err.splitlines()) == 1 and "its dev split is empty" in err
