@@ -124,7 +124,8 @@ def drafting_head(head: DraftHead, ids: torch.Tensor | None, dtype: torch.dtype)
     if ids is not None:
         rows = rows[ids.to(rows.device)]
     small = DraftHead(dataclasses.replace(head.config, vocab_size=1))  # LM head replaced below
-    small.load_state_dict({k: v for k, v in head.state_dict().items() if k != "lm_head.weight"}, strict=False)
+    state = dict(head.state_dict(), **{"lm_head.weight": small.lm_head.weight.detach()})
+    small.load_state_dict(state)  # strict: every other weight is the head's
     small.lm_head = nn.Linear(rows.shape[1], rows.shape[0], bias=False)
     with torch.no_grad():
         small.lm_head.weight.copy_(rows)
