@@ -6,6 +6,7 @@ import torch
 
 import methods.redrafter.train as train_mod
 from methods.redrafter.train import TrainConfig, build_train_head, train_redrafter
+from specbench.engine.packed_linear import draft_dtype
 from specbench.method_env import MethodEnv
 from specbench.methods_factory import build_drafter
 from tests.conftest import make_tiny_model
@@ -65,7 +66,7 @@ def test_one_head_shared_by_every_task(tmp_path, checkpoint) -> None:
         assert env.artifacts["checkpoint"] in ("random", opts["checkpoint"])
     assert heads[0] is heads[1]
     head = heads[0]
-    assert {p.dtype for p in head.parameters()} == {torch.float16}
+    assert {p.dtype for p in head.parameters()} == {draft_dtype("auto", model)}  # the drafting copy's dtype
     assert head.embed_weight.data_ptr() == model.get_input_embeddings().weight.data_ptr()
     # another target gets its own head
     other = make_tiny_model("qwen2").to(torch.float16)

@@ -16,8 +16,11 @@ import torch
 from methods.redrafter import train_cli  # noqa: F401  (registers `specbench train redrafter`)
 from methods.redrafter.config import HeadConfig, ReDrafterConfig
 from methods.redrafter.drafter import ReDrafter
-from specbench.engine.packed_linear import pack_for_inference
+from methods.redrafter.head import DraftHead
+from methods.redrafter.vocab import DATA
+from specbench.engine.packed_linear import draft_dtype, pack_for_inference
 from specbench.method_env import MethodEnv
+from specbench.model import stop_token_ids
 from specbench.registry import register_method
 
 if TYPE_CHECKING:
@@ -79,17 +82,17 @@ def build_redrafter(config: ReDrafterConfig, env: MethodEnv) -> ReDrafter:
     if config.checkpoint == "random":
         head_cfg = head_config_for(env.model, config.proj, config.num_blocks)
 
-        def random_head() -> tuple:
+        def random_head() -> DraftHead:
             param = next(env.model.parameters())
             head = build_head(head_cfg).to(device=param.device, dtype=param.dtype)
             head.init_from_target(env.model.get_output_embeddings().weight)
-            head.attach(env.model.get_input_embeddings().weight).eval()
-            return head, pack_for_inference(head)
+            return head.attach(env.model.get_input_embeddings().weight).eval()
 
-        head, packed = shared_head(env.model, ("random", head_cfg), random_head)
-        env.artifacts.update(info, checkpoint="random", packed=packed)
+        key: tuple = ("random", head_cfg)
+        head = shared_head(env.model, key, random_head)
+        env.artifacts.update(info, checkpoint="random")
         env.declare_overhead(parameters=head_parameters(head))
-        return ReDrafter(head, config)
+        return _drafter(head, key, None, config, env)
     if config.checkpoint is None:
         ckpt = default_checkpoint_dir(env, config)
         if not (ckpt / "head.safetensors").is_file():
@@ -97,16 +100,42 @@ def build_redrafter(config: ReDrafterConfig, env: MethodEnv) -> ReDrafter:
     else:
         ckpt = Path(config.checkpoint).expanduser()
     digest = checkpoint_hash(ckpt)
-
-    def load() -> tuple:
-        head, meta = load_checkpoint(ckpt, env.model)
-        return head, meta, pack_for_inference(head)
-
-    head, meta, packed = shared_head(env.model, (str(ckpt.resolve()), digest), load)
+    key = (str(ckpt.resolve()), digest)
+    head, meta = shared_head(env.model, key, lambda: load_checkpoint(ckpt, env.model))
     env.artifacts.update(info, checkpoint=str(ckpt), checkpoint_sha256=digest, head=meta["head"],
-                         heldout_accuracy=meta.get("metrics", {}).get("heldout_top1"), packed=packed)
+                         heldout_accuracy=meta.get("metrics", {}).get("heldout_top1"))
     env.declare_overhead(storage_bytes=(ckpt / "head.safetensors").stat().st_size, parameters=head_parameters(head))
-    return ReDrafter(head, config)
+    return _drafter(head, key, ckpt, config, env)
+
+
+def _drafter(head: DraftHead, key: tuple, ckpt: Path | None, config: ReDrafterConfig, env: MethodEnv) -> ReDrafter:
+    """The drafter over the drafting copy of ``head``: ``config.draft_vocab`` rows, ``config.dtype`` weights.
+
+    ``draft_vocab=0`` in the head's own dtype drafts with the loaded head itself (the behaviour before the
+    option). The copy is shared like the head, keyed by the head and both options.
+    """
+    from methods.redrafter.head import drafting_head
+    from methods.redrafter.shared import shared_head
+    from methods.redrafter.vocab import choose_draft_vocab, token_counts
+
+    dtype = draft_dtype(config.dtype, env.model)
+    vocab_size = head.config.vocab_size
+
+    def build() -> tuple[DraftHead, torch.Tensor | None, bool]:
+        ids = None
+        if 0 < config.draft_vocab < vocab_size:
+            keep = stop_token_ids(env.tokenizer, env.model) if env.tokenizer is not None else set()
+            ids = choose_draft_vocab(token_counts(ckpt, vocab_size), config.draft_vocab, keep, vocab_size)
+            ids = ids.to(head.lm_head.weight.device)
+        draft = head if ids is None and dtype == head.lm_head.weight.dtype else drafting_head(head, ids, dtype)
+        return draft, ids, pack_for_inference(draft)
+
+    draft, ids, packed = shared_head(env.model, (*key, config.draft_vocab, str(dtype)), build)
+    has_data = ckpt is not None and (ckpt / DATA).is_file()
+    env.artifacts.update(packed=packed, draft_dtype=str(dtype).removeprefix("torch."),
+                         draft_vocab=None if ids is None else len(ids),
+                         draft_vocab_source=None if ids is None else ("checkpoint data" if has_data else "token id order"))
+    return ReDrafter(draft, config, ids)
 
 
 def head_parameters(head: torch.nn.Module) -> int:

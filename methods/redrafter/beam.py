@@ -15,10 +15,12 @@ import torch
 StepFn = Callable[[torch.Tensor | None, torch.Tensor], tuple[torch.Tensor, torch.Tensor]]
 
 
-def beam_search(step: StepFn, root: int, width: int, length: int, device: torch.device | str = "cpu") -> tuple[torch.Tensor, torch.Tensor]:
+def beam_search(step: StepFn, root: int, width: int, length: int, device: torch.device | str = "cpu",
+                token_ids: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
     """Return beams ``[W', L]`` (column 0 is the root) and their summed log-probs ``[W']``, best first.
 
-    ``W' = min(W, V)``. Step functions that mask tokens to -inf (``warped_log_probs``) need
+    ``W' = min(W, V)``. With ``token_ids`` (a reduced draft vocabulary) the step's log-probs are over
+    those ids: column j is target token ``token_ids[j]``; beams and step inputs stay target ids. Step functions that mask tokens to -inf (``warped_log_probs``) need
     ``W <= top_k`` so that no masked candidate is drawn (``ReDrafter`` clamps W to it).
     """
     beams = torch.tensor([[root]], dtype=torch.long, device=device)  # [1, 1]
@@ -32,6 +34,8 @@ def beam_search(step: StepFn, root: int, width: int, length: int, device: torch.
         top, idx = torch.topk(cand, k)
         src = torch.div(idx, vocab, rounding_mode="floor")  # [k] beam each candidate extends
         tok = idx % vocab  # [k]
+        if token_ids is not None:
+            tok = token_ids[tok]
         beams = torch.cat([beams[src], tok.unsqueeze(1)], dim=1)
         scores = top
         state = state[src]

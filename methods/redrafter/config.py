@@ -4,6 +4,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from specbench.config import ConfigError
+from specbench.model import DTYPES
 
 
 @dataclass(frozen=True)
@@ -46,7 +47,8 @@ class ReDrafterConfig:
 
     The head's shape (``proj``, ``num_blocks``) and training (``n_predict``, ``recipe``,
     ``default_tokens``, ``default_corpus``) apply to the default and random heads; a given
-    ``checkpoint`` brings its own. ``top_k`` applies to every head. The reference architecture:
+    ``checkpoint`` brings its own. ``top_k``, ``draft_vocab`` and ``dtype`` apply to every head (they shape
+the drafting copy, never the checkpoint; ``draft_vocab=0 dtype=float32`` scores exactly as before). The reference architecture:
     ``proj=false num_blocks=2 n_predict=5 top_k=50`` (and ``recipe=paper`` for its training).
 
     >>> ReDrafterConfig(recipe="paper").train_budget()
@@ -63,6 +65,8 @@ class ReDrafterConfig:
     recipe: str = "quick"  # default head's training budget, a key of RECIPES
     default_tokens: int | None = None  # overrides the recipe's number of collected positions
     default_corpus: str = "sharegpt,code_alpaca,gsm8k_train"
+    draft_vocab: int = 8192  # beam search scores this many most frequent target ids (vocab.py); 0 = all V
+    dtype: str = "auto"  # the drafting copy's weights: auto = bfloat16 on a oneDNN CPU, else the target's
 
     def validate(self) -> None:
         if self.beam_width < 1:
@@ -73,6 +77,10 @@ class ReDrafterConfig:
             raise ConfigError("redrafter: default_tokens must be >= 100")
         if self.top_k < 0 or self.num_blocks < 0 or self.n_predict < 1:
             raise ConfigError("redrafter: need top_k >= 0, num_blocks >= 0, n_predict >= 1")
+        if self.draft_vocab < 0 or 0 < self.draft_vocab < self.beam_width:
+            raise ConfigError(f"redrafter: draft_vocab must be 0 (whole vocabulary) or >= beam_width, got {self.draft_vocab}")
+        if self.dtype != "auto" and self.dtype not in DTYPES:
+            raise ConfigError(f"redrafter: dtype must be auto or one of {', '.join(DTYPES)}, got {self.dtype!r}")
         if self.recipe not in RECIPES:
             raise ConfigError(f"redrafter: recipe must be one of {', '.join(RECIPES)}, got {self.recipe!r}")
 

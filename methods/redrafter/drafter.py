@@ -18,9 +18,10 @@ class ReDrafter(BaseDrafter):
     exactly the beam with the longest accepted prefix (the first such beam on ties).
     """
 
-    def __init__(self, head: DraftHead | None, config: ReDrafterConfig) -> None:
-        self.head = head
+    def __init__(self, head: DraftHead | None, config: ReDrafterConfig, token_ids: torch.Tensor | None = None) -> None:
+        self.head = head  # the drafting copy: its logits are over ``token_ids`` (None = every target id)
         self.config = config
+        self.token_ids = token_ids
         self.accepted_depths: list[int] = []  # per step, for diagnostics
 
     def step_fn(self, ctx: DraftContext) -> StepFn:
@@ -34,7 +35,7 @@ class ReDrafter(BaseDrafter):
         if length < 2:
             return None
         width = min(self.config.beam_width, self.config.top_k or self.config.beam_width)  # no masked beams
-        beams, _ = beam_search(self.step_fn(ctx), ctx.tokens[-1], width, length, ctx.hidden.device)
+        beams, _ = beam_search(self.step_fn(ctx), ctx.tokens[-1], width, length, ctx.hidden.device, self.token_ids)
         tree, _ = pack_beams(beams)
         return tree
 
