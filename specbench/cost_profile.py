@@ -24,7 +24,7 @@ from specbench.profile import latency, load_profile, make_profile, measure_forwa
 
 CONTEXT_LEN = 512  # cached tokens before the timed forward: about a benchmark prompt plus its answer
 SIZES = (1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128)
-REPEATS = 5
+REPEATS = 9
 
 
 def profile_key(model: dict[str, Any], backend: str, hardware: dict[str, Any]) -> str:

@@ -13,14 +13,18 @@ expected tokens per second for this step:
   and CREST by count, DReSD by neighbour order, ReDrafter by beam score, EAGLE and Medusa by
   probability, chains trivially), so the sibling rank is how a drafter ranks its nodes.
 - ``p`` is learned online from every verification: each node whose parent was accepted is one trial
-  of its ``(depth, rank)`` bucket. Counts decay a little each step (recent text weighs more, and a
-  bucket that stops being verified drifts back to the prior, so it is tried again) and start from a
-  Beta(1, 1) prior.
+  of its ``(depth, rank)`` bucket, counted on a Beta(1, 1) prior. Counts decay a little every step, so
+  recent text weighs more. Each step draws ``p`` from the buckets' Beta posteriors (Thompson sampling,
+  seeded) instead of taking their means: a bucket that looked bad early (PLD on a first creative-writing
+  answer) is still tried now and then and recovers when the text turns repetitive; with many trials
+  the draws are close to the means.
 
 Since ``p < 1``, a child's ``P`` is below its parent's, so for each size k the k nodes of highest
 ``P`` form a prefix-closed subset and are the best subset of that size; the step keeps the best k.
+The cost curve need not be monotone (on this project's CPU a 2-row forward costs more than a 4-row one):
+every k is priced with its own T.
 
-Example: a chain of 3 drafts with ``p = 0.5`` at every depth, ``T(n) = 40 + 2 (n - 1)`` ms and no draft
+Example: a chain of 3 drafts with ``p = 0.5`` at every depth (well learned, so the draws are 0.5), ``T(n) = 40 + 2 (n - 1)`` ms and no draft
 time: P = 0.5, 0.25, 0.125; values (1 + cum P) / T = 1/40, 1.5/42, 1.75/44, 1.875/46 tokens per ms
 -> 0.0250, 0.0357, 0.0398, 0.0408: all 3 are kept. With ``T(n) = 40 (1 + (n - 1) / 4)`` the values are
 1/40, 1.5/50, 1.75/60, 1.875/70 -> only the first draft token is kept.
@@ -68,16 +72,24 @@ class AcceptanceStats:
         a, b = PRIOR
         return (self.accepted + a) / (self.trials + a + b)
 
+    def sample_rates(self, rng: np.random.Generator) -> np.ndarray:
+        """One draw per bucket from its Beta posterior, ``[depth - 1, rank]``, clipped into (0, 1)."""
+        a, b = PRIOR
+        return np.clip(rng.beta(self.accepted + a, self.trials - self.accepted + b), 1e-9, 1 - 1e-9)
+
     @staticmethod
     def buckets(tree: DraftTree) -> tuple[np.ndarray, np.ndarray]:
         depth = np.minimum(np.array(tree.depths()), MAX_DEPTH_BUCKETS) - 1
         rank = np.minimum(np.array(sibling_ranks(tree)), MAX_RANK_BUCKETS - 1)
         return depth, rank
 
-    def update(self, tree: DraftTree, accepted_nodes: list[int]) -> None:
-        """One verification of ``tree`` whose accepted path is ``accepted_nodes`` (root excluded)."""
+    def update(self, tree: DraftTree | None, accepted_nodes: list[int]) -> None:
+        """One step: older counts decay; a verified ``tree`` whose accepted path is ``accepted_nodes``
+        (root excluded) adds its trials."""
         self.trials *= DECAY
         self.accepted *= DECAY
+        if tree is None:
+            return
         depth, rank = self.buckets(tree)
         on_path = set(accepted_nodes)
         reached = {-1} | on_path
@@ -102,9 +114,11 @@ class DraftBudget:
     ``cost(n)`` = seconds of a target forward of ``n`` new tokens (the cost profile's T).
     """
 
-    def __init__(self, cost: Callable[[int], float], max_rows: int = 512) -> None:
+    def __init__(self, cost: Callable[[int], float], max_rows: int = 512, seed: int = 0) -> None:
         self._t = np.array([cost(n) if n else 0.0 for n in range(max_rows + 1)])  # [n] T(n), T(0) unused
         self.stats = AcceptanceStats()
+        self.rng = np.random.default_rng(seed)
+        self._rates: np.ndarray | None = None  # this step's draw (``depth_hint`` draws, ``select`` reuses it)
 
     def _cost(self, n: np.ndarray) -> np.ndarray:
         over = n >= len(self._t)
@@ -113,10 +127,15 @@ class DraftBudget:
         slope = self._t[-1] - self._t[-2]
         return np.where(over, self._t[-1] + slope * (n - len(self._t) + 1), self._t[np.minimum(n, len(self._t) - 1)])
 
+    def _step_rates(self) -> np.ndarray:
+        if self._rates is None:
+            self._rates = self.stats.sample_rates(self.rng)
+        return self._rates
+
     def path_probs(self, tree: DraftTree) -> np.ndarray:
-        """``P(v)`` per node: the product of bucket rates along its path."""
+        """``P(v)`` per node: the product of this step's bucket rates along its path."""
         depth, rank = AcceptanceStats.buckets(tree)
-        p = self.stats.rates()[depth, rank]
+        p = self._step_rates()[depth, rank]
         out = np.empty(len(tree))
         for i, parent in enumerate(tree.parents):
             out[i] = p[i] * (out[parent] if parent >= 0 else 1.0)
@@ -133,11 +152,14 @@ class DraftBudget:
 
     def depth_hint(self) -> int:
         """How deep a draft is worth making: the best length of a chain of first-ranked nodes, plus one so
-        the next depth keeps being tried (at least 1)."""
-        p = self.stats.rates()[:, 0]
+        the next depth keeps being tried (at least 1). Starts a step: draws the step's rates."""
+        self._rates = None
+        p = self._step_rates()[:, 0]
         gained = np.concatenate([[1.0], 1.0 + np.cumsum(np.cumprod(p))])
         seconds = self._cost(np.arange(len(gained)) + 1)
         return int(np.argmax(gained / seconds)) + 1
 
-    def observe(self, tree: DraftTree, accepted_nodes: list[int]) -> None:
+    def observe(self, tree: DraftTree | None, accepted_nodes: list[int]) -> None:
+        """After every step that drafted (``tree`` None: nothing was verified): learn, and end the step."""
         self.stats.update(tree, accepted_nodes)
+        self._rates = None

@@ -190,7 +190,7 @@ class Engine:
                 gen.margin_rows.append(logits[:1] if rows == [0] else logits[rows])
             root = ver.bonus
             last_hidden = ver.hidden[ver.rows[-1]]
-            if draft_budget is not None and tree is not None:
+            if draft_budget is not None and drafter is not None and room > 1:
                 draft_budget.observe(tree, [r - 1 for r in ver.rows[1:]])
             if drafter is not None:
                 fresh.append(ver.hidden[ver.rows])
