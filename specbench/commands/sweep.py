@@ -31,7 +31,7 @@ from specbench.sweep_report import sweep_markdown, sweep_table, write_sweep_plot
 
 SPLIT = "dev"
 DEFAULT_OUT = "results/sweeps"
-SET_BY_SWEEP = ("--methods", "--run-name", "--shard")  # run flags the sweep sets itself
+SET_BY_SWEEP = ("--methods", "--run-name", "--shard", "--budget")  # run flags the sweep sets itself
 SWEEP_HELP = {"--out-dir": f"parent folder of sweep folders (default {DEFAULT_OUT})",
               "--split": "the sweep always runs on the dev split (calibration questions, disjoint from eval)"}
 
@@ -51,6 +51,7 @@ def _base_config(args: argparse.Namespace) -> RunConfig:
     if (args.split or SPLIT) != SPLIT:
         raise ConfigError(f"specbench sweep runs on the dev split only (its questions are disjoint from the eval "
                           f"split's); drop --split {args.split}")
+    args.budget = None  # one method per point: sweep the budget as an option (--grid rest.budget=default,auto)
     config = config_from_args(args)
     others = sorted(set(config.method_options) - {args.method})
     if others:
