@@ -3,9 +3,10 @@
 The model prices every generation from what the drafter did and what the machine's profile says a
 target forward costs:
 
-    predicted seconds = prefill + sum over decode steps of (T(1 + draft nodes + auxiliary rows) + draft seconds)
+    predicted seconds = prefill + sum over decode steps of (T(1 + draft nodes + aux rows, context) + draft seconds)
 
-with T from the profile (``specbench/profile.py``), the step's draft size and drafting time as recorded,
+with T from the profile (``specbench/cost_profile.py``) after the step's context (prompt plus tokens
+emitted so far), the step's draft size and drafting time as recorded,
 and the prefill as recorded (the same forward for AR and every method). AR is priced the same way (its
 steps cost T(1)), so
 
@@ -23,19 +24,25 @@ from __future__ import annotations
 
 from typing import Any, Callable, Iterable
 
+import numpy as np
+
 from specbench.record import Record, Unit
 
-Cost = Callable[[int], float]
+Cost = Callable[..., Any]  # (n, context=None) -> seconds (``cost_profile.cost_function``)
 
 
 def predicted_seconds(rec: Record, cost: Cost) -> float:
-    """The profile's price of one generation (see the module docstring)."""
+    """The profile's price of one generation (see the module docstring); each step's forward is priced
+    after its own context (the prompt plus the tokens emitted before it)."""
     passes = len(rec.accept_lengths)
-    sizes = rec.draft_sizes if len(rec.draft_sizes) == passes else [0] * passes
-    aux = rec.aux_sizes if rec.aux_sizes and len(rec.aux_sizes) == passes else [0] * passes
-    drafting = rec.draft_times_s if len(rec.draft_times_s) == passes else [0.0] * passes
-    prefill = rec.prefill_time_s if rec.prefill_time_s is not None else cost(rec.prompt_tokens)
-    return prefill + sum(cost(1 + d + x) + t for d, x, t in zip(sizes[1:], aux[1:], drafting[1:]))
+    sizes = np.array(rec.draft_sizes if len(rec.draft_sizes) == passes else [0] * passes)
+    aux = np.array(rec.aux_sizes if rec.aux_sizes and len(rec.aux_sizes) == passes else [0] * passes)
+    drafting = np.array(rec.draft_times_s if len(rec.draft_times_s) == passes else [0.0] * passes, dtype=float)
+    prefill = rec.prefill_time_s if rec.prefill_time_s is not None else float(cost(rec.prompt_tokens))
+    if passes < 2:
+        return prefill
+    context = rec.prompt_tokens + np.cumsum(rec.accept_lengths)[:-1]  # [passes - 1] cache length at each step
+    return prefill + float(np.sum(cost(1 + sizes[1:] + aux[1:], context) + drafting[1:]))
 
 
 def prediction(method_recs: Iterable[Record], ar_recs: Iterable[Record], cost: Cost) -> tuple[float, float] | None:

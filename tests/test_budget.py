@@ -20,7 +20,7 @@ from test_engine_exact import OracleDrafter, RandomDrafter
 
 
 def linear(t1: float, slope: float):
-    return lambda n: t1 + slope * (n - 1)
+    return lambda n, context=None: t1 + slope * (np.asarray(n) - 1)
 
 
 def learned(cost, rate: float = 0.5, trials: float = 1e7) -> DraftBudget:
@@ -44,7 +44,22 @@ def test_chain_kept_whole_on_flat_cost_and_cut_on_steep_cost():
     assert learned(linear(40, 40)).select(chain).keep == []
     # a cost curve with a bump at 2 rows (seen on this project's CPU): 3 nodes beat 1
     bump = {1: 40, 2: 52, 3: 44, 4: 45}
-    assert learned(lambda n: bump.get(n, 40 + 5 * n)).select(chain).keep == [0, 1, 2]
+    bumpy = learned(lambda n, context=None: np.array([bump[int(k)] for k in np.atleast_1d(n)]))
+    assert bumpy.select(chain).keep == [0, 1, 2]
+
+
+def test_a_longer_context_makes_wide_drafts_dearer():
+    from specbench.cost_profile import cost_function
+
+    # T(1) = 40 ms at both contexts; T(n) grows 2 ms per token after 128 cached tokens, 10 ms after 512
+    prof = {"latency_s": {"1": 0.040, "64": 0.166},
+            "latency_by_context_s": {"128": {"1": 0.040, "64": 0.166}, "512": {"1": 0.040, "64": 0.670}}}
+    cost = cost_function(prof)
+    assert cost(33, 320) == pytest.approx((0.104 + 0.360) / 2) and cost(33) == pytest.approx(0.104)
+    chain = DraftTree.chain([4, 5, 6])
+    b = learned(cost)
+    assert b.select(chain, context=128).keep == [0, 1, 2]
+    assert b.select(chain, context=512).keep == [0]
 
 
 def test_draft_time_and_aux_rows_enter_the_cost():
@@ -62,7 +77,7 @@ def test_thompson_draws_keep_trying_a_bucket_that_looked_bad():
     # 20 early trials at depth 1 with one acceptance: the mean (0.09) never pays for T(2) = 1.2 T(1),
     # but the posterior draws sometimes do, so the bucket is tried again
     chain = DraftTree.chain([4])
-    b = DraftBudget(lambda n: 1.0 + 0.2 * (n > 1))
+    b = DraftBudget(lambda n, context=None: 1.0 + 0.2 * (np.asarray(n) > 1))
     b.stats.trials[0, 0], b.stats.accepted[0, 0] = 20, 1
     tried = 0
     for _ in range(400):
@@ -71,7 +86,7 @@ def test_thompson_draws_keep_trying_a_bucket_that_looked_bad():
         b.observe(None, [])  # nothing learned: only the decay
     assert 5 <= tried <= 200
     # well learned, a bad bucket is (almost) never drawn good
-    sure = learned(lambda n: 1.0 + 0.2 * (n > 1), rate=0.05)
+    sure = learned(lambda n, context=None: 1.0 + 0.2 * (np.asarray(n) > 1), rate=0.05)
     for _ in range(200):
         sure.depth_hint()
         assert not sure.select(chain).keep

@@ -6,7 +6,7 @@ expected tokens per second for this step:
     value(S) = (1 + sum over v in S of P(v)) / (T(1 + |S| + aux rows) + draft seconds)
 
 - ``T(n)`` is the machine's cost profile (``specbench/cost_profile.py``): seconds of one target forward
-  of ``n`` new tokens.
+  of ``n`` new tokens after the step's context (wide forwards cost more after a long context).
 - ``P(v)`` is the probability that node ``v`` is accepted: the product, along its path, of the
   learned acceptance rate ``p(depth, rank)`` = P(node accepted | its parent accepted), where ``rank``
   is the node's position among its siblings. Every drafter lists a node's children best-first (REST
@@ -111,21 +111,18 @@ class Selection:
 class DraftBudget:
     """Online per-step choice of the verified subset of a ranked draft (one per drafter and task).
 
-    ``cost(n)`` = seconds of a target forward of ``n`` new tokens (the cost profile's T).
+    ``cost(n, context)`` = seconds of a target forward of ``n`` new tokens (an array) after ``context``
+    cached tokens (the cost profile's T, ``specbench/cost_profile.py``; ``context`` may be None).
     """
 
-    def __init__(self, cost: Callable[[int], float], max_rows: int = 512, seed: int = 0) -> None:
-        self._t = np.array([cost(n) if n else 0.0 for n in range(max_rows + 1)])  # [n] T(n), T(0) unused
+    def __init__(self, cost: Callable[..., np.ndarray], seed: int = 0) -> None:
+        self.cost = cost
         self.stats = AcceptanceStats()
         self.rng = np.random.default_rng(seed)
         self._rates: np.ndarray | None = None  # this step's draw (``depth_hint`` draws, ``select`` reuses it)
 
-    def _cost(self, n: np.ndarray) -> np.ndarray:
-        over = n >= len(self._t)
-        if not over.any():
-            return self._t[n]
-        slope = self._t[-1] - self._t[-2]
-        return np.where(over, self._t[-1] + slope * (n - len(self._t) + 1), self._t[np.minimum(n, len(self._t) - 1)])
+    def _cost(self, n: np.ndarray, context: int | None) -> np.ndarray:
+        return np.asarray(self.cost(n, context), dtype=float)
 
     def _step_rates(self) -> np.ndarray:
         if self._rates is None:
@@ -141,22 +138,23 @@ class DraftBudget:
             out[i] = p[i] * (out[parent] if parent >= 0 else 1.0)
         return out
 
-    def select(self, tree: DraftTree, draft_s: float = 0.0, aux_rows: int = 0) -> Selection:
-        """The prefix-closed subset of ``tree`` with the most expected tokens per second."""
+    def select(self, tree: DraftTree, draft_s: float = 0.0, aux_rows: int = 0, context: int | None = None) -> Selection:
+        """The prefix-closed subset of ``tree`` with the most expected tokens per second, verified after
+        ``context`` cached tokens."""
         probs = self.path_probs(tree)
         order = np.argsort(-probs, kind="stable")  # parents first on ties (a parent's index is smaller)
         gained = np.concatenate([[1.0], 1.0 + np.cumsum(probs[order])])  # [k] expected tokens keeping k nodes
-        seconds = self._cost(np.arange(len(tree) + 1) + 1 + aux_rows) + draft_s
+        seconds = self._cost(np.arange(len(tree) + 1) + 1 + aux_rows, context) + draft_s
         k = int(np.argmax(gained / seconds))
         return Selection(sorted(order[:k].tolist()), float(gained[k]), float(seconds[k]))
 
-    def depth_hint(self) -> int:
+    def depth_hint(self, context: int | None = None) -> int:
         """How deep a draft is worth making: the best length of a chain of first-ranked nodes, plus one so
         the next depth keeps being tried (at least 1). Starts a step: draws the step's rates."""
         self._rates = None
         p = self._step_rates()[:, 0]
         gained = np.concatenate([[1.0], 1.0 + np.cumsum(np.cumprod(p))])
-        seconds = self._cost(np.arange(len(gained)) + 1)
+        seconds = self._cost(np.arange(len(gained)) + 1, context)
         return int(np.argmax(gained / seconds)) + 1
 
     def observe(self, tree: DraftTree | None, accepted_nodes: list[int]) -> None:

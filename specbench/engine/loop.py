@@ -134,7 +134,7 @@ class Engine:
             if drafter is not None and room > 1:
                 unseen = fresh[0] if len(fresh) == 1 else torch.cat(fresh)
                 fresh = []
-                max_depth = room - 1 if draft_budget is None else min(room - 1, draft_budget.depth_hint())
+                max_depth = room - 1 if draft_budget is None else min(room - 1, draft_budget.depth_hint(len(tokens)))
                 ctx = DraftContext(tokens, len(prompt_ids), last_hidden, self.model, max_depth, unseen, sampler=sampler)
                 proposal = drafter.propose(ctx)
                 if isinstance(proposal, Proposal):
@@ -147,7 +147,7 @@ class Engine:
                     if draft_probs is not None and tree is not full:
                         draft_probs = None if tree is None else draft_probs[full.kept_nodes(room - 1)]
                 if tree is not None and draft_budget is not None:
-                    keep = draft_budget.select(tree, now() - t, 0 if aux is None else len(aux)).keep
+                    keep = draft_budget.select(tree, now() - t, 0 if aux is None else len(aux), len(tokens)).keep
                     if len(keep) < len(tree):
                         draft_probs = None if draft_probs is None or not keep else draft_probs[keep]
                         tree = tree.subtree(keep) if keep else None
