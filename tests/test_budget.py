@@ -1,5 +1,5 @@
-"""budget=auto: the engine-side choice of how much of a ranked draft to verify (constructed stats and costs,
-exactness on tiny random models), method labels (``NAME@auto``) and ``--budget``."""
+"""budget=auto: the engine-side choice of how much of a ranked draft to verify (constructed stats and costs;
+exactness with a budget on tiny random models is in test_engine_exact.py), method labels and ``--budget``."""
 import doctest
 import itertools
 import random
@@ -9,14 +9,11 @@ import pytest
 
 import specbench.engine.budget as budget_mod
 import specbench.methods_factory as factory_mod
-from conftest import make_tiny_model
 from specbench.config import ConfigError, RunConfig
 from specbench.engine.budget import AcceptanceStats, DraftBudget, sibling_ranks
-from specbench.engine.loop import Engine
 from specbench.engine.tree import DraftTree
 from specbench.methods_factory import budget_of, expand_budget, label_options, method_config, split_label
 from specbench.plan import make_plan
-from test_engine_exact import OracleDrafter, RandomDrafter
 
 
 def linear(t1: float, slope: float):
@@ -133,24 +130,6 @@ def test_stats_count_trials_of_nodes_whose_parent_was_accepted():
 def test_depth_hint_follows_learned_acceptance():
     assert learned(linear(1.0, 0.001), rate=0.99).depth_hint() >= 10
     assert learned(linear(1.0, 0.5), rate=0.01).depth_hint() == 1  # never 0: the first depth keeps being tried
-
-
-@pytest.mark.parametrize("family", ["llama", "gpt2"])
-def test_engine_with_budget_equals_ar_and_prunes(family):
-    model = make_tiny_model(family, seed=3)
-    engine = Engine(model, stop_ids=set())
-    rng = random.Random(1)
-    for trial in range(3):
-        prompt = [rng.randrange(64) for _ in range(6)]
-        ref = engine.generate(prompt, None, 30).output_ids
-        steep = DraftBudget(linear(1.0, 0.3))
-        got = engine.generate(prompt, RandomDrafter(trial, 64), 30, draft_budget=steep)
-        assert got.output_ids == ref
-        # once learned (prior 0.5 at first), a random draft is worth about a node on a steep cost curve
-        assert np.mean(got.draft_sizes[5:]) < 1.5  # the drafter proposes 6.5 nodes on average
-        oracle = engine.generate(prompt, OracleDrafter(ref, len(prompt)), 30, draft_budget=DraftBudget(linear(1.0, 0.01)))
-        assert oracle.output_ids == ref
-        assert oracle.accept_lengths[-2] == 6  # learned that the oracle is always right: whole 5-token drafts
 
 
 def test_labels_and_budget_option():

@@ -1,12 +1,14 @@
 """Exactness of one-pass tree verification and KV trimming on tiny random models (no download)."""
 import random
 
+import numpy as np
 import pytest
 import torch
 from transformers import DynamicCache
 
 from conftest import make_tiny_model
 from specbench.drafter import BaseDrafter
+from specbench.engine.budget import DraftBudget
 from specbench.engine.cache import trim_cache
 from specbench.engine.loop import Engine
 from specbench.engine.tree import DraftTree, compile_tree
@@ -117,6 +119,14 @@ def test_engine_equals_generate_for_any_drafter(family):
         assert oracle.output_ids == ref
         # the oracle's drafts are always fully accepted: 1 (prefill) then 6 per pass
         assert oracle.accept_lengths[:-1] == [1] + [6] * ((len(oracle.accept_lengths) - 2))
+        # budget=auto keeps it exact: on a steep cost curve about a node of a random draft is kept (once
+        # learned; the drafter proposes 6.5 on average), on a flat one the oracle's whole drafts
+        steep = DraftBudget(lambda n, context=None: 1.0 + 0.3 * (np.asarray(n) - 1))
+        pruned = engine.generate(prompt, RandomDrafter(trial, 64), 30, draft_budget=steep)
+        assert pruned.output_ids == ref and np.mean(pruned.draft_sizes[5:]) < 1.5
+        flat = DraftBudget(lambda n, context=None: 1.0 + 0.01 * (np.asarray(n) - 1))
+        whole = engine.generate(prompt, OracleDrafter(ref, len(prompt)), 30, draft_budget=flat)
+        assert whole.output_ids == ref and whole.accept_lengths[-2] == 6
 
 
 def test_stop_rules_never_overshoot_and_cut_at_eos():
