@@ -32,7 +32,7 @@ from specbench.method_env import MethodEnv
 from specbench.methods_factory import AUTO, BUDGET_KEY, build_drafter, label_options
 from specbench.model import LoadedModel, load_model, stop_token_ids
 from specbench.plan import Plan, config_digest
-from specbench.profile import save_profile
+from specbench.profile import load_profile, save_profile
 from specbench.record import Record, Unit
 from specbench.records import MANIFEST_FILE, PROFILE_FILE, RecordWriter, read_manifest, read_records
 from specbench.run_guards import check_context, check_same_config, check_same_model
@@ -79,9 +79,12 @@ class Runner:
         auto = [m for m in self.plan.methods if configs[m].get(BUDGET_KEY) == AUTO]
         if not auto:
             return {}
-        profile, path = cached_cost_profile(self.loaded, self.engine.backend.name, cache_dir())
-        if not (self.run_dir / PROFILE_FILE).is_file():
-            save_profile(profile, self.run_dir / PROFILE_FILE)
+        kept = self.run_dir / PROFILE_FILE
+        if kept.is_file():  # a resumed run keeps pricing drafts with the profile its first part used
+            profile, path = load_profile(kept), kept
+        else:
+            profile, path = cached_cost_profile(self.loaded, self.engine.backend.name, cache_dir())
+            save_profile(profile, kept)
         self.profile_path = str(path)
         cost = cost_function(profile)
         return {(m, t): DraftBudget(cost) for m in auto for t in self.plan.tasks}

@@ -80,6 +80,9 @@ def test_budget_both_run_end_to_end(embedded, tmp_path, monkeypatch):
     report = write_report(run_dir)
     assert "Paper default -> budget=auto" in report and "| pld  " in report
     assert "Predicted speedup" in report and "| pld@auto " in report
+    # resuming reads the run's own profile.json (no measuring even with the cache gone)
+    Runner(plan, run_dir, loaded=embedded, progress=False).run()
+    assert len(measured) == 1
     # another run on the same model and backend reuses the cached profile
     plan2 = make_plan(RunConfig(methods=("pld@auto",), tasks=("gsm8k",), limit=1, max_new_tokens=8, warmup=0,
                                 out_dir=str(tmp_path)))
