@@ -11,8 +11,7 @@ import pkgutil
 import sys
 
 from specbench.config import ConfigError
-from specbench.errors import UserError
-from specbench.model import ModelLoadError
+from specbench.errors import ModelLoadError, UserError, write_error
 from specbench.registry import UnknownNameError
 from specbench.task import TaskDataError
 
@@ -37,14 +36,29 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def degrade_output() -> None:
+    """Characters stdout / stderr cannot encode (a non-UTF-8 locale) print as ``?``, never crash a command."""
+    for stream in (sys.stdout, sys.stderr):
+        encoding = (getattr(stream, "encoding", None) or "").lower().replace("-", "")
+        if encoding != "utf8" and hasattr(stream, "reconfigure"):
+            stream.reconfigure(errors="replace")
+
+
 def main(argv: list[str] | None = None) -> int:
     """Parse ``argv`` and run the chosen subcommand; returns the process exit code."""
+    degrade_output()
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
         return int(args.func(args) or 0)
     except (UserError, *USER_ERRORS) as e:
         print(f"specbench {args.command}: error: {e}", file=sys.stderr)
+        return 2
+    except OSError as e:  # a full, read-only or restricted disk anywhere: one line naming the file
+        err = write_error(e)
+        if err is None:
+            raise
+        print(f"specbench {args.command}: error: {err}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("\ninterrupted; records written so far are kept (re-run the same command to resume)", file=sys.stderr)

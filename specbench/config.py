@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import dataclasses
+import math
 import os
 import re
 import types
@@ -12,6 +13,7 @@ from typing import Any, TypeVar
 
 import yaml
 
+from specbench.safe_yaml import YamlLimitError, load_limited
 from specbench.task import DEFAULT_SPLIT, SPLITS
 
 C = TypeVar("C")
@@ -52,8 +54,15 @@ def parse_settings(pairs: list[str] | None) -> dict[str, str]:
 
 
 def cache_dir() -> Path:
-    """Root of specbench's caches (models, datastores, checkpoints): ``$SPECBENCH_CACHE``."""
-    return Path(os.environ.get("SPECBENCH_CACHE", Path.home() / ".cache" / "specbench"))
+    """Root of specbench's caches (models, datastores, checkpoints): ``$SPECBENCH_CACHE``; a ConfigError at
+    once when it names something that is not a folder (rather than after a conversion or build)."""
+    path = Path(os.environ.get("SPECBENCH_CACHE", Path.home() / ".cache" / "specbench"))
+    for p in (path, *path.parents):  # the nearest existing one decides
+        if p.exists():
+            if not p.is_dir():
+                raise ConfigError(f"SPECBENCH_CACHE={path}: {p} is not a folder; point it to a folder (or unset it)")
+            break
+    return path
 
 
 def _coerce(name: str, value: Any, typ: Any) -> Any:
@@ -72,6 +81,8 @@ def _coerce(name: str, value: Any, typ: Any) -> Any:
     if origin is dict and not isinstance(value, dict):
         raise ConfigError(f"{name}: expected a mapping, got {value!r}")
     if origin in (tuple, list):
+        if not isinstance(value, (str, list, tuple)):
+            raise ConfigError(f"{name}: expected a list or a comma-separated string, got {_short(value)}")
         (inner, *_) = typing.get_args(typ) or (str,)
         items = value.split(",") if isinstance(value, str) else list(value)
         out = [_coerce(name, v, inner) for v in items if v != ""]
@@ -84,12 +95,29 @@ def _coerce(name: str, value: Any, typ: Any) -> Any:
                 if value.lower() in ("0", "false", "no", "off"):
                     return False
                 raise ValueError(value)
+            if not isinstance(value, (bool, int)):
+                raise ValueError(value)
             return bool(value)
+        if typ is str and not isinstance(value, (str, int, float)):
+            raise ValueError(value)  # a list or mapping where one name belongs
         if typ in (int, float, str):
-            return typ(value)
-    except (TypeError, ValueError):
-        raise ConfigError(f"{name}: cannot read {value!r} as {typ.__name__}") from None
+            out = typ(value)
+            if typ is float and not math.isfinite(out):
+                raise ConfigError(f"{name}: expected a finite number, got {value!r}")
+            if typ is str and "\x00" in out:
+                raise ConfigError(f"{name}: contains a NUL character")
+            return out
+    except (TypeError, ValueError) as e:
+        if isinstance(e, ConfigError):
+            raise
+        raise ConfigError(f"{name}: cannot read {_short(value)} as {typ.__name__}") from None
     return value
+
+
+def _short(value: Any) -> str:
+    """``repr(value)`` cut to 60 characters (a YAML value may be a huge structure)."""
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
 
 
 def from_dict(cls: type[C], values: dict[str, Any], where: str = "") -> C:
@@ -98,7 +126,8 @@ def from_dict(cls: type[C], values: dict[str, Any], where: str = "") -> C:
     names = {f.name for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
     unknown = sorted(set(values) - names)
     if unknown:
-        raise ConfigError(f"{where or cls.__name__}: unknown key(s) {', '.join(unknown)} (known: {', '.join(sorted(names))})")
+        raise ConfigError(f"{where.rstrip('.') or cls.__name__}: unknown key(s) {', '.join(unknown)} "
+                          f"(known: {', '.join(sorted(names))})")
     kwargs = {k: _coerce(f"{where}{k}", v, hints[k]) for k, v in values.items()}
     obj = cls(**kwargs)
     validate = getattr(obj, "validate", None)
@@ -113,14 +142,19 @@ def load_yaml(path: str | Path) -> dict[str, Any]:
     if not p.is_file():
         raise ConfigError(f"config file not found: {p}")
     try:
-        data = yaml.safe_load(p.read_text(encoding="utf-8")) or {}
+        data = load_limited(p.read_text(encoding="utf-8")) or {}
     except UnicodeDecodeError:
         raise ConfigError(f"{p}: not UTF-8 text") from None
+    except YamlLimitError as e:
+        raise ConfigError(f"{p}: refused ({e})") from None
     except yaml.YAMLError as e:
         raise ConfigError(f"{p}: invalid YAML ({str(e).splitlines()[0]})") from None
     if not isinstance(data, dict):
         raise ConfigError(f"{p}: expected a mapping at the top level")
     return data
+
+
+MAX_NAME = 200  # characters of a run or folder name (file systems allow 255 bytes; room for suffixes)
 
 
 def is_safe_name(name: str) -> bool:
@@ -129,7 +163,7 @@ def is_safe_name(name: str) -> bool:
     >>> is_safe_name("my-run_2.1"), is_safe_name("../x"), is_safe_name("/tmp/x"), is_safe_name("..")
     (True, False, False, False)
     """
-    return bool(re.fullmatch(r"[A-Za-z0-9._-]+", name)) and name not in (".", "..")
+    return bool(re.fullmatch(r"[A-Za-z0-9._-]{1,%d}" % MAX_NAME, name)) and name not in (".", "..")
 
 
 @dataclass
@@ -158,6 +192,7 @@ class RunConfig:
     tie_threshold: float | None = None  # None: 1e-4 in float32, 2e-2 in half precision (see lossless.py)
     budget: str = "default"  # default | auto | both: verify whole drafts, the cost-aware subset, or both side by side
     method_options: dict[str, dict[str, Any]] = field(default_factory=dict)
+    verify: bool = True  # stream every weight and datastore file against its reference hash (--no-verify: trust it)
 
     def validate(self) -> None:
         if self.limit is not None and self.limit < 1:
@@ -184,7 +219,7 @@ class RunConfig:
             raise ConfigError(f"--budget must be default, auto or both, got {self.budget!r}")
         if self.run_name is not None and not is_safe_name(self.run_name):
             raise ConfigError(f"--run-name must be a single folder name (letters, digits, '.', '_', '-'; not '.' "
-                              f"or '..'), got {self.run_name!r}")
+                              f"or '..'; at most {MAX_NAME} characters), got {_short(self.run_name)}")
         for method, opts in self.method_options.items():
             if not isinstance(opts, dict):
                 raise ConfigError(f"method_options.{method}: expected a mapping of options, got {opts!r}")

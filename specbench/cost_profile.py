@@ -26,6 +26,7 @@ from typing import Any, Callable
 
 import numpy as np
 
+from specbench.config import ConfigError
 from specbench.profile import load_profile, make_profile, measure_forward_curve, save_profile
 
 CONTEXTS = (128, 512)  # cached tokens before the timed forwards: a short prompt; a long prompt plus its answer
@@ -52,7 +53,10 @@ def cached_cost_profile(lm: Any, backend: str, cache_root: Path, quiet: bool = F
     model = {"name": lm.model_id, "id": lm.model_id, "hash": lm.model_hash, "dtype": lm.dtype}
     path = cache_root / "profiles" / f"{profile_key(model, backend, _stable(hardware))}.json"
     if path.is_file():
-        return load_profile(path), path
+        try:
+            return load_profile(path), path
+        except ConfigError as e:
+            raise ConfigError(f"{e}; delete it to measure the profile again") from None
     if not quiet:
         print(f"[specbench] measuring this machine's cost profile T(n) for budget=auto (once; cached in {path})",
               file=sys.stderr)

@@ -59,7 +59,7 @@ class DistillData:
         tensors = {k: getattr(self, k).contiguous() for k in ("hidden", "tokens", "argmax", "train_starts", "heldout_starts")}
         save_file(tensors, str(out_dir / "data.safetensors.tmp"))
         (out_dir / "data.safetensors.tmp").replace(out_dir / "data.safetensors")
-        (out_dir / "data.json").write_text(json.dumps(meta, indent=1))
+        (out_dir / "data.json").write_text(json.dumps(meta, indent=1), encoding="utf-8")
 
     @staticmethod
     def load(out_dir: Path, meta: dict[str, Any]) -> "DistillData | None":

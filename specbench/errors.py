@@ -6,9 +6,14 @@ import the CLI, which imports them).
 """
 from __future__ import annotations
 
+import contextlib
+import errno
+import os
+from typing import Iterator
+
 from specbench.config import ConfigError
 
-__all__ = ["ConfigError", "DatastoreError", "UserError"]
+__all__ = ["ConfigError", "DatastoreError", "ModelLoadError", "UserError", "WriteError", "write_error", "writing"]
 
 
 class UserError(Exception):
@@ -17,3 +22,47 @@ class UserError(Exception):
 
 class DatastoreError(ConfigError):
     """A missing, corrupt or mismatched datastore of any kind (one-line message for the CLI)."""
+
+
+class ModelLoadError(RuntimeError):
+    """The model could not be found, loaded or verified (one-line message for the CLI)."""
+
+
+# why a write failed, in words, for the errors a full, read-only or restricted disk gives
+WRITE_ERRNOS = {
+    errno.ENOSPC: "no space left on device",
+    errno.EDQUOT: "disk quota exceeded",
+    errno.EROFS: "read-only file system",
+    errno.EACCES: "permission denied",
+    errno.EPERM: "operation not permitted",
+    errno.ENAMETOOLONG: "file name too long",
+    errno.EFBIG: "file too large",
+}
+
+
+class WriteError(UserError):
+    """A file could not be written (disk full, read-only, permissions): ``"<reason> while writing <file>"``."""
+
+
+def write_error(e: OSError, path: str | os.PathLike | None = None) -> WriteError | None:
+    """The one-line ``WriteError`` for ``e`` (an OSError of ``WRITE_ERRNOS``), else None.
+
+    >>> str(write_error(OSError(errno.ENOSPC, "No space left on device"), "run/records.jsonl"))
+    'no space left on device while writing run/records.jsonl'
+    """
+    reason = WRITE_ERRNOS.get(e.errno or -1)
+    if reason is None:
+        return None
+    return WriteError(f"{reason} while writing {path or e.filename or 'a file'}")
+
+
+@contextlib.contextmanager
+def writing(path: str | os.PathLike) -> Iterator[None]:
+    """Turn a disk-full / read-only / permission error inside the block into a ``WriteError`` naming ``path``."""
+    try:
+        yield
+    except OSError as e:
+        err = write_error(e, path)
+        if err is None:
+            raise
+        raise err from None

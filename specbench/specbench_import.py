@@ -118,7 +118,7 @@ def import_answers(answer_dir: str | Path, out: str | Path, baseline: str | None
     dst.mkdir(parents=True, exist_ok=True)
     write_records(dst / RECORDS_FILE, records)
     (dst / TEXT_FILE).write_text("".join(json.dumps(t, ensure_ascii=False) + "\n" for t in texts), encoding="utf-8")
-    (dst / MANIFEST_FILE).write_text(json.dumps(manifest, indent=2))
+    (dst / MANIFEST_FILE).write_text(json.dumps(manifest, indent=2), encoding="utf-8")
     return manifest
 
 

@@ -30,7 +30,8 @@ from specbench.catalog import BASELINE, OVERALL, order_categories, order_subtask
 from specbench.latency import LatencyStats, latency_stats
 from specbench.lossless import LOSSLESS_CLASSES
 from specbench.record import Record, Unit
-from specbench.records import read_manifest, read_records
+from specbench.records import read_manifest
+from specbench.run_validation import read_validated_records
 
 DEFAULT_BOOTSTRAP = 2000
 DEFAULT_SEED = 20240521
@@ -61,11 +62,13 @@ class Run:
 
 
 def load_run(run_dir: str | Path) -> Run:
-    """Read ``manifest.json`` and ``records.jsonl`` of a run folder (FileNotFoundError if not a run)."""
+    """Read ``manifest.json`` and ``records.jsonl`` of a run folder (FileNotFoundError if not a run), every
+    record checked against the manifest (``specbench.run_validation``: one-line ``RunFileError`` otherwise)."""
     path = Path(run_dir)
     if not path.is_dir():
         raise FileNotFoundError(f"run folder not found: {run_dir}")
-    return Run(path, read_manifest(path), read_records(path))
+    manifest = read_manifest(path)
+    return Run(path, manifest, read_validated_records(path, manifest))
 
 
 @dataclass

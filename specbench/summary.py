@@ -11,21 +11,18 @@ and ``summary.csv`` (one flat row per method x scope), both pure functions of th
 A CELL holds the speedup and its 95% CI bounds, tau, tokens/s, acceptance, time shares, lossless counts,
 latency (TTFT, decode tokens/s, per-token p50/p90/p99), peak memory and the acceptance profile
 (``specbench.acceptance_stats``). Numbers without data (no draft, no AR pair, schema < 4 timings) are
-null, never NaN.
-
->>> _finite({"a": float("nan"), "b": [1.5, float("inf")]})
-{'a': None, 'b': [1.5, None]}
+null, never NaN (``jsonfile.finite``).
 """
 from __future__ import annotations
 
 import csv
 import io
 import json
-import math
 from pathlib import Path
 from typing import Any
 
 from specbench.catalog import OVERALL, OVERHEAD_KEY
+from specbench.jsonfile import finite
 from specbench.stats import (
     DEFAULT_BOOTSTRAP,
     DEFAULT_SEED,
@@ -45,20 +42,9 @@ SUMMARY_JSON, SUMMARY_CSV = "summary.json", "summary.csv"
 SCHEMA_PATH = Path(__file__).with_name("summary.schema.json")
 
 
-def _finite(value: Any) -> Any:
-    """``value`` with every NaN / infinity replaced by None (JSON has no NaN)."""
-    if isinstance(value, float):
-        return value if math.isfinite(value) else None
-    if isinstance(value, dict):
-        return {k: _finite(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_finite(v) for v in value]
-    return value
-
-
 def cell_json(c: Cell) -> dict[str, Any]:
     """One table cell as JSON (see the module docstring)."""
-    return _finite({
+    return finite({
         "n_questions": c.n_questions, "speedup": c.speedup, "ci_low": c.ci_low, "ci_high": c.ci_high,
         "tau": c.tau, "tokens_per_s": c.tokens_per_s, "acceptance_rate": c.acceptance_rate,
         "mean_draft_size": c.mean_draft_size, "draft_share": c.draft_share, "verify_share": c.verify_share,
@@ -163,7 +149,9 @@ def summary_text(summary: dict[str, Any]) -> str:
 
 def write_summary(run_dir: str | Path, summary: dict[str, Any]) -> dict[str, Path]:
     """Write ``summary.json`` and ``summary.csv`` into the run folder; returns their paths."""
+    from specbench.jsonfile import write_text_atomic
+
     out = {"json": Path(run_dir) / SUMMARY_JSON, "csv": Path(run_dir) / SUMMARY_CSV}
-    out["json"].write_text(summary_text(summary), encoding="utf-8")
-    out["csv"].write_text(summary_csv(summary), encoding="utf-8")
+    write_text_atomic(out["json"], summary_text(summary))
+    write_text_atomic(out["csv"], summary_csv(summary))
     return out

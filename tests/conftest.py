@@ -49,3 +49,27 @@ def embedded():
     from specbench.model import load_model
 
     return load_model("embedded", "float32", "cpu")
+
+
+PROFILE_PARAMETER_LIMIT = 20_000_000  # tiny test models have thousands; the embedded model 135M
+
+
+@pytest.fixture(autouse=True)
+def no_profiling_of_real_models(monkeypatch):
+    """No test may time a cost profile of the embedded (or any real-size) model: minutes on a loaded CI
+    machine. Tests inject a profile, or profile a tiny model; this turns a violation into a failure."""
+    import specbench.cost_profile as cost_profile
+    import specbench.profile as profile
+    import specbench.profile_breakdown as breakdown
+
+    def guarded(real):
+        def wrapper(model, *args, **kwargs):
+            n = sum(p.numel() for p in model.parameters())
+            assert n < PROFILE_PARAMETER_LIMIT, (f"a test profiles a model of {n} parameters; inject a profile "
+                                                 "(see tests/test_budget_report.py) or use a tiny model")
+            return real(model, *args, **kwargs)
+        return wrapper
+
+    for module, name in ((profile, "measure_forward_curve"), (cost_profile, "measure_forward_curve"),
+                         (breakdown, "measure_breakdown")):
+        monkeypatch.setattr(module, name, guarded(getattr(module, name)))

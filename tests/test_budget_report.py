@@ -1,5 +1,6 @@
 """The cost model's prediction and the default-vs-auto table on constructed records; one end-to-end run of
-``--budget both`` on the embedded model (profile measured once into a temporary cache, then reused)."""
+``--budget both`` on the embedded model (its cost profile injected, never timed: a real profile takes
+minutes on a loaded machine; cached in a temporary cache, then reused)."""
 import numpy as np
 import pytest
 
@@ -53,21 +54,34 @@ def test_auto_vs_default_table_pairs_labels_and_ratios():
     assert "->" in table.rows[0][1] and "[" in table.rows[0][1]
 
 
+def fake_curve(model, context_len, sizes, repeats, backend="auto"):
+    """Stands in for timing the embedded model: a steep CPU-like curve, a little slower at the longer context."""
+    return {n: (0.02 + 0.002 * n) * (1 + context_len / 4096) for n in sizes}
+
+
 @pytest.mark.embedded
 def test_budget_both_run_end_to_end(embedded, tmp_path, monkeypatch):
-    measured = []
+    import specbench.cost_profile as cost_profile
+
+    measured, curves = [], []
     original = runner_mod.cached_cost_profile
 
     def in_tmp(lm, backend, _root, quiet=False):
         measured.append(backend)
         return original(lm, backend, tmp_path / "cache", quiet=True)
 
+    def no_timing(model, context_len, sizes, repeats, backend="auto"):  # never time the embedded model in a test
+        curves.append(context_len)
+        return fake_curve(model, context_len, sizes, repeats, backend)
+
     monkeypatch.setattr(runner_mod, "cached_cost_profile", in_tmp)
+    monkeypatch.setattr(cost_profile, "measure_forward_curve", no_timing)
     cfg = RunConfig(methods=("pld",), tasks=("gsm8k",), limit=1, max_new_tokens=24, warmup=0, budget="both",
                     out_dir=str(tmp_path))
     plan = make_plan(cfg)
     run_dir = run_dir_for(plan)
     assert Runner(plan, run_dir, loaded=embedded, progress=False).run() == 0
+    assert curves == list(cost_profile.CONTEXTS)  # the profile was "measured" once per context, into the cache
     recs = {r.method: r for r in read_records(run_dir)}
     assert set(recs) == {"ar", "pld", "pld@auto"}
     assert recs["pld@auto"].output_ids == recs["ar"].output_ids
@@ -88,3 +102,4 @@ def test_budget_both_run_end_to_end(embedded, tmp_path, monkeypatch):
                                 out_dir=str(tmp_path)))
     Runner(plan2, run_dir_for(plan2), loaded=embedded, progress=False).run()
     assert profiles[0].stat().st_mtime_ns == stamp and len(measured) == 2
+    assert curves == list(cost_profile.CONTEXTS)

@@ -18,46 +18,16 @@ import numpy as np
 import pytest
 import torch
 
+from fault_helpers import ROOT, cli, fake_run, flip_middle, record, run_args
 from specbench.cli import main
 from specbench.records import read_records
 from specbench.record import SCHEMA_VERSION
 from tiny_model_dir import save_tiny_model
 
-ROOT = Path(__file__).resolve().parent.parent
-
 
 @pytest.fixture(scope="module")
 def tiny_dir(tmp_path_factory) -> Path:
     return save_tiny_model(tmp_path_factory.mktemp("tiny") / "model")
-
-
-def cli(argv: list[str], capsys) -> tuple[int, str]:
-    """Exit code and stderr of ``specbench ARGV`` in-process, asserting the one-line contract on exit 2."""
-    try:
-        code = main(argv)
-    except SystemExit as e:  # argparse errors
-        code = e.code
-    err = capsys.readouterr().err.strip()
-    if code == 2:  # progress lines of the model loader may precede it: the error is one line, and the last
-        errors = [line for line in err.splitlines() if "error:" in line]
-        assert len(errors) == 1 and err.splitlines()[-1] == errors[0] and "Traceback" not in err, err
-    return code, err
-
-
-def run_args(model: Path, out: Path, name: str = "r", tokens: int = 4, *extra: str) -> list[str]:
-    return ["run", "--model", str(model), "--tasks", "gsm8k", "--limit", "1", "--methods", "pld",
-            "--max-new-tokens", str(tokens), "--warmup", "0", "--out-dir", str(out), "--run-name", name,
-            "--no-progress", "--device", "cpu", *extra]
-
-
-def flip_middle(path: Path, n: int = 4096) -> None:
-    """Overwrite ``n`` bytes in the middle of ``path`` in place (same size)."""
-    size = path.stat().st_size
-    with path.open("r+b") as fh:
-        fh.seek(size // 2)
-        block = fh.read(n)
-        fh.seek(size // 2)
-        fh.write(bytes(255 - b for b in block))
 
 
 # -- 1, 3: model hash and resume guards -------------------------------------------------------------
@@ -71,7 +41,7 @@ def test_resume_refuses_changed_weights_and_lost_manifest(tiny_dir, tmp_path, ca
     assert len(manifest["model"]["hash"]) == 16
     lines = (run_dir / "records.jsonl").read_text().splitlines(keepends=True)
     (run_dir / "records.jsonl").write_text(lines[0])  # as if interrupted after the AR record
-    flip_middle(model / "model.safetensors")  # same size, only the middle differs
+    flip_middle(model / "model.safetensors", keep_mtime=True)  # same size and mtime, only the middle differs
     code, err = cli(run_args(model, out), capsys)
     assert code == 2 and "weights changed" in err
     assert (run_dir / "records.jsonl").read_text() == lines[0]
@@ -80,20 +50,6 @@ def test_resume_refuses_changed_weights_and_lost_manifest(tiny_dir, tmp_path, ca
     code, err = cli(run_args(model, out, "r", 6), capsys)
     assert code == 2 and "no manifest.json" in err
     assert not (run_dir / "manifest.json").exists()
-
-
-def test_corrupt_embedded_cache_is_detected(tmp_path, monkeypatch):
-    from specbench.model import EMBEDDED_HASH_FILE, ModelLoadError, verify_embedded
-
-    d = tmp_path / "emb"
-    d.mkdir()
-    (d / "model.safetensors").write_bytes(b"x" * 4096)
-    first = verify_embedded(d)  # trust on first use: records the hash
-    assert json.loads((d / EMBEDDED_HASH_FILE).read_text())["weights_sha256"] == first
-    flip_middle(d / "model.safetensors", 16)
-    os.utime(d / "model.safetensors", ns=(1, 1))  # a new mtime even on coarse clocks
-    with pytest.raises(ModelLoadError, match="corrupt"):
-        verify_embedded(d)
 
 
 def test_truncated_model_file(tiny_dir, tmp_path, capsys):
@@ -242,26 +198,6 @@ def test_corrupt_redrafter_checkpoint(tmp_path, damage):
 
 
 # -- 5, 8, 9: one-line errors for ill-typed inputs -------------------------------------------------
-def fake_run(run_dir: Path, records: list[dict] | None = None, manifest: str | None = None) -> Path:
-    """A run folder with ``records`` (dicts, or raw strings as lines) and a manifest."""
-    run_dir.mkdir(parents=True)
-    (run_dir / "manifest.json").write_text(manifest if manifest is not None else json.dumps(
-        {"config": {"dtype": "float32"}, "config_digest": "x", "questions": {"gsm8k": ["1"]}}))
-    lines = [r if isinstance(r, str) else json.dumps(r) for r in records or []]
-    (run_dir / "records.jsonl").write_text("".join(line + "\n" for line in lines))
-    return run_dir
-
-
-def record(method: str, ids: list[int], cls: str | None = None, **kw) -> dict:
-    rec = {"schema_version": 2, "method": method, "task": "gsm8k", "subtask": "GSM8K", "task_version": "1",
-           "question_id": "1", "category": "", "turn": 1, "repeat": 0, "prompt_tokens": 3, "new_tokens": len(ids),
-           "wall_time_s": 0.1, "forward_passes": len(ids), "draft_time_s": 0.0, "verify_time_s": 0.1,
-           "accept_lengths": [1] * len(ids), "draft_sizes": [0] * len(ids), "draft_times_s": [0.0] * len(ids),
-           "output_ids": ids, "lossless": None if cls is None else cls == "exact", "lossless_class": cls,
-           "first_divergence": None, "ar_margin": None}
-    return rec | kw
-
-
 BAD_RECORD_LINES = {
     "newer schema": record("pld", [1, 2], "exact", schema_version=SCHEMA_VERSION + 1),
     "missing field": {k: v for k, v in record("pld", [1, 2], "exact").items() if k != "turn"},

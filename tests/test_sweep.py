@@ -115,7 +115,7 @@ def test_writers_on_constructed_stats(tmp_path):
 @pytest.mark.parametrize("argv, needle", [
     (["--grid", "pld.num_draft"], "--grid expects METHOD.KEY=V1,V2,..."),
     (["--grid", "rest.c=8"], "the option belongs to method 'rest', but --method is 'pld'"),
-    (["--grid", "pld.bogus=1,2"], "pld.: unknown key(s) bogus"),
+    (["--grid", "pld.bogus=1,2"], "pld: unknown key(s) bogus"),
     (["--grid", "pld.num_draft=2,0"], "pld: num_draft must be >= 1"),
     (["--grid", "pld.num_draft=2", "--split", "eval"], "runs on the dev split only"),
     (["--grid", "pld.num_draft=2", "--method-opt", "rest.c=4"], "other than --method pld: rest"),

@@ -20,6 +20,7 @@ import torch
 
 from methods.eagle.layer import EagleLayer, LayerShape
 from specbench.config import ConfigError
+from specbench.content_hash import file_sha256, verify_checkpoint
 
 OURS = "eagle.safetensors"
 VOCAB = "vocab.npy"
@@ -36,7 +37,8 @@ def save_layer(layer: EagleLayer, vocab: np.ndarray | None, out: Path, meta: dic
         np.save(out / VOCAB, vocab, allow_pickle=False)
     elif (out / VOCAB).exists():
         (out / VOCAB).unlink()
-    info = {"shape": dataclasses.asdict(layer.shape), "fc_bias": layer.fc.bias is not None, **meta}
+    info = {"shape": dataclasses.asdict(layer.shape), "fc_bias": layer.fc.bias is not None, **meta,
+            "weights_sha256": file_sha256(out / OURS)}  # checked on every load
     (out / "config.json").write_text(json.dumps(info, indent=1), encoding="utf-8")  # written last: marks it complete
 
 
@@ -51,6 +53,7 @@ def load_layer(path: Path, target: torch.nn.Module) -> tuple[EagleLayer, np.ndar
         from safetensors.torch import load_file
 
         shape, fc_bias = LayerShape(**meta["shape"]), bool(meta.get("fc_bias", True))
+        verify_checkpoint(path / OURS, meta.get("weights_sha256"), "eagle")
         state = load_file(str(path / OURS))
     else:
         found = [path / f for f in REFERENCE_FILES if (path / f).is_file()]

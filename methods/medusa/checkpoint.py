@@ -16,6 +16,7 @@ import torch
 
 from methods.medusa.heads import MedusaHeads
 from specbench.config import ConfigError
+from specbench.content_hash import file_sha256, verify_checkpoint
 
 OURS = "heads.safetensors"
 REFERENCE_FILES = ("medusa_lm_head.safetensors", "medusa_lm_head.pt", "medusa_lm_head.bin")
@@ -26,7 +27,8 @@ def save_heads(heads: MedusaHeads, out: Path, meta: dict[str, Any]) -> None:
 
     out.mkdir(parents=True, exist_ok=True)
     save_file({k: v.detach().contiguous().cpu() for k, v in heads.state_dict().items()}, str(out / OURS))
-    info = {"num_heads": heads.num_heads, "num_layers": heads.num_layers, "own_lm_head": heads.own_heads is not None, **meta}
+    info = {"num_heads": heads.num_heads, "num_layers": heads.num_layers, "own_lm_head": heads.own_heads is not None, **meta,
+            "weights_sha256": file_sha256(out / OURS)}  # checked on every load
     (out / "config.json").write_text(json.dumps(info, indent=1), encoding="utf-8")  # written last: marks it complete
 
 
@@ -40,6 +42,7 @@ def load_heads(path: Path, target: torch.nn.Module) -> tuple[MedusaHeads, dict[s
     if (path / OURS).is_file():
         from safetensors.torch import load_file
 
+        verify_checkpoint(path / OURS, meta.get("weights_sha256"), "medusa")
         state = load_file(str(path / OURS))
         heads = MedusaHeads(hidden, vocab, meta["num_heads"], meta["num_layers"],
                             None if meta["own_lm_head"] else target.get_output_embeddings())

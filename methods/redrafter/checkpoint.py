@@ -13,7 +13,7 @@ from typing import Any
 import torch
 
 from methods.redrafter.config import HeadConfig
-from specbench.content_hash import file_sha256
+from specbench.content_hash import ContentMismatch, file_sha256, verify_sha256
 from specbench.errors import DatastoreError
 from methods.redrafter.head import DraftHead
 
@@ -52,8 +52,11 @@ def load_checkpoint(ckpt_dir: Path, model: torch.nn.Module | None = None) -> tup
     try:
         meta = read_meta(ckpt_dir)
         expected = meta.get("weights_sha256")
-        if expected is not None and file_sha256(ckpt_dir / WEIGHTS) != expected:
-            raise DatastoreError(f"{ckpt_dir / WEIGHTS}: content does not match {CONFIG}'s weights_sha256 (corrupt); {fix}")
+        if expected is not None:
+            try:
+                verify_sha256(ckpt_dir / WEIGHTS, str(expected), f"{CONFIG}'s weights_sha256")
+            except ContentMismatch as e:
+                raise DatastoreError(f"{e} (corrupt); {fix}") from None
         head = DraftHead(HeadConfig(**meta["head"]))
         head.load_state_dict(load_file(str(ckpt_dir / WEIGHTS)))
         if model is not None:

@@ -31,6 +31,7 @@ import torch
 import torch.nn.functional as F
 
 from specbench.config import ConfigError
+from specbench.content_hash import file_sha256, verify_checkpoint
 from specbench.distill_data import optimizer_step, trainable
 
 VOCAB_FILE = "vocab.npy"
@@ -220,7 +221,8 @@ def save_draft(draft: torch.nn.Module, vocab: np.ndarray, out: Path, meta: dict[
     out.mkdir(parents=True, exist_ok=True)
     draft.save_pretrained(out)
     np.save(out / VOCAB_FILE, vocab)
-    (out / META_FILE).write_text(json.dumps(meta, indent=1), encoding="utf-8")
+    hashes = {f.name: file_sha256(f) for f in (*sorted(out.glob("*.safetensors")), out / VOCAB_FILE)}
+    (out / META_FILE).write_text(json.dumps({**meta, "files_sha256": hashes}, indent=1), encoding="utf-8")
 
 
 def load_distilled(out: Path, device: torch.device, dtype: torch.dtype) -> tuple[torch.nn.Module, np.ndarray] | None:
@@ -229,6 +231,9 @@ def load_distilled(out: Path, device: torch.device, dtype: torch.dtype) -> tuple
 
     if not (out / META_FILE).is_file():
         return None
+    meta = json.loads((out / META_FILE).read_text(encoding="utf-8"))
+    for name, expected in (meta.get("files_sha256") or {}).items():  # drafts distilled before it: nothing to check
+        verify_checkpoint(out / name, expected, "sps", f"{META_FILE}'s files_sha256")
     vocab = np.load(out / VOCAB_FILE, allow_pickle=False)
     draft = AutoModelForCausalLM.from_pretrained(str(out), dtype=dtype).to(device).eval()
     return draft, vocab

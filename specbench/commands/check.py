@@ -6,6 +6,11 @@ when it can be loaded offline, else raw ids). Ties (near-equal AR logits) are li
 unless ``--strict``. A sampling run (temperature > 0) cannot match AR token for token: it is checked in
 distribution instead (``specbench.logprob_check``): a method whose interval excludes AR's is flagged
 (exit 1 only with ``--strict``: one sampled generation per question makes the flag a signal, not a proof).
+
+A run missing records its manifest's plan expects (an interrupted or crashed run) fails, naming them,
+unless ``--partial``; records that do not belong to the run are refused when it is read
+(``specbench.run_validation``), token ids beyond the vocabulary included (for manifests from before the
+vocabulary size was recorded: the run's tokenizer's, when it can be loaded).
 """
 from __future__ import annotations
 
@@ -19,10 +24,13 @@ from specbench.errors import UserError
 from specbench.logprob_check import logprob_stats, logprob_table_rows
 from specbench.lossless import EXACT, LOSSLESS_CLASSES, MISMATCH, TIE, classify, default_tie_threshold, first_divergence
 from specbench.record import Record, Unit
+from specbench.records import read_numbered_records
+from specbench.run_validation import missing_records, validate_records
 from specbench.sampling import manifest_sampling
 from specbench.stats import load_run
 
 BEFORE, AFTER = 8, 8  # window of tokens shown around the divergence
+MISSING_SHOWN = 5  # missing records named in the failure line
 
 
 def load_run_tokenizer(manifest: dict[str, Any]) -> Any | None:
@@ -34,9 +42,9 @@ def load_run_tokenizer(manifest: dict[str, Any]) -> Any | None:
         from transformers import AutoTokenizer
 
         if name == "embedded":
-            from specbench.config import cache_dir
+            from specbench.embedded_model import embedded_dir
 
-            path = cache_dir() / "models" / "smollm2-135m-instruct"
+            path = embedded_dir()
             return AutoTokenizer.from_pretrained(str(path)) if (path / "tokenizer_config.json").is_file() else None
         return AutoTokenizer.from_pretrained(str(name), local_files_only=True)
     except Exception:  # any failure just means ids are shown instead of text
@@ -82,15 +90,41 @@ def rederive(rec: Record, ar: Record | None, threshold: float) -> Record:
     return dataclasses.replace(rec, **result.as_record())
 
 
-def check_run(run_dir: str | Path, strict: bool = False, decode: bool = True) -> tuple[int, list[str]]:
-    """(exit code, report lines): 1 if any record is a mismatch (or a tie with ``strict``), else 0."""
+def check_ids_against_tokenizer(run: Any) -> None:
+    """For a manifest without ``model.vocab_size``: every token id below the run's tokenizer's vocabulary."""
+    tokenizer = load_run_tokenizer(run.manifest)
+    if tokenizer is not None:
+        manifest = {**run.manifest, "model": {**(run.manifest.get("model") or {}), "vocab_size": len(tokenizer)}}
+        validate_records(run.path, manifest, read_numbered_records(run.path))
+
+
+def completeness(run: Any, partial: bool) -> tuple[int, list[str]]:
+    """(1 unless ``partial``, lines) when records the manifest's plan expects are missing, else (0, [])."""
+    missing = missing_records(run.manifest, run.records)
+    if not missing:
+        return 0, []
+    shown = ", ".join(f"{m} {u}" for m, u in missing[:MISSING_SHOWN]) + (", ..." if len(missing) > MISSING_SHOWN else "")
+    if partial:
+        return 0, [f"PARTIAL: {len(missing)} expected record(s) missing, not checked: {shown}"]
+    return 1, [f"FAIL: {len(missing)} expected record(s) missing: {shown} (an interrupted run? re-run its command to "
+               "resume it, or pass --partial to check only the records there)"]
+
+
+def check_run(run_dir: str | Path, strict: bool = False, decode: bool = True,
+              partial: bool = False) -> tuple[int, list[str]]:
+    """(exit code, report lines): 1 if any record is a mismatch (or a tie with ``strict``), or records the
+    manifest expects are missing (unless ``partial``), else 0."""
     run = load_run(run_dir)
     if run.manifest.get("imported"):
         raise UserError(f"{run_dir}: {run.manifest['imported'].get('note')}")
     if not run.records:
         raise FileNotFoundError(f"run folder has no records: {run_dir}")
+    if decode and not (run.manifest.get("model") or {}).get("vocab_size"):
+        check_ids_against_tokenizer(run)
+    incomplete, missing_lines = completeness(run, partial)
     if not manifest_sampling(run.manifest).greedy:
-        return check_sampled(run, strict)
+        code, lines = check_sampled(run, strict)
+        return max(code, incomplete), _verdict_last(lines, missing_lines)
     ar: dict[Unit, Record] = {r.unit: r for r in run.records if r.method == BASELINE and r.repeat == 0}
     config = run.manifest.get("config") or {}
     threshold = config.get("tie_threshold") or default_tie_threshold(config.get("dtype", "float32"))
@@ -118,7 +152,16 @@ def check_run(run_dir: str | Path, strict: bool = False, decode: bool = True) ->
                      + (f", {c['unchecked']} unchecked" if c["unchecked"] else ""))
     failed = sum(c[MISMATCH] + (c[TIE] if strict else 0) for c in counts.values())
     lines.append(f"FAIL: {failed} record(s) not lossless" if failed else "OK: every method reproduces ar")
-    return (1 if failed else 0), lines
+    return max(1 if failed else 0, incomplete), _verdict_last(lines, missing_lines)
+
+
+def _verdict_last(lines: list[str], missing: list[str]) -> list[str]:
+    """The completeness line goes before the verdict; a failing one becomes the verdict."""
+    if not missing:
+        return lines
+    if missing[0].startswith("FAIL"):
+        return lines + missing
+    return lines[:-1] + missing + lines[-1:]
 
 
 def check_sampled(run: Any, strict: bool = False) -> tuple[int, list[str]]:
@@ -140,7 +183,7 @@ def check_sampled(run: Any, strict: bool = False) -> tuple[int, list[str]]:
 
 
 def check_command(args: argparse.Namespace) -> int:
-    code, lines = check_run(args.run_dir, strict=args.strict, decode=not args.ids)
+    code, lines = check_run(args.run_dir, strict=args.strict, decode=not args.ids, partial=args.partial)
     print("\n".join(lines))
     return code
 
@@ -150,4 +193,6 @@ def register(subs: argparse._SubParsersAction) -> None:
     p.add_argument("run_dir", help="a results/<run> folder")
     p.add_argument("--strict", action="store_true", help="also fail on ties (near-equal AR top-2 logits); at temperature > 0, fail on a distributional flag")
     p.add_argument("--ids", action="store_true", help="show token ids only (do not load the tokenizer)")
+    p.add_argument("--partial", action="store_true", help="check the records there even when some the run's plan "
+                   "expects are missing (an interrupted run); without it, missing records fail the check")
     p.set_defaults(func=check_command)

@@ -13,8 +13,9 @@ def leaderboard_command(args: argparse.Namespace) -> int:
 
     profile = load_profile(args.profile) if args.profile else None
     paths = build_leaderboard(args.run_dirs, args.out, profile, args.bootstrap, args.seed, plots=not args.no_plots)
-    print(paths["markdown"].read_text(encoding="utf-8"))
-    print(f"wrote {paths['markdown']} and {paths['html']}")
+    print(paths["text"])
+    if not paths["failed"]:
+        print(f"wrote {paths['markdown']} and {paths['html']}")
     return 0
 
 

@@ -42,6 +42,8 @@ def add_run_arguments(p: argparse.ArgumentParser) -> None:
                         "side (also per method: --methods rest,rest@auto or --method-opt rest.budget=auto)")
     p.add_argument("--shard", metavar="K/N", help="run only the K-th of N deterministic slices of the questions")
     p.add_argument("--allow-mismatch", action="store_true", help="exit 0 even if a method's output differs from AR")
+    p.add_argument("--no-verify", action="store_true", help="trust the recorded hashes of the model weights, "
+                   "datastores and heads instead of reading them in full (about 1 s per GB; noted in the manifest)")
     p.add_argument("--tie-threshold", type=float, help="relative AR top-2 logit margin below which a divergence is a numerical tie (default 1e-4 in float32, 2e-2 in float16/bfloat16)")
     p.add_argument("--temperature", type=float, help="0 = greedy, checked token for token against AR (default); "
                    "> 0 = speculative sampling, checked in distribution")
@@ -71,8 +73,9 @@ def config_from_args(args: argparse.Namespace) -> RunConfig:
         if isinstance(values.get(name), str):
             values[name] = values[name].split(",")
     flags = {
-        "methods": args.methods.split(",") if getattr(args, "methods", None) else None,
-        "tasks": args.tasks.split(",") if args.tasks else None,
+        # (an empty --methods '' is a list of nothing, refused, not the default)
+        "methods": args.methods.split(",") if getattr(args, "methods", None) is not None else None,
+        "tasks": args.tasks.split(",") if args.tasks is not None else None,
         "limit": args.limit,
         "split": args.split,
         "max_new_tokens": args.max_new_tokens,
@@ -95,6 +98,8 @@ def config_from_args(args: argparse.Namespace) -> RunConfig:
     values.update({k: v for k, v in flags.items() if v is not None})
     if args.allow_mismatch:
         values["allow_mismatch"] = True
+    if getattr(args, "no_verify", False):
+        values["verify"] = False
     opts = values.get("method_options") or {}
     for method, kv in parse_method_opts(args.method_opt).items():
         opts.setdefault(method, {}).update(kv)

@@ -131,7 +131,7 @@ def sweep_command(args: argparse.Namespace) -> int:
                 "model": cfg.model, "dtype": cfg.dtype, "backend": cfg.backend, "temperature": cfg.temperature}
     save_json(sweep_summary(args.method, grid, fixed, results, command, settings), out / "sweep.json", indent=2)
     markdown = sweep_markdown(args.method, results, best, command, SPLIT)
-    (out / "sweep.md").write_text(markdown)
+    (out / "sweep.md").write_text(markdown, encoding="utf-8")
     write_sweep_plot(args.method, results, out / "sweep.png")
     print("\n".join(sweep_table(args.method, results)))
     print(f"[sweep] results: {out}/ (sweep.json, sweep.md, sweep.png, one run folder per point)", file=sys.stderr)

@@ -28,7 +28,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from specbench.content_hash import file_sha256
+from specbench.content_hash import ContentMismatch, file_sha256, verify_sha256
 from specbench.datastore.suffix_array import DatastoreError, TokenDatastore, dir_bytes
 from specbench.engine.tree import DraftTree
 
@@ -152,7 +152,7 @@ def write_ngram_store(
 
 
 def verify_db(path: Path) -> None:
-    """The SQLite file against ``header.json``'s ``db_sha256`` (cached by size+mtime); stores built before
+    """The SQLite file against ``header.json``'s ``db_sha256`` (streamed); stores built before
     that field get SQLite's own page check instead."""
     rebuild = f"rebuild it with `specbench datastore compact` (or delete {path})"
     try:
@@ -160,8 +160,10 @@ def verify_db(path: Path) -> None:
     except (OSError, ValueError, AttributeError):
         expected = None
     if expected is not None:
-        if file_sha256(path / DB) != expected:
-            raise DatastoreError(f"{path / DB}: content does not match header.json's db_sha256 (corrupt); {rebuild}")
+        try:
+            verify_sha256(path / DB, str(expected), "header.json's db_sha256")
+        except ContentMismatch as e:
+            raise DatastoreError(f"{e} (corrupt); {rebuild}") from None
         return
     try:
         conn = sqlite3.connect(f"file:{path / DB}?mode=ro", uri=True)

@@ -30,7 +30,7 @@ from typing import Any, Iterable, Sequence
 
 import numpy as np
 
-from specbench.content_hash import file_sha256, stream_sha256
+from specbench.content_hash import ContentMismatch, stream_sha256, verify_sha256
 from specbench.errors import DatastoreError
 
 FORMAT = "specbench-token-datastore"
@@ -272,7 +272,7 @@ def _chunk_files(i: int) -> tuple[str, str, str]:
 
 
 def verify_contents(path: Path, header: dict[str, Any], tokens: list[np.ndarray]) -> None:
-    """Full content check: every chunk file's sha256 against the header (hashes cached by size+mtime), or
+    """Full content check: every chunk file's sha256 (streamed) against the header, or
     for stores built before per-file hashes, the tokens against ``tokens_sha256``; token ids in range."""
     rebuild = f"rebuild it with `specbench datastore build --kind rest --out {path} ...` or delete it"
     legacy = False
@@ -282,8 +282,10 @@ def verify_contents(path: Path, header: dict[str, Any], tokens: list[np.ndarray]
             legacy = True
             continue
         for name in _chunk_files(i):
-            if expected.get(name) != file_sha256(path / name):
-                raise DatastoreError(f"{path / name}: content does not match the datastore header (corrupt); {rebuild}")
+            try:
+                verify_sha256(path / name, str(expected.get(name) or ""), f"the datastore's {HEADER}")
+            except ContentMismatch as e:
+                raise DatastoreError(f"{e} (corrupt); {rebuild}") from None
     if legacy and header.get("tokens_sha256"):
         digest = hashlib.sha256()
         for t in tokens:

@@ -90,6 +90,6 @@ def write_scripts(shards: ShardSet, out: Path, python: Sequence[str], opts: Slur
     """Write ``<out>.sbatch`` and ``<out>.merge.sbatch`` beside the run folder; returns both paths."""
     out.parent.mkdir(parents=True, exist_ok=True)
     array, merge = out.parent / f"{out.name}.sbatch", out.parent / f"{out.name}.merge.sbatch"
-    array.write_text(array_script(shards, out, python, opts))
-    merge.write_text(merge_script(shards, out, python, opts))
+    array.write_text(array_script(shards, out, python, opts), encoding="utf-8")
+    merge.write_text(merge_script(shards, out, python, opts), encoding="utf-8")
     return array, merge

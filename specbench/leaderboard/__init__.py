@@ -4,6 +4,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from specbench.jsonfile import write_outputs
 from specbench.stats import DEFAULT_BOOTSTRAP, DEFAULT_SEED, load_run
 
 
@@ -15,7 +16,8 @@ def build_leaderboard(
     seed: int = DEFAULT_SEED,
     plots: bool = True,
 ) -> dict[str, Path]:
-    """Render ``leaderboard.md`` and ``leaderboard.html`` for the runs into ``out_dir``; returns paths."""
+    """Render ``leaderboard.md`` and ``leaderboard.html`` for the runs into ``out_dir``; returns their paths, the
+    markdown (``text``) and the files that could not be written (``failed``)."""
     from specbench.leaderboard import plots as P
     from specbench.leaderboard.html import leaderboard_html
     from specbench.leaderboard.markdown import leaderboard_md
@@ -33,8 +35,7 @@ def build_leaderboard(
              ("per-position acceptance", P.per_position_acceptance(g))] if plots else [] for g in groups]
     prof_plot = P.profile_curve(profile) if profile is not None and plots else None
     out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    md, page = out / "leaderboard.md", out / "leaderboard.html"
-    md.write_text(leaderboard_md(groups, pred, profile), encoding="utf-8")
-    page.write_text(leaderboard_html(groups, figs, pred, profile, prof_plot), encoding="utf-8")
-    return {"markdown": md, "html": page}
+    text = leaderboard_md(groups, pred, profile)
+    files = {"leaderboard.md": text, "leaderboard.html": leaderboard_html(groups, figs, pred, profile, prof_plot)}
+    failed = write_outputs(out, files)  # a read-only --out: the markdown is still printed
+    return {"markdown": out / "leaderboard.md", "html": out / "leaderboard.html", "text": text, "failed": failed}

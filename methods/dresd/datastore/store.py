@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from specbench.content_hash import file_sha256
+from specbench.content_hash import ContentMismatch, file_sha256, verify_sha256
 from specbench.errors import DatastoreError
 from methods.dresd.datastore.fingerprint import hidden_size, model_fingerprint, tokenizer_fingerprint
 from methods.dresd.datastore.transform import DenseTransform
@@ -169,8 +169,14 @@ class DenseDatastore:
             if not f.is_file():
                 raise DatastoreError(f"{path}: missing {name}; the datastore is incomplete, rebuild it")
             meta = files.get(name) or {}
-            if meta.get("bytes") != f.stat().st_size or (verify and meta.get("sha256") != file_sha256(f)):
-                raise DatastoreError(f"{path}: {name} does not match its checksum in header.json (corrupt or modified); rebuild it")
+            try:
+                if meta.get("bytes") != f.stat().st_size:
+                    raise ContentMismatch(f"{f.stat().st_size} bytes, header.json says {meta.get('bytes')}")
+                if verify:
+                    verify_sha256(f, str(meta.get("sha256") or ""), "its checksum in header.json")
+            except ContentMismatch:
+                raise DatastoreError(f"{path}: {name} does not match its checksum in header.json (corrupt or modified); "
+                                     "rebuild it") from None
         try:
             keys = np.load(path / "keys.npy", allow_pickle=False)
             values = np.load(path / "values.npy", allow_pickle=False)
