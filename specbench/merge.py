@@ -20,7 +20,7 @@ from specbench.run_validation import read_validated_records
 # per-shard or per-machine-path keys that may differ between shards
 IGNORED_KEYS = {"timestamp", "command", "shard", "config_digest", "run_name", "questions", "turns", "resumed", "data_dir",
                 "merged_from", "verified_files"}
-IGNORED_CONFIG_KEYS = {"shard", "run_name", "out_dir", "data_dir"}
+IGNORED_CONFIG_KEYS = {"shard", "run_name", "out_dir", "data_dir", "verify"}
 
 
 class MergeError(ValueError):
