@@ -20,6 +20,9 @@ from typing import Any, Callable, Iterator, Sequence
 
 import torch
 
+from specbench.jsonfile import strict_json
+
+
 def trainable(fn: Callable[..., Any]) -> Callable[..., Any]:
     """Run a trainer with autograd on, even when called from an inference-mode region (a method factory
     training its default head on first use)."""
@@ -59,7 +62,7 @@ class DistillData:
         tensors = {k: getattr(self, k).contiguous() for k in ("hidden", "tokens", "argmax", "train_starts", "heldout_starts")}
         save_file(tensors, str(out_dir / "data.safetensors.tmp"))
         (out_dir / "data.safetensors.tmp").replace(out_dir / "data.safetensors")
-        (out_dir / "data.json").write_text(json.dumps(meta, indent=1), encoding="utf-8")
+        (out_dir / "data.json").write_text(strict_json(meta, indent=1), encoding="utf-8")
 
     @staticmethod
     def load(out_dir: Path, meta: dict[str, Any]) -> "DistillData | None":

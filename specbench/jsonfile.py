@@ -28,10 +28,12 @@ def finite(value: Any) -> Any:
     return value
 
 
-def strict_json(data: Any, indent: int | None = None, compact: bool = False) -> str:
-    """JSON that strict parsers accept (no NaN / Infinity; anything else non-JSON as its ``str``)."""
+def strict_json(data: Any, indent: int | None = None, compact: bool = False, sort_keys: bool = False,
+                ensure_ascii: bool = True) -> str:
+    """JSON that strict parsers accept (NaN / Infinity written as null; anything else non-JSON as its ``str``)."""
     seps = (",", ":") if compact else None
-    return json.dumps(finite(data), indent=indent, separators=seps, allow_nan=False, default=str)
+    return json.dumps(finite(data), indent=indent, separators=seps, allow_nan=False, default=str, sort_keys=sort_keys,
+                      ensure_ascii=ensure_ascii)
 
 
 def write_text_atomic(path: str | Path, text: str) -> None:

@@ -28,7 +28,7 @@ from typing import Any
 
 from specbench.catalog import BASELINE, MT_BENCH_CATEGORIES
 from specbench.errors import UserError
-from specbench.jsonfile import parse_jsonl
+from specbench.jsonfile import parse_jsonl, strict_json
 
 CATEGORY_TASKS = {**dict.fromkeys(MT_BENCH_CATEGORIES, "mt_bench"), "translation": "wmt",
                   "summarization": "cnndm", "qa": "nq", "math_reasoning": "gsm8k", "rag": "nq_rag"}
@@ -182,4 +182,4 @@ def model_file_stem(model: str, method: str, dtype: str) -> str:
 def write_answer_file(path: Path, rows: list[dict[str, Any]]) -> None:
     """One JSON object a line, as Spec-Bench writes them."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
+    path.write_text("".join(strict_json(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")

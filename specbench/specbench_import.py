@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from specbench.catalog import task_label
+from specbench.jsonfile import strict_json
 from specbench.manifest import MANIFEST_SCHEMA_VERSION
 from specbench.record import Record
 from specbench.records import MANIFEST_FILE, RECORDS_FILE, write_records
@@ -117,8 +118,8 @@ def import_answers(answer_dir: str | Path, out: str | Path, baseline: str | None
     }
     dst.mkdir(parents=True, exist_ok=True)
     write_records(dst / RECORDS_FILE, records)
-    (dst / TEXT_FILE).write_text("".join(json.dumps(t, ensure_ascii=False) + "\n" for t in texts), encoding="utf-8")
-    (dst / MANIFEST_FILE).write_text(json.dumps(manifest, indent=2), encoding="utf-8")
+    (dst / TEXT_FILE).write_text("".join(strict_json(t, ensure_ascii=False) + "\n" for t in texts), encoding="utf-8")
+    (dst / MANIFEST_FILE).write_text(strict_json(manifest, indent=2), encoding="utf-8")
     return manifest
 
 

@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 from specbench.registry import DatastoreAction, register_datastore_action, register_datastore_builder
+from specbench.jsonfile import strict_json
 
 
 @register_datastore_builder("dresd")
@@ -54,7 +55,7 @@ def eval_cli(args: argparse.Namespace) -> int:
     res = evaluate_index(ds, lm.model, lm.tokenizer, args.corpus, data_dir, args.queries, args.k, nprobes)
     print(json.dumps(res, indent=1))
     if args.json:
-        Path(args.json).write_text(json.dumps(res, indent=1))
+        Path(args.json).write_text(strict_json(res, indent=1), encoding="utf-8")
     return 0
 
 

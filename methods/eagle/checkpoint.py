@@ -21,6 +21,7 @@ import torch
 from methods.eagle.layer import EagleLayer, LayerShape
 from specbench.config import ConfigError
 from specbench.content_hash import file_sha256, verify_checkpoint
+from specbench.jsonfile import strict_json
 
 OURS = "eagle.safetensors"
 VOCAB = "vocab.npy"
@@ -39,7 +40,7 @@ def save_layer(layer: EagleLayer, vocab: np.ndarray | None, out: Path, meta: dic
         (out / VOCAB).unlink()
     info = {"shape": dataclasses.asdict(layer.shape), "fc_bias": layer.fc.bias is not None, **meta,
             "weights_sha256": file_sha256(out / OURS)}  # checked on every load
-    (out / "config.json").write_text(json.dumps(info, indent=1), encoding="utf-8")  # written last: marks it complete
+    (out / "config.json").write_text(strict_json(info, indent=1), encoding="utf-8")  # written last: marks it complete
 
 
 def load_layer(path: Path, target: torch.nn.Module) -> tuple[EagleLayer, np.ndarray | None, dict[str, Any]]:

@@ -17,6 +17,7 @@ import torch
 from methods.medusa.heads import MedusaHeads
 from specbench.config import ConfigError
 from specbench.content_hash import file_sha256, verify_checkpoint
+from specbench.jsonfile import strict_json
 
 OURS = "heads.safetensors"
 REFERENCE_FILES = ("medusa_lm_head.safetensors", "medusa_lm_head.pt", "medusa_lm_head.bin")
@@ -29,7 +30,7 @@ def save_heads(heads: MedusaHeads, out: Path, meta: dict[str, Any]) -> None:
     save_file({k: v.detach().contiguous().cpu() for k, v in heads.state_dict().items()}, str(out / OURS))
     info = {"num_heads": heads.num_heads, "num_layers": heads.num_layers, "own_lm_head": heads.own_heads is not None, **meta,
             "weights_sha256": file_sha256(out / OURS)}  # checked on every load
-    (out / "config.json").write_text(json.dumps(info, indent=1), encoding="utf-8")  # written last: marks it complete
+    (out / "config.json").write_text(strict_json(info, indent=1), encoding="utf-8")  # written last: marks it complete
 
 
 def load_heads(path: Path, target: torch.nn.Module) -> tuple[MedusaHeads, dict[str, Any]]:

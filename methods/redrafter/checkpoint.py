@@ -16,6 +16,7 @@ from methods.redrafter.config import HeadConfig
 from specbench.content_hash import ContentMismatch, file_sha256, verify_sha256
 from specbench.errors import DatastoreError
 from methods.redrafter.head import DraftHead
+from specbench.jsonfile import strict_json
 
 WEIGHTS = "head.safetensors"
 CONFIG = "config.json"
@@ -32,7 +33,7 @@ def save_checkpoint(head: DraftHead, out_dir: Path, extra: dict[str, Any] | None
     tmp.replace(out_dir / WEIGHTS)
     meta = {"head": dataclasses.asdict(head.config), **(extra or {}),
             "weights_sha256": file_sha256(out_dir / WEIGHTS)}
-    (out_dir / (CONFIG + ".tmp")).write_text(json.dumps(meta, indent=1))
+    (out_dir / (CONFIG + ".tmp")).write_text(strict_json(meta, indent=1), encoding="utf-8")
     (out_dir / (CONFIG + ".tmp")).replace(out_dir / CONFIG)
     return out_dir
 

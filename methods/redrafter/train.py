@@ -26,6 +26,7 @@ from methods.redrafter.checkpoint import save_checkpoint
 from specbench.distill_data import DistillData, collect_cached, trainable
 from methods.redrafter.head import DraftHead, build_head, head_config_for
 from specbench.config import ConfigError
+from specbench.jsonfile import strict_json
 
 
 @dataclass(frozen=True)
@@ -148,7 +149,7 @@ def _save_state(out: Path, head: DraftHead, opt: torch.optim.Optimizer, info: di
             tensors[f"opt.{idx}.{key}"] = torch.as_tensor(val).cpu().contiguous()
     save_file(tensors, str(out / "train_state.safetensors.tmp"))
     (out / "train_state.safetensors.tmp").replace(out / "train_state.safetensors")
-    (out / "train_state.json").write_text(json.dumps({**info, "param_groups": sd["param_groups"]}, indent=1))
+    (out / "train_state.json").write_text(strict_json({**info, "param_groups": sd["param_groups"]}, indent=1), encoding="utf-8")
 
 
 def _load_state(out: Path, head: DraftHead, opt: torch.optim.Optimizer, train_cfg: dict[str, Any]) -> dict[str, Any] | None:

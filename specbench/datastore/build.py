@@ -17,6 +17,7 @@ from typing import Any, Iterator
 from specbench.datastore.contamination import ContaminationFilter, prompt_probes, test_prompts
 from specbench.datastore.suffix_array import DEFAULT_CHUNK_TOKENS, HEADER, DatastoreError, TokenDatastore, write_datastore
 from specbench.datastore.tokenize_corpus import corpus_texts, tokenize_entries, tokenizer_hash
+from specbench.jsonfile import strict_json
 
 TASK_CORPORA: dict[str, tuple[str, ...]] = {
     "humaneval": ("python_stdlib", "code_alpaca"),
@@ -70,7 +71,7 @@ def build_rest_datastore(
     header = write_datastore(entries, out, vocab_size=len(tokenizer), meta=meta, chunk_tokens=chunk_tokens, chunk_hook=filt)
     header["contamination_check"] = filt.summary()
     header["build_seconds"] = round(time.time() - t0, 2)
-    (Path(out) / HEADER).write_text(json.dumps(header, indent=1), encoding="utf-8")
+    (Path(out) / HEADER).write_text(strict_json(header, indent=1), encoding="utf-8")
     if filt.dropped_entries:
         print(f"[specbench] dropped {filt.dropped_entries} corpus entries containing a test prompt verbatim", file=sys.stderr)
     return header

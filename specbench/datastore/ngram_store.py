@@ -31,6 +31,7 @@ import numpy as np
 from specbench.content_hash import ContentMismatch, file_sha256, verify_sha256
 from specbench.datastore.suffix_array import DatastoreError, TokenDatastore, dir_bytes
 from specbench.engine.tree import DraftTree
+from specbench.jsonfile import strict_json
 
 FORMAT = "specbench-crest-ngrams"
 FORMAT_VERSION = 3
@@ -140,14 +141,14 @@ def write_ngram_store(
             "build_time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
             "build_seconds": round(time.time() - t0, 2),
         }
-        conn.execute("INSERT INTO meta VALUES ('header', ?)", (json.dumps(header),))
+        conn.execute("INSERT INTO meta VALUES ('header', ?)", (strict_json(header),))
         conn.commit()
         conn.execute("VACUUM")
     finally:
         conn.close()
     os.replace(tmp, db)
     header = {**header, "db_sha256": file_sha256(db)}  # only the header.json copy: the db cannot hash itself
-    (out / "header.json").write_text(json.dumps(header, indent=1), encoding="utf-8")
+    (out / "header.json").write_text(strict_json(header, indent=1), encoding="utf-8")
     return header
 
 

@@ -32,6 +32,7 @@ import numpy as np
 
 from specbench.content_hash import ContentMismatch, stream_sha256, verify_sha256
 from specbench.errors import DatastoreError
+from specbench.jsonfile import strict_json
 
 FORMAT = "specbench-token-datastore"
 FORMAT_VERSION = 1
@@ -399,7 +400,7 @@ def write_datastore(
         }
         if header["n_tokens"] == 0:
             raise DatastoreError("the corpus produced no tokens; refusing to write an empty datastore")
-        (tmp / HEADER).write_text(json.dumps(header, indent=1), encoding="utf-8")
+        (tmp / HEADER).write_text(strict_json(header, indent=1), encoding="utf-8")
         if out.exists():
             if not (out / HEADER).is_file() and any(out.iterdir()):
                 raise DatastoreError(f"{out} exists and is not a datastore; refusing to overwrite it")

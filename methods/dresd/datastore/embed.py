@@ -18,6 +18,7 @@ import numpy as np
 import torch
 
 from specbench.config import ConfigError
+from specbench.jsonfile import strict_json
 
 
 @dataclass(frozen=True)
@@ -109,7 +110,7 @@ class ShardStore:
         self.state["items_done"] += items
         self.state["tokens_done"] += int(hidden.shape[0])
         ptmp = self.progress_path.with_suffix(".tmp")
-        ptmp.write_text(json.dumps(self.state, indent=1))
+        ptmp.write_text(strict_json(self.state, indent=1), encoding="utf-8")
         ptmp.replace(self.progress_path)
 
     def load_all(self) -> tuple[np.ndarray, np.ndarray]:

@@ -15,6 +15,8 @@ from typing import Any, Iterable, Iterator
 
 import torch
 
+from specbench.jsonfile import strict_json
+
 
 def _read_done(path: Path) -> tuple[int, int]:
     """(prompts done, tokens done) from an existing answers file; a torn last line is dropped."""
@@ -90,7 +92,7 @@ def generate_answers(
             for b, e in enumerate(enc):  # one line per prompt (skipped ones too) keeps resume counting exact
                 ans = answers.get(b)
                 rec = {"prompt_ids": e if ans is not None else [], "answer_ids": ans or []}
-                fh.write(json.dumps(rec) + "\n")
+                fh.write(strict_json(rec) + "\n")
                 tok_done += len(rec["prompt_ids"]) + len(rec["answer_ids"])
                 bar.update(len(rec["prompt_ids"]) + len(rec["answer_ids"]))
             fh.flush()

@@ -24,6 +24,7 @@ from specbench.content_hash import ContentMismatch, file_sha256, verify_sha256
 from specbench.errors import DatastoreError
 from methods.dresd.datastore.fingerprint import hidden_size, model_fingerprint, tokenizer_fingerprint
 from methods.dresd.datastore.transform import DenseTransform
+from specbench.jsonfile import strict_json
 
 FORMAT = "specbench-dresd-datastore"
 VERSION = 1
@@ -140,7 +141,7 @@ class DenseDatastore:
         header["files"] = {name: {"sha256": file_sha256(out / name), "bytes": (out / name).stat().st_size} for name in FILES}
         header.pop("path", None)
         tmp = out / "header.json.tmp"
-        tmp.write_text(json.dumps(header, indent=2, sort_keys=True))
+        tmp.write_text(strict_json(header, indent=2, sort_keys=True), encoding="utf-8")
         tmp.replace(out / "header.json")
         self.header = header
         return out
