@@ -85,6 +85,10 @@ def run_on_ray(shards: ShardSet, python: Sequence[str] = (sys.executable,), retr
     env = {"PYTHONPATH": _pythonpath()}
     started_here = not ray.is_initialized()
     if started_here:
+        # Ray runs its workers, and so the shards they start, at niceness 15: any other process on the machine
+        # then starves them (a shard of seconds took 6 minutes beside one busy process) and skews their
+        # timings. A local instance started here runs them at the driver's priority instead.
+        os.environ.setdefault("RAY_worker_niceness", "0")
         ray.init(address=address, include_dashboard=False, log_to_driver=False,
                  runtime_env={"env_vars": env}, configure_logging=False)
     try:
