@@ -134,7 +134,8 @@ REPORT_FILE = "report.md"
 
 def write_report(run_dir: str | Path, fmt: str = "md") -> str:
     """Write ``report.md``, ``summary.json`` and ``summary.csv`` into the run folder; return the text of
-    ``fmt`` (``md`` = the report, ``json`` / ``csv`` = the summary files)."""
+    ``fmt`` (``md`` = the report, ``json`` / ``csv`` = the summary files). A folder that cannot be written
+    (read-only, full) costs only the files, said on stderr (``jsonfile.write_outputs``)."""
     if fmt not in FORMATS:
         raise ValueError(f"unknown report format {fmt!r}; expected one of {', '.join(FORMATS)}")
     run = load_run(run_dir)

@@ -145,13 +145,3 @@ def summary_csv(summary: dict[str, Any]) -> str:
 
 def summary_text(summary: dict[str, Any]) -> str:
     return json.dumps(summary, indent=1, allow_nan=False) + "\n"
-
-
-def write_summary(run_dir: str | Path, summary: dict[str, Any]) -> dict[str, Path]:
-    """Write ``summary.json`` and ``summary.csv`` into the run folder; returns their paths."""
-    from specbench.jsonfile import write_text_atomic
-
-    out = {"json": Path(run_dir) / SUMMARY_JSON, "csv": Path(run_dir) / SUMMARY_CSV}
-    write_text_atomic(out["json"], summary_text(summary))
-    write_text_atomic(out["csv"], summary_csv(summary))
-    return out
