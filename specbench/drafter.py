@@ -62,11 +62,17 @@ class Proposal:
     ``draft_probs`` (only at temperature > 0): ``[len(tree), V]``, row ``i`` the distribution tree node
     ``i`` was SAMPLED from (over the target's vocabulary). None means a deterministic proposal (one-hot
     at each node); either way the engine alone accepts (``engine/sampling.py``).
+
+    ``accept_depth``: at most this many draft tokens are accepted this step, whatever matches beyond;
+    the accepted token at that depth is emitted as the step's last token (``Verification.capped``).
+    The whole tree is still verified, so the cost is the reference's. Example: a method that, like
+    LADE, emits at most N - 1 tokens per step from guesses of N - 1 tokens sets ``accept_depth=N-2``.
     """
 
     tree: DraftTree | None
     aux: AuxRows | None = None
     draft_probs: torch.Tensor | None = None
+    accept_depth: int | None = None
 
 
 @dataclass

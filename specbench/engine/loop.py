@@ -130,7 +130,7 @@ class Engine:
             room = max_new_tokens - len(out)  # tokens this step may still emit
             # 1. draft
             t = t_step = now()
-            tree, aux, draft_probs = None, None, None
+            tree, aux, draft_probs, accept_depth = None, None, None, None
             if drafter is not None and room > 1:
                 unseen = fresh[0] if len(fresh) == 1 else torch.cat(fresh)
                 fresh = []
@@ -139,6 +139,7 @@ class Engine:
                 proposal = drafter.propose(ctx)
                 if isinstance(proposal, Proposal):
                     tree, aux, draft_probs = proposal.tree, proposal.aux, proposal.draft_probs
+                    accept_depth = proposal.accept_depth
                 else:
                     tree = proposal
                 if tree is not None:
@@ -165,6 +166,7 @@ class Engine:
                 ver = accept_greedy(compiled, logits, hidden)
             else:
                 ver = accept_sampled(compiled, logits, hidden, sampler, draft_probs)
+            ver = ver.capped(accept_depth)
             # 4. trim
             if len(ver.rows) < compiled.input_ids.shape[1]:
                 trim_cache(cache, n_ctx, ver.rows)

@@ -19,6 +19,24 @@ class Verification:
     aux_predictions: list[int] | None = None  # the model's greedy token at each auxiliary row
     token_logprobs: list[float] | None = None  # sampling only: target log-prob of each accepted token and the bonus
 
+    def capped(self, depth: int | None) -> "Verification":
+        """This outcome with at most ``depth`` accepted draft tokens (``Proposal.accept_depth``).
+
+        The accepted token at ``depth`` becomes the bonus: it is the target's own choice at that row
+        (greedy: its argmax; sampled: a token the rejection rule accepted), so the output stays exact.
+        Example: accepted ``[4, 5, 6]``, bonus ``7``, ``capped(2)`` -> accepted ``[4, 5]``, bonus ``6``.
+        """
+        if depth is None or len(self.accepted) <= depth:
+            return self
+        return Verification(
+            rows=self.rows[: depth + 1],
+            accepted=self.accepted[:depth],
+            bonus=self.accepted[depth],
+            hidden=self.hidden,
+            aux_predictions=self.aux_predictions,
+            token_logprobs=None if self.token_logprobs is None else self.token_logprobs[: depth + 1],
+        )
+
 
 class TargetModel:
     """Runs a Hugging Face causal LM as ``base model -> hidden states -> output head``.
