@@ -185,12 +185,21 @@ def default_checkpoint(env: Any, kind: str, recipe: Any, what: str, train: Calla
     return path
 
 
-def optimizer_step(opt: torch.optim.Optimizer, loss: torch.Tensor, bar: Any, clip: float | None = None) -> None:
-    """One training step shared by the trainers: backward, optional gradient-norm clip, step, progress bar."""
+def optimizer_step(opt: torch.optim.Optimizer, loss: torch.Tensor, bar: Any, clip: float | None = None,
+                   clip_by: str = "norm") -> None:
+    """One training step shared by the trainers: backward, optional gradient clip, step, progress bar.
+
+    ``clip_by``: "norm" scales the whole gradient to norm <= ``clip`` (``clip_grad_norm_``); "value" clamps
+    each component to ``[-clip, clip]`` (``clip_grad_value_``, what EAGLE's reference trainer does).
+    """
     opt.zero_grad(set_to_none=True)
     loss.backward()
     if clip is not None:
-        torch.nn.utils.clip_grad_norm_([p for g in opt.param_groups for p in g["params"]], clip)
+        params = [p for g in opt.param_groups for p in g["params"]]
+        if clip_by == "value":
+            torch.nn.utils.clip_grad_value_(params, clip)
+        else:
+            torch.nn.utils.clip_grad_norm_(params, clip)
     opt.step()
     bar.update(1)
     bar.set_postfix(loss=f"{loss.item():.3f}")

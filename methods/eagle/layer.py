@@ -19,6 +19,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from methods.eagle.rope import RopeScaling
+
 
 @dataclass(frozen=True)
 class LayerShape:
@@ -32,6 +34,13 @@ class LayerShape:
     eps: float = 1e-6
     rope_theta: float = 10000.0
     qkv_bias: bool = False
+    rope_type: str = "default"  # the target's RoPE scaling (methods/eagle/rope.py): default | linear | dynamic
+    rope_factor: float = 1.0
+    max_positions: int = 2048
+
+    @property
+    def rope_scaling(self) -> RopeScaling:
+        return RopeScaling(self.rope_type, self.rope_factor, self.max_positions)
 
     @staticmethod
     def from_config(cfg: Any) -> "LayerShape":
@@ -47,7 +56,9 @@ class LayerShape:
         eps = float(_first(cfg, ("rms_norm_eps", "layer_norm_eps", "layer_norm_epsilon"), 1e-6))
         rope = getattr(cfg, "rope_parameters", None) or getattr(cfg, "rope_scaling", None) or {}
         theta = float(rope.get("rope_theta", 0) if isinstance(rope, dict) else 0) or float(_first(cfg, ("rope_theta",), 10000.0))
-        return LayerShape(hidden, heads, kv, head_dim, inter, eps, theta, bool(getattr(cfg, "attention_bias", False)))
+        scaling = RopeScaling.from_config(cfg)
+        return LayerShape(hidden, heads, kv, head_dim, inter, eps, theta, bool(getattr(cfg, "attention_bias", False)),
+                          scaling.kind, scaling.factor, scaling.max_positions)
 
 
 def _first(cfg: Any, names: tuple[str, ...], default: Any = None) -> Any:
@@ -81,11 +92,12 @@ class Attention(nn.Module):
         self.o_proj = nn.Linear(s.heads * s.head_dim, s.hidden, bias=False)
         # a plain fp32 tensor, not a buffer: a bf16 draft must not round its rotation frequencies
         self._inv_freq = 1.0 / (s.rope_theta ** (torch.arange(0, s.head_dim, 2, dtype=torch.float32) / s.head_dim))
+        self._scaling = s.rope_scaling
 
     def _rope(self, x: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:
         if self._inv_freq.device != x.device:
             self._inv_freq = self._inv_freq.to(x.device)
-        freqs = positions.float()[:, None] * self._inv_freq  # [n, d/2]
+        freqs = self._scaling.angles(positions, self._inv_freq, self.s.rope_theta)  # [n, d/2]
         cos, sin = (torch.cat([f, f], -1).to(x.dtype)[None] for f in (freqs.cos(), freqs.sin()))  # [1, n, d]
         half = x.shape[-1] // 2
         rotated = torch.cat([-x[..., half:], x[..., :half]], -1)

@@ -1,7 +1,7 @@
 """Self-distilling an EAGLE draft layer on CPU from the frozen target (``specbench/distill_data.py``).
 
-Row p of a training window reads the target's feature ``f_p`` (plus uniform noise, as the reference
-augments it) and token ``p + 1``; the loss is the reference's: smooth-L1 to the target's next feature
+Row p of a training window reads the target's feature ``f_p`` (plus uniform noise of width
+``noise * noise_len / L`` for a sequence of L positions, as the reference's ``AddUniformNoise``) and token ``p + 1``; the loss is the reference's: smooth-L1 to the target's next feature
 ``f_{p+1}`` plus 0.1 x the cross-entropy against the target's distribution ``softmax(head(f_{p+1}))``
 (over the draft vocabulary when it is reduced). Windows are runs of consecutive positions of one
 sequence, cut to ``window`` rows and packed into batches with a block-diagonal causal mask.
@@ -38,7 +38,10 @@ class EagleTrainConfig:
     window: int = 128
     batch_size: int = 1024  # rows per optimiser step (several windows)
     lr: float = 1e-3
-    noise: float = 0.2  # width of the uniform noise added to input features
+    noise: float = 0.2  # the reference's std: uniform noise of width noise * noise_len / L on input features
+    noise_len: int = 512  # the reference's 512 / seq_len scaling; 0 = width `noise` whatever the length
+    clip: float = 0.5  # the reference's grad_clip
+    clip_by: str = "value"  # "value" (clip_grad_value_, the reference) or "norm" (clip_grad_norm_)
     p_weight: float = 0.1  # the reference's weight of the distribution loss (feature loss weight 1)
     max_seq_len: int = 512
     heldout_every: int = 20
@@ -49,6 +52,22 @@ class EagleTrainConfig:
             raise ConfigError("eagle train: tokens, epochs, window and batch_size must be >= 1")
         if self.draft_vocab < 0 or 0 < self.draft_vocab < 2:
             raise ConfigError("eagle train: draft_vocab must be 0 (whole vocabulary) or >= 2")
+        if self.clip_by not in ("value", "norm"):
+            raise ConfigError(f"eagle train: clip_by must be value or norm, not {self.clip_by!r}")
+        if self.noise_len < 0 or self.noise < 0:
+            raise ConfigError("eagle train: noise and noise_len must be >= 0")
+
+
+def sequence_lengths(starts: torch.Tensor, size: int) -> torch.Tensor:
+    """``[size]``: for each position in a run of consecutive ``starts`` (one sequence), that run's length.
+
+    >>> sequence_lengths(torch.tensor([0, 1, 2, 5, 6]), 7).tolist()
+    [3, 3, 3, 1, 1, 2, 2]
+    """
+    out = torch.ones(size, dtype=torch.long)
+    for first, n in runs(starts, max(size, 1)):
+        out[first : first + n] = n
+    return out
 
 
 def runs(starts: torch.Tensor, window: int) -> list[tuple[int, int]]:
@@ -101,12 +120,16 @@ def _inputs(data: DistillData, batch: list[tuple[int, int]], device: torch.devic
 
 
 def _loss(layer: EagleLayer, head_w: torch.Tensor, ids: torch.Tensor | None, data: DistillData, batch: list[tuple[int, int]],
-          cfg: EagleTrainConfig, device: torch.device, noise: bool) -> tuple[torch.Tensor, int, int]:
-    """(loss, rows whose draft top-1 equals the target's greedy token, rows); ``ids``: draft id -> target id."""
+          cfg: EagleTrainConfig, device: torch.device, seq_len: torch.Tensor | None) -> tuple[torch.Tensor, int, int]:
+    """(loss, rows whose draft top-1 equals the target's greedy token, rows); ``ids``: draft id -> target id.
+
+    ``seq_len`` (training only): each position's sequence length, for the reference's noise width.
+    """
     rows, positions, mask = _inputs(data, batch, device)
     feats = data.hidden[rows.cpu()].float().to(device)
-    if noise and cfg.noise > 0:
-        feats = feats + (torch.rand_like(feats) - 0.5) * cfg.noise
+    if seq_len is not None and cfg.noise > 0:
+        width = cfg.noise * (cfg.noise_len / seq_len[rows.cpu()] if cfg.noise_len else torch.ones(len(rows)))
+        feats = feats + (torch.rand_like(feats) - 0.5) * width[:, None].to(device)
     target = data.hidden[rows.cpu() + 1].float().to(device)
     pred = layer(feats, data.tokens[rows.cpu() + 1].to(device), positions, mask)
     with torch.no_grad():
@@ -140,6 +163,7 @@ def train_eagle(target: torch.nn.Module, tokenizer: Any, corpora: Sequence[str],
     layer = EagleLayer(LayerShape.from_config(target.config), target.get_input_embeddings()).to(device).train()
     opt = torch.optim.AdamW(layer.parameters(), lr=cfg.lr)
     windows = runs(data.train_starts, cfg.window)
+    seq_len = sequence_lengths(data.train_starts, len(data.hidden))
     per_epoch = len(list(_batches(windows, cfg.batch_size, list(range(len(windows))))))
     total = per_epoch * cfg.epochs
     warmup = max(1, total // 20)
@@ -152,8 +176,8 @@ def train_eagle(target: torch.nn.Module, tokenizer: Any, corpora: Sequence[str],
             scale = (step + 1) / warmup if step < warmup else 0.5 * (1 + math.cos(math.pi * (step - warmup) / max(1, total - warmup)))
             for g in opt.param_groups:
                 g["lr"] = cfg.lr * scale
-            loss, _, _ = _loss(layer, head_w, ids, data, batch, cfg, device, noise=True)
-            optimizer_step(opt, loss, bar, clip=0.5)  # the reference's grad_clip
+            loss, _, _ = _loss(layer, head_w, ids, data, batch, cfg, device, seq_len)
+            optimizer_step(opt, loss, bar, clip=cfg.clip, clip_by=cfg.clip_by)
             step += 1
     bar.close()
     layer.eval()
@@ -163,7 +187,7 @@ def train_eagle(target: torch.nn.Module, tokenizer: Any, corpora: Sequence[str],
         with torch.no_grad():
             hits = n = 0
             for batch in _batches(held, cfg.batch_size, list(range(len(held)))):
-                _, h, k = _loss(layer, head_w, ids, data, batch, cfg, device, noise=False)
+                _, h, k = _loss(layer, head_w, ids, data, batch, cfg, device, None)
                 hits, n = hits + h, n + k
         metrics["heldout_top1"] = round(hits / max(n, 1), 4)  # teacher-forced: the draft's first token vs the target's
         metrics["heldout_examples"] = n
