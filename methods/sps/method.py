@@ -24,8 +24,10 @@ from specbench.distill_data import DEFAULT_CORPORA
 from specbench.drafter import BaseDrafter, DraftContext, Proposal, StepResult
 from specbench.engine.tree import DraftTree
 from specbench.method_env import MethodEnv
+from specbench.model import stop_token_ids
 from specbench.registry import register_method
 
+from methods.sps.adaptive import AdaptiveThreshold, require_sklearn
 from methods.sps.distill import META_FILE, VOCAB_FILE, DistillConfig, distill_draft, load_distilled
 from methods.sps.draft_runner import DraftRunner
 
@@ -37,47 +39,65 @@ class SpSConfig:
     """``schedule=heuristic`` is transformers' original assisted-generation rule (start at ``gamma``,
     +2 after a step that accepted every draft token, -1 otherwise, never below 1); ``constant`` keeps
     ``gamma``. ``min_confidence`` stops a draft early after a token the draft itself doubts (transformers
-    5 uses 0.4 with a constant 20)."""
+    5 uses 0.4 with a constant 20); ``adaptive`` re-fits it after every step as transformers does with
+    scikit-learn installed (``adaptive.py``). A draft also ends at a stop token, as transformers' does."""
 
     draft_model: str = "distilled"  # "distilled" (trained from the target on first use), an HF id or a local directory
     gamma: int = 5
     schedule: str = "heuristic"
-    min_confidence: float = 0.0
+    min_confidence: float | str = 0.0  # a probability in [0, 1), or "adaptive"
 
     def validate(self) -> None:
         if self.gamma < 1:
             raise ConfigError("sps: gamma must be >= 1")
         if self.schedule not in SCHEDULES:
             raise ConfigError(f"sps: schedule must be one of {', '.join(SCHEDULES)}")
-        if not 0 <= self.min_confidence < 1:
+        if isinstance(self.min_confidence, str):
+            if self.min_confidence != "adaptive":
+                raise ConfigError("sps: min_confidence must be a number in [0, 1) or adaptive")
+        elif not 0 <= self.min_confidence < 1:
             raise ConfigError("sps: min_confidence must be in [0, 1)")
 
 
 class SpSDrafter(BaseDrafter):
     """Drafts a chain with a small model; adapts its length by the schedule."""
 
-    def __init__(self, config: SpSConfig, draft_model: Any, vocab: np.ndarray | None = None, target_vocab: int = 0) -> None:
+    def __init__(self, config: SpSConfig, draft_model: Any, vocab: np.ndarray | None = None, target_vocab: int = 0,
+                 stop_ids: frozenset[int] = frozenset()) -> None:
         self.config = config
-        self.runner = DraftRunner(draft_model, vocab=vocab, target_vocab=target_vocab)
+        self.runner = DraftRunner(draft_model, vocab=vocab, target_vocab=target_vocab, stop_ids=stop_ids)
         self.gamma = config.gamma
+        self.adaptive: AdaptiveThreshold | None = None
+        if config.min_confidence == "adaptive":
+            require_sklearn()
+            self.runner.record_probs = True
         self._proposed = 0
         self._seq_len = 0
 
     def begin(self, prompt_ids: list[int]) -> None:
         self.runner.reset()
         self.gamma = self.config.gamma
+        if self.config.min_confidence == "adaptive":
+            self.adaptive = AdaptiveThreshold()  # per generation, as transformers' candidate generator
+
+    def _threshold(self) -> float:
+        return self.adaptive.threshold if self.adaptive is not None else float(self.config.min_confidence)
 
     def propose(self, ctx: DraftContext) -> DraftTree | Proposal | None:
         gamma = min(self.gamma, ctx.max_depth)
+        self._seq_len = len(ctx.tokens)
         if ctx.sampler is None:
-            draft = self.runner.draft(ctx.tokens, gamma, self.config.min_confidence)
-            self._proposed, self._seq_len = len(draft), len(ctx.tokens)
-            return DraftTree.chain(draft)
-        # temperature > 0: sample the chain from the draft's own processed distribution; the engine
-        # accepts each token with min(1, p / q) (Leviathan et al. 2023)
-        draft, q = self.runner.draft_sampled(ctx.tokens, gamma, ctx.sampler, self.config.min_confidence)
-        self._proposed, self._seq_len = len(draft), len(ctx.tokens)
-        return Proposal(DraftTree.chain(draft), draft_probs=q)
+            draft = self.runner.draft(ctx.tokens, gamma, self._threshold())
+            proposal: DraftTree | Proposal = DraftTree.chain(draft)
+        else:
+            # temperature > 0: sample the chain from the draft's own processed distribution; the engine
+            # accepts each token with min(1, p / q) (Leviathan et al. 2023)
+            draft, q = self.runner.draft_sampled(ctx.tokens, gamma, ctx.sampler, self._threshold())
+            proposal = Proposal(DraftTree.chain(draft), draft_probs=q)
+        self._proposed = len(draft)
+        if self.adaptive is not None:
+            self.adaptive.drafted(self.runner.last_probs)
+        return proposal
 
     def observe(self, result: StepResult) -> None:
         if result.tree is None:
@@ -85,6 +105,8 @@ class SpSDrafter(BaseDrafter):
         accepted = len(result.accepted_nodes)
         # the draft fed every proposed token but the last; keep those the target accepted
         self.runner.keep(self._seq_len + min(accepted, self._proposed - 1))
+        if self.adaptive is not None:
+            self.adaptive.update(accepted)
         if self.config.schedule == "heuristic":
             self.gamma = self.gamma + 2 if accepted == self._proposed else max(1, self.gamma - 1)
 
@@ -152,4 +174,5 @@ def build_sps(config: SpSConfig, env: MethodEnv) -> SpSDrafter:
         raise ConfigError("sps needs a draft model: sps.draft_model=distilled, an HF id or a directory")
     draft, vocab = load_draft(config.draft_model, env)
     env.artifacts["draft_model"] = config.draft_model
-    return SpSDrafter(config, draft, vocab, int(env.model.config.vocab_size))
+    stops = frozenset(stop_token_ids(env.tokenizer, env.model)) if env.tokenizer is not None else frozenset()
+    return SpSDrafter(config, draft, vocab, int(env.model.config.vocab_size), stops)
