@@ -1,5 +1,7 @@
 """Self-distilling Medusa heads on CPU: the frozen target's hidden states and greedy labels
-(``specbench/distill_data.py``), one cross-entropy per head weighted ``decay ** k`` as in the reference.
+(``specbench/distill_data.py``), one cross-entropy per head summed unweighted, as the reference's trainer
+(``medusa/train/train_legacy.py``); ``decay`` < 1 weights head k by ``decay ** k`` (0.8 is the decay
+coefficient of the reference's separate axolotl recipe).
 
 Example: ``MedusaTrainConfig()`` (4 heads, 1 block each, the target's LM head shared) collects 20k
 positions and trains one epoch: a few minutes on 2 CPU cores.
@@ -32,7 +34,7 @@ class MedusaTrainConfig:
     epochs: int = 1
     batch_size: int = 64
     lr: float = 1e-3
-    decay: float = 0.8  # weight of head k's loss: decay ** k (the reference's medusa_decay_coefficient)
+    decay: float = 1.0  # weight of head k's loss: decay ** k; 1 = the legacy trainer's plain sum (axolotl recipe: 0.8)
     max_seq_len: int = 512
     heldout_every: int = 20
     seed: int = 0
