@@ -198,6 +198,8 @@ class RunConfig:
     budget: str = "default"  # default | auto | both: verify whole drafts, the cost-aware subset, or both side by side
     method_options: dict[str, dict[str, Any]] = field(default_factory=dict)
     verify: bool = True  # stream every weight and datastore file against its reference hash (--no-verify: trust it)
+    chat_template: str = "auto"  # how turns become prompt text: auto, model, vicuna, llama-2, raw or a file (chat_templates.py)
+    preset: str | None = None  # a named protocol whose values filled the unset settings (presets.py), e.g. spec-bench
 
     def validate(self) -> None:
         if self.limit is not None and self.limit < 1:

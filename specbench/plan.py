@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Iterator, Sequence, TypeVar
 
 from specbench.catalog import ALL_TASKS, BASELINE
+from specbench.chat_templates import check_template_name, template_file_digest
 from specbench.config import MAX_NAME, ConfigError, RunConfig, resolve_data_dir
 from specbench.lossless import default_tie_threshold
 from specbench.methods_factory import expand_budget, label_options, method_config, split_label
@@ -100,6 +101,7 @@ def make_plan(config: RunConfig, shard: tuple[int, int] | None = None) -> Plan:
     """Resolve names (``all``, baseline first), load and slice questions; raises on any bad input."""
     if config.tie_threshold is None:
         config = dataclasses.replace(config, tie_threshold=default_tie_threshold(config.dtype))
+    check_template_name(config.chat_template)
     methods = _method_names(config)
     tasks = {n: make_task(n) for n in _task_names(config)}
     data_dir = resolve_data_dir(config.data_dir)
@@ -131,6 +133,12 @@ def config_digest(plan: Plan) -> str:
             cfg.pop(k, None)
     if plan.config.split == DEFAULT_SPLIT:  # eval runs keep the digests they had before splits existed
         cfg.pop("split", None)
+    if cfg.get("chat_template") == "auto":  # runs from before templates existed keep their digests
+        cfg.pop("chat_template")
+    elif template_file_digest(plan.config.chat_template):  # a template file: its content, not only its name
+        cfg["chat_template_sha256"] = template_file_digest(plan.config.chat_template)
+    if cfg.get("preset") is None:  # (the preset's values are in the other fields; its name only labels them)
+        cfg.pop("preset", None)
     cfg.update(methods=plan.methods, tasks=list(plan.tasks), shard=plan.shard)
     sourced = {n: t.version for n, t in plan.tasks.items() if ":" in n}  # jsonl:/hf: tasks: their content hash
     if sourced:  # (only then, so the digests of runs of built-in tasks stay what they were)

@@ -40,6 +40,12 @@ def _header(manifest: dict[str, Any]) -> list[str]:
         f"{hw.get('cpu')} x{hw.get('cores')}{gpu}; max_new_tokens {cfg.get('max_new_tokens')}, "
         f"limit {cfg.get('limit')}{split}, repeats {cfg.get('repeats')}; sampling {_sampling_text(manifest)}."
     ]
+    template = manifest.get("chat_template")
+    if template:  # (runs from before templates existed name none)
+        lines.append(f"Prompts: chat template `{template.get('name')}` (asked: {template.get('requested')}), "
+                     f"first prompt's text sha256 {template.get('first_prompt_sha256')}.")
+    if cfg.get("preset"):
+        lines.append(f"Preset: `{cfg['preset']}` (its values fill every setting not given explicitly; see the config).")
     if manifest.get("imported"):  # Spec-Bench answers: their token counts and timings, no lossless check
         lines.append(str(manifest["imported"].get("note")))
     versions = manifest.get("task_versions") or {}

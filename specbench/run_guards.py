@@ -57,6 +57,18 @@ def check_same_model(run_dir: Path, model_hash: str) -> None:
                           "the weights changed: pick another --run-name or delete that folder")
 
 
+def check_same_prompts(run_dir: Path, template: dict[str, Any]) -> None:
+    """A resumed run must build the same prompt text as its first part (a tokenizer's template can change
+    under the same model id): the hash of the first question's prompt is compared."""
+    if not (run_dir / MANIFEST_FILE).is_file():
+        return
+    old = read_manifest(run_dir).get("chat_template") or {}
+    if old.get("first_prompt_sha256") not in (None, template["first_prompt_sha256"]):
+        raise ConfigError(f"{run_dir} was run with other prompt text (template {old.get('name')}, first prompt "
+                          f"{old.get('first_prompt_sha256')}; now {template['name']}, {template['first_prompt_sha256']}): "
+                          "pick another --run-name or delete that folder")
+
+
 def context_limit(model: Any) -> int | None:
     """The model's maximum sequence length from its config, or None when it names none."""
     cfg = getattr(model, "config", None)

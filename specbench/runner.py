@@ -36,11 +36,12 @@ from specbench.plan import Plan, config_digest
 from specbench.profile import load_profile, save_profile
 from specbench.record import Record, Unit
 from specbench.records import MANIFEST_FILE, PROFILE_FILE, RecordWriter, read_manifest
-from specbench.run_guards import check_context, check_run_folder, check_same_config, check_same_model
+from specbench.run_guards import check_context, check_run_folder, check_same_config, check_same_model, check_same_prompts
 from specbench.run_validation import read_validated_records
 from specbench.run_lock import RunLock
 from specbench.sampling import generation_seed
-from specbench.task import Question, encode_prompt
+from specbench.chat_templates import ChatTemplate, resolve_template
+from specbench.task import Question
 
 
 class Runner:
@@ -59,6 +60,7 @@ class Runner:
         self.budgets: dict[tuple[str, str], DraftBudget] = {}  # (method label, task) -> its budget=auto state
         self.profile_path: str | None = None
         self.digest: str | None = None
+        self._template: ChatTemplate | None = None
 
     # -- setup -------------------------------------------------------------------------------
     def _build_drafters(self) -> tuple[dict[tuple[str, str], Any], dict[str, Any], dict[str, Any]]:
@@ -114,6 +116,7 @@ class Runner:
             task_versions={t: task.version for t, task in self.plan.tasks.items()},
             subtasks={t: task.subtask for t, task in self.plan.tasks.items()},
             sampling=self.sampling.as_dict(),
+            chat_template=self.template_record(),
         )
         if self.budgets:
             manifest["cost_profile"] = {"file": PROFILE_FILE, "cached": self.profile_path}
@@ -147,7 +150,23 @@ class Runner:
             self.loaded.tokenizer.decode(self.ar_outputs[Unit(unit.task, unit.question_id, t)], skip_special_tokens=True)
             for t in range(1, unit.turn)
         ]
-        return encode_prompt(self.loaded.tokenizer, task.messages(q, unit.turn - 1, answers))
+        return self.template.encode(self.loaded.tokenizer, task.messages(q, unit.turn - 1, answers))
+
+    @property
+    def template(self) -> ChatTemplate:
+        """The run's conversation template (``--chat-template``), resolved once for the loaded tokenizer."""
+        if self._template is None:
+            lm = self.loaded
+            self._template = resolve_template(self.cfg.chat_template, lm.tokenizer, lm.model_id,
+                                              getattr(lm.model, "config", None))
+        return self._template
+
+    def template_record(self) -> dict[str, Any]:
+        """The manifest's ``chat_template``: what was asked, what ran, and a hash of the first prompt's text."""
+        task, qs = next((t, qs) for t, qs in self.plan.questions.items() if qs)
+        first = self.plan.tasks[task].messages(qs[0], 0, [])
+        return {"requested": self.cfg.chat_template, "name": self.template.name,
+                "first_prompt_sha256": self.template.digest(self.loaded.tokenizer, first)}
 
     def run(self) -> int:
         """Run all missing records; returns the number of lossless MISMATCH records (this run + resumed)."""
@@ -168,6 +187,7 @@ class Runner:
             self.loaded = load_model(self.cfg.model, self.cfg.dtype, self.cfg.device)
         lm = self.loaded
         check_same_model(self.run_dir, lm.model_hash)
+        check_same_prompts(self.run_dir, self.template_record())
         self._check_turn1_context()
         self.engine = Engine(lm.model, stop_token_ids(lm.tokenizer, lm.model), self.cfg.backend)
         self.target = self.engine.target  # the AR-margin forward of the lossless check runs on the same backend

@@ -13,7 +13,6 @@ best-scoring nodes.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -30,6 +29,7 @@ from specbench.distill_data import DEFAULT_CORPORA, default_checkpoint
 from specbench.drafter import BaseDrafter, DraftContext
 from specbench.engine.packed_linear import draft_dtype, pack_for_inference
 from specbench.engine.tree import DraftTree
+from specbench.hub_checkpoint import resolve_checkpoint
 from specbench.method_env import MethodEnv
 from specbench.model import DTYPES
 from specbench.registry import register_method
@@ -154,8 +154,10 @@ def load_or_train(checkpoint: str, env: MethodEnv) -> tuple[EagleLayer, np.ndarr
         recipe = EagleTrainConfig()
         path = default_checkpoint(env, "eagle", recipe, "draft layer", lambda out: train_eagle(
             target, env.tokenizer, DEFAULT_CORPORA, env.data_dir, out, recipe, env.model_id))
-    else:
-        path = Path(checkpoint)
+    else:  # a folder or a hub id (ORG/NAME[@REVISION]), e.g. yuhuili/EAGLE-Vicuna-7B-v1.3
+        source = resolve_checkpoint(checkpoint, "eagle.checkpoint")
+        env.artifacts["checkpoint_source"] = source.record()
+        path = source.path
     layer, vocab, meta = load_layer(path, target)
     env.artifacts["checkpoint"] = {"path": str(path), "metrics": meta.get("metrics"),
                                    "draft_vocab": None if vocab is None else len(vocab)}

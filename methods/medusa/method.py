@@ -6,7 +6,6 @@ and the reference's 63-node tree of rank paths (``tree.py``) becomes the draft t
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import torch
@@ -19,6 +18,7 @@ from specbench.config import ConfigError
 from specbench.distill_data import DEFAULT_CORPORA, default_checkpoint
 from specbench.drafter import BaseDrafter, DraftContext
 from specbench.engine.tree import DraftTree
+from specbench.hub_checkpoint import resolve_checkpoint
 from specbench.method_env import MethodEnv
 from specbench.registry import register_method
 
@@ -66,8 +66,10 @@ def load_or_train(checkpoint: str, env: MethodEnv) -> MedusaHeads:
         recipe = MedusaTrainConfig()
         path = default_checkpoint(env, "medusa", recipe, "heads", lambda out: train_medusa(
             target, env.tokenizer, DEFAULT_CORPORA, env.data_dir, out, recipe, env.model_id))
-    else:
-        path = Path(checkpoint)
+    else:  # a folder or a hub id (ORG/NAME[@REVISION]), e.g. FasterDecoding/medusa-vicuna-7b-v1.3
+        source = resolve_checkpoint(checkpoint, "medusa.checkpoint")
+        env.artifacts["checkpoint_source"] = source.record()
+        path = source.path
     heads, meta = load_heads(path, target)
     env.artifacts["checkpoint"] = {"path": str(path), "metrics": meta.get("metrics")}
     return heads.to(param.device, torch.float32)

@@ -19,6 +19,7 @@ from methods.redrafter.drafter import ReDrafter
 from methods.redrafter.head import DraftHead
 from methods.redrafter.vocab import DATA
 from specbench.engine.packed_linear import draft_dtype, pack_for_inference
+from specbench.hub_checkpoint import resolve_checkpoint
 from specbench.method_env import MethodEnv
 from specbench.model import stop_token_ids
 from specbench.registry import register_method
@@ -98,7 +99,9 @@ def build_redrafter(config: ReDrafterConfig, env: MethodEnv) -> ReDrafter:
         if not (ckpt / "head.safetensors").is_file():
             _train_default(env, config, ckpt)
     else:
-        ckpt = Path(config.checkpoint).expanduser()
+        source = resolve_checkpoint(config.checkpoint, "redrafter.checkpoint")  # a folder or ORG/NAME[@REVISION]
+        env.artifacts["checkpoint_source"] = source.record()
+        ckpt = source.path
     digest = checkpoint_hash(ckpt)
     key = (str(ckpt.resolve()), digest)
     head, meta = shared_head(env.model, key, lambda: load_checkpoint(ckpt, env.model))

@@ -23,6 +23,7 @@ from specbench.config import ConfigError
 from specbench.distill_data import DEFAULT_CORPORA
 from specbench.drafter import BaseDrafter, DraftContext, Proposal, StepResult
 from specbench.engine.tree import DraftTree
+from specbench.hub_checkpoint import is_hub_id, resolve_checkpoint
 from specbench.method_env import MethodEnv
 from specbench.model import stop_token_ids
 from specbench.registry import register_method
@@ -112,6 +113,7 @@ class SpSDrafter(BaseDrafter):
 
 
 _LOADED: dict[tuple[str, str, str], tuple[Any, np.ndarray | None]] = {}
+_SOURCES: dict[str, dict[str, Any]] = {}  # hub drafts: repository, commit and hashes (for every manifest)
 
 
 def distilled_dir(env: MethodEnv, recipe: DistillConfig) -> Path:
@@ -158,8 +160,13 @@ def _distilled(env: MethodEnv, param: torch.Tensor) -> tuple[Any, np.ndarray]:
 def _pretrained(name: str, env: MethodEnv, param: torch.Tensor) -> Any:
     from specbench.model import ModelLoadError, load_model
 
+    path = name
+    if is_hub_id(name):  # ORG/NAME[@REVISION]: fetched through the hub cache, revision and bytes recorded
+        source = resolve_checkpoint(name, "sps.draft_model")
+        _SOURCES[name] = source.record()
+        path = str(source.path)
     try:
-        lm = load_model(name, str(param.dtype).removeprefix("torch."), str(param.device))
+        lm = load_model(path, str(param.dtype).removeprefix("torch."), str(param.device))
     except ModelLoadError as e:
         raise ConfigError(f"sps: draft model {name!r}: {e}") from None
     if env.tokenizer is not None and lm.tokenizer is not None and lm.tokenizer.get_vocab() != env.tokenizer.get_vocab():
@@ -174,5 +181,7 @@ def build_sps(config: SpSConfig, env: MethodEnv) -> SpSDrafter:
         raise ConfigError("sps needs a draft model: sps.draft_model=distilled, an HF id or a directory")
     draft, vocab = load_draft(config.draft_model, env)
     env.artifacts["draft_model"] = config.draft_model
+    if config.draft_model in _SOURCES:
+        env.artifacts["draft_source"] = _SOURCES[config.draft_model]
     stops = frozenset(stop_token_ids(env.tokenizer, env.model)) if env.tokenizer is not None else frozenset()
     return SpSDrafter(config, draft, vocab, int(env.model.config.vocab_size), stops)

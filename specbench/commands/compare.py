@@ -12,14 +12,24 @@ from specbench.errors import UserError
 def compare_command(args: argparse.Namespace) -> int:
     from specbench.compare import NotComparable, compare_runs, speedup_plot
     from specbench.leaderboard.markdown import table_md
+    from specbench.leaderboard.published import (load_published, published_table, published_vs_published,
+                                                 run_vs_published)
     from specbench.stats import load_run, run_stats
 
+    refs = [load_published(name) for name in args.reference or []]
+    if len(args.run_dirs) + len(refs) < 2 and not (refs and not args.run_dirs):
+        raise UserError("compare needs two runs, or a run and --reference spec-bench:<table>, or references alone")
     runs = [load_run(d) for d in args.run_dirs]
     stats = [run_stats(r, args.bootstrap, 0) for r in runs]
-    try:
-        tables, diffs = compare_runs(runs, force=args.force, stats=stats)
-    except NotComparable as e:
-        raise UserError(str(e)) from None
+    tables, diffs = [], []
+    if len(runs) >= 2:
+        try:
+            tables, diffs = compare_runs(runs, force=args.force, stats=stats)
+        except NotComparable as e:
+            raise UserError(str(e)) from None
+    tables += [run_vs_published(s, ref, r.name) for r, s in zip(runs, stats) for ref in refs]
+    if not runs:  # published tables alone: the first against each other one (3090 vs A100), or one as published
+        tables += [published_vs_published(refs[0], b) for b in refs[1:]] or [published_table(refs[0])]
     parts = []
     if diffs:
         parts.append("**Warning: compared despite differences (--force):**\n\n" + "\n".join(f"- {d}" for d in diffs))
@@ -30,7 +40,7 @@ def compare_command(args: argparse.Namespace) -> int:
         Path(args.out).parent.mkdir(parents=True, exist_ok=True)
         Path(args.out).write_text(text, encoding="utf-8")
         print(f"wrote {args.out}")
-    if args.plot:
+    if args.plot and runs:
         Path(args.plot).parent.mkdir(parents=True, exist_ok=True)
         speedup_plot(runs, stats).savefig(args.plot, dpi=100, bbox_inches="tight")
         print(f"wrote {args.plot}")
@@ -39,7 +49,12 @@ def compare_command(args: argparse.Namespace) -> int:
 
 def register(subs: argparse._SubParsersAction) -> None:
     p = subs.add_parser("compare", help="compare runs of the same methods/tasks across machines, dtypes or models")
-    p.add_argument("run_dirs", nargs="+", metavar="RUN_DIR", help="two or more results/<run> folders (A is the reference)")
+    p.add_argument("run_dirs", nargs="*", metavar="RUN_DIR", help="results/<run> folders (two or more; A is the "
+                   "reference), or one with --reference, or none with --reference")
+    p.add_argument("--reference", action="append", metavar="spec-bench:TABLE",
+                   help="a published table to put beside the run(s): spec-bench:rtx3090-vicuna-7b, "
+                        "spec-bench:a100-vicuna-7b, spec-bench:a100-vicuna-13b, spec-bench:a100-vicuna-33b "
+                        "(repeatable; two with no run compare the published tables, e.g. 3090 vs A100)")
     p.add_argument("--force", action="store_true", help="compare even if questions, max_new_tokens, backend or method configs differ")
     p.add_argument("--out", help="also write the tables to this markdown file")
     p.add_argument("--plot", help="also write a PNG: Overall speedup per method, one bar per run (labelled by model / dtype)")

@@ -12,7 +12,8 @@ def leaderboard_command(args: argparse.Namespace) -> int:
     from specbench.profile import load_profile
 
     profile = load_profile(args.profile) if args.profile else None
-    paths = build_leaderboard(args.run_dirs, args.out, profile, args.bootstrap, args.seed, plots=not args.no_plots)
+    paths = build_leaderboard(args.run_dirs, args.out, profile, args.bootstrap, args.seed, plots=not args.no_plots,
+                              references=args.reference or [])
     print(paths["text"])
     if not paths["failed"]:
         print(f"wrote {paths['markdown']} and {paths['html']}")
@@ -27,4 +28,7 @@ def register(subs: argparse._SubParsersAction) -> None:
     p.add_argument("--bootstrap", type=positive_int, default=DEFAULT_BOOTSTRAP, help="bootstrap resamples for the 95%% CI")
     p.add_argument("--seed", type=int, default=DEFAULT_SEED, help="bootstrap seed (results are deterministic)")
     p.add_argument("--no-plots", action="store_true", help="skip the matplotlib figures")
+    p.add_argument("--reference", action="append", metavar="spec-bench:TABLE",
+                   help="add a published Spec-Bench table (marked published, never pooled with the runs), e.g. "
+                        "spec-bench:a100-vicuna-7b (repeatable)")
     p.set_defaults(func=leaderboard_command)

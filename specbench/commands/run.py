@@ -9,7 +9,9 @@ from specbench.argtypes import non_negative_int, positive_int
 from specbench.config import ConfigError, RunConfig, from_dict, load_yaml
 from specbench.report import write_report
 from specbench.catalog import ALL_TASKS
+from specbench.methods_factory import split_label
 from specbench.plan import make_plan, parse_shard, run_dir_for
+from specbench.presets import PRESETS, describe, merge_preset, preset_values
 from specbench.runner import Runner
 from specbench.task import SPLITS
 
@@ -51,6 +53,11 @@ def add_run_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--top-k", type=int, help="sampling: keep the K most likely tokens (default 0 = all)")
     p.add_argument("--seed", type=int, help="sampling: run seed; each generation's seed derives from it and its "
                    "question/turn/repeat (default 0)")
+    p.add_argument("--chat-template", help="how turns become the prompt: auto (default: the tokenizer's own, else a "
+                   "known family's: Vicuna, Llama-2 chat; else raw with a warning), model, vicuna (FastChat vicuna_v1.1, "
+                   "as Spec-Bench), llama-2, raw, or a Jinja template file")
+    p.add_argument("--preset", choices=PRESETS, help="a named protocol filling every setting not given explicitly: "
+                   + describe().replace("%", "%%"))
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
 
 
@@ -94,6 +101,7 @@ def config_from_args(args: argparse.Namespace) -> RunConfig:
         "top_k": args.top_k,
         "seed": args.seed,
         "budget": args.budget,
+        "chat_template": getattr(args, "chat_template", None),
     }
     values.update({k: v for k, v in flags.items() if v is not None})
     if args.allow_mismatch:
@@ -104,7 +112,20 @@ def config_from_args(args: argparse.Namespace) -> RunConfig:
     for method, kv in parse_method_opts(args.method_opt).items():
         opts.setdefault(method, {}).update(kv)
     values["method_options"] = opts
+    preset = getattr(args, "preset", None) or values.get("preset")
+    if preset:  # the preset fills what neither the YAML nor a flag set
+        values = merge_preset(_preset_for(preset, values), values)
     return from_dict(RunConfig, values)
+
+
+def _preset_for(name: str, values: dict[str, Any]) -> dict[str, Any]:
+    """The preset's values for this model and device, its method options kept to the run's methods."""
+    model, device = str(values.get("model") or RunConfig.model), str(values.get("device") or RunConfig.device)
+    preset = preset_values(name, model, device)
+    methods = [str(m).strip() for m in values.get("methods") or RunConfig.methods]
+    names = set(methods) | {split_label(m)[0] for m in methods}
+    preset["method_options"] = {m: o for m, o in preset["method_options"].items() if m in names}
+    return preset
 
 
 def run_command(args: argparse.Namespace) -> int:

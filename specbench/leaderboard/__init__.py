@@ -15,6 +15,7 @@ def build_leaderboard(
     n_boot: int = DEFAULT_BOOTSTRAP,
     seed: int = DEFAULT_SEED,
     plots: bool = True,
+    references: list[str] | None = None,
 ) -> dict[str, Path]:
     """Render ``leaderboard.md`` and ``leaderboard.html`` for the runs into ``out_dir``; returns their paths, the
     markdown (``text``) and the files that could not be written (``failed``)."""
@@ -23,6 +24,9 @@ def build_leaderboard(
     from specbench.leaderboard.markdown import leaderboard_md
     from specbench.leaderboard.tables import group_runs, prediction_table
 
+    from specbench.leaderboard.published import load_published, published_table
+
+    published = [published_table(load_published(name)) for name in references or []]  # before any run loads
     runs = [load_run(d) for d in run_dirs]
     empty = [str(r.path) for r in runs if not r.records]
     if empty:
@@ -35,7 +39,8 @@ def build_leaderboard(
              ("per-position acceptance", P.per_position_acceptance(g))] if plots else [] for g in groups]
     prof_plot = P.profile_curve(profile) if profile is not None and plots else None
     out = Path(out_dir)
-    text = leaderboard_md(groups, pred, profile)
-    files = {"leaderboard.md": text, "leaderboard.html": leaderboard_html(groups, figs, pred, profile, prof_plot)}
+    text = leaderboard_md(groups, pred, profile, published)
+    files = {"leaderboard.md": text,
+             "leaderboard.html": leaderboard_html(groups, figs, pred, profile, prof_plot, published)}
     failed = write_outputs(out, files)  # a read-only --out: the markdown is still printed
     return {"markdown": out / "leaderboard.md", "html": out / "leaderboard.html", "text": text, "failed": failed}

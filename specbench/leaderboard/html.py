@@ -62,8 +62,10 @@ def leaderboard_html(
     profile_tables: list[Table],
     profile: dict[str, Any] | None,
     profile_plot: str | None,
+    published: list[Table] | None = None,
 ) -> str:
-    """The page: per group its tables, plots (``(alt, data_uri)`` pairs) and footer; then the profile."""
+    """The page: per group its tables, plots (``(alt, data_uri)`` pairs) and footer; then the profile; then
+    published reference tables in their own section."""
     parts = ["<!DOCTYPE html><html><head><meta charset='utf-8'><title>specbench leaderboard</title>",
              f"<style>{_CSS}</style></head><body><h1>specbench leaderboard</h1>",
              "<p>Speedup = (method tokens / method time) / (ar tokens / ar time) over the same questions; "
@@ -90,5 +92,8 @@ def leaderboard_html(
             parts.append(f'<img class="plot" alt="profile curve" src="{profile_plot}">')
         for i, t in enumerate(profile_tables):
             parts.append(table_html(t, f"pred{i}"))
+    if published:
+        parts.append("<h2>Published reference tables (not measured here)</h2>")
+        parts += [table_html(t, f"pub{i}") for i, t in enumerate(published)]
     parts.append(f"<script>{_JS}</script></body></html>")
     return "\n".join(parts)

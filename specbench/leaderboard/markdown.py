@@ -21,8 +21,10 @@ def table_md(t: Table) -> str:
     return "\n".join(lines)
 
 
-def leaderboard_md(groups: list[Group], profile_tables: list[Table], profile: dict[str, Any] | None) -> str:
-    """The whole ``leaderboard.md``: per group its tables and footer, then the cost profile."""
+def leaderboard_md(groups: list[Group], profile_tables: list[Table], profile: dict[str, Any] | None,
+                   published: list[Table] | None = None) -> str:
+    """The whole ``leaderboard.md``: per group its tables and footer, then the cost profile, then published
+    reference tables (``--reference``), in their own section: never part of a run's statistics."""
     out = ["# specbench leaderboard", ""]
     out.append("Speedup = (method tokens / method time) / (ar tokens / ar time) over the same questions; "
                "±: half width of the 95% paired bootstrap CI over questions. tau = tokens per forward pass.")
@@ -43,4 +45,8 @@ def leaderboard_md(groups: list[Group], profile_tables: list[Table], profile: di
         out.append(table_md(Table("", headers, rows, [])))
         for t in profile_tables:
             out += ["", f"**{t.title}**", "", table_md(t)]
+    if published:
+        out += ["", "## Published reference tables (not measured here)", ""]
+        for t in published:
+            out += [f"**{t.title}**", "", table_md(t), ""]
     return "\n".join(out) + "\n"

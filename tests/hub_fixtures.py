@@ -1,0 +1,105 @@
+"""Offline stand-ins for the Hugging Face hub: a hub cache built in a folder (the hub's own layout), a tiny
+Vicuna-like target without a chat template, and tiny drafters in their references' file layouts.
+
+Layout of a cache entry, as ``huggingface_hub`` writes it::
+
+    models--ORG--NAME/blobs/<sha256 of the file>
+    models--ORG--NAME/snapshots/<40-hex commit>/<file>  -> ../../blobs/<sha256>
+    models--ORG--NAME/refs/main                          (the commit)
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from pathlib import Path
+
+import torch
+
+CHARS = " etaoinshrdlcumwfgypbvkjxqz0123456789.,:;!?'\"()[]{}=+-*/<>_#%&\n"
+
+
+def publish(cache: Path, repo_id: str, folder: Path) -> str:
+    """Put every file of ``folder`` into ``cache`` as hub repository ``repo_id``; returns its commit hash."""
+    commit = hashlib.sha1(repo_id.encode()).hexdigest()
+    repo = cache / f"models--{repo_id.replace('/', '--')}"
+    for f in sorted(p for p in folder.rglob("*") if p.is_file()):
+        data = f.read_bytes()
+        blob = repo / "blobs" / hashlib.sha256(data).hexdigest()
+        blob.parent.mkdir(parents=True, exist_ok=True)
+        blob.write_bytes(data)
+        link = repo / "snapshots" / commit / f.relative_to(folder)
+        link.parent.mkdir(parents=True, exist_ok=True)
+        link.symlink_to(os.path.relpath(blob, link.parent))
+    (repo / "refs").mkdir(parents=True, exist_ok=True)
+    (repo / "refs" / "main").write_text(commit)
+    return commit
+
+
+def vicuna_like_tokenizer():
+    """A character tokenizer with Llama's habits: ``<s>`` prepended to every text, ``</s>`` as end of
+    sequence, and no chat template (as Vicuna's)."""
+    from tokenizers import Regex, Tokenizer, decoders, models, normalizers, pre_tokenizers, processors
+    from transformers import PreTrainedTokenizerFast
+
+    vocab = {"<unk>": 0, "<s>": 1, "</s>": 2, **{c: i + 3 for i, c in enumerate(CHARS)}}
+    tok = Tokenizer(models.WordLevel(vocab, unk_token="<unk>"))
+    tok.normalizer = normalizers.Lowercase()
+    tok.pre_tokenizer = pre_tokenizers.Split(Regex("."), behavior="isolated")
+    tok.decoder = decoders.Fuse()
+    tok.post_processor = processors.TemplateProcessing(single="<s> $A", special_tokens=[("<s>", 1)])
+    fast = PreTrainedTokenizerFast(tokenizer_object=tok, unk_token="<unk>", bos_token="<s>", eos_token="</s>")
+    fast.chat_template = None
+    return fast
+
+
+def tiny_vicuna(out: Path, seed: int = 0) -> Path:
+    """A 2-layer random Llama over ``vicuna_like_tokenizer``, saved with it (no chat template) in ``out``."""
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    tok = vicuna_like_tokenizer()
+    torch.manual_seed(seed)
+    cfg = LlamaConfig(vocab_size=len(tok), hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+                      num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=4096,
+                      bos_token_id=1, eos_token_id=2, pad_token_id=None)
+    LlamaForCausalLM(cfg).save_pretrained(out)
+    tok.save_pretrained(out)
+    return out
+
+
+def eagle_reference_checkpoint(target: torch.nn.Module, out: Path) -> Path:
+    """An untrained EAGLE-1/2 draft layer as the reference publishes it: a Llama ``config.json`` and
+    ``pytorch_model.bin`` with the reference's parameter names (read only with ``weights_only=True``)."""
+    from methods.eagle.layer import EagleLayer, LayerShape
+
+    torch.manual_seed(1)
+    layer = EagleLayer(LayerShape.from_config(target.config), target.get_input_embeddings())
+    state = {k: v.clone() for k, v in layer.state_dict().items()}
+    state["embed_tokens.weight"] = target.get_input_embeddings().weight.detach().clone()
+    out.mkdir(parents=True, exist_ok=True)
+    torch.save(state, out / "pytorch_model.bin")
+    c = target.config
+    (out / "config.json").write_text(json.dumps({
+        "architectures": ["LlamaForCausalLM"], "hidden_size": c.hidden_size, "num_attention_heads": c.num_attention_heads,
+        "num_key_value_heads": c.num_key_value_heads, "intermediate_size": c.intermediate_size,
+        "rms_norm_eps": c.rms_norm_eps, "vocab_size": c.vocab_size, "max_position_embeddings": c.max_position_embeddings}))
+    return out
+
+
+def medusa_reference_checkpoint(target: torch.nn.Module, out: Path, heads: int = 3) -> Path:
+    """Untrained Medusa heads as FasterDecoding publishes them: ``medusa_lm_head.safetensors`` (per head a
+    residual block ``{k}.0.linear`` and its own head ``{k}.1``) and ``config.json``'s ``medusa_num_heads``."""
+    from safetensors.torch import save_file
+
+    h, v = target.config.hidden_size, target.config.vocab_size
+    torch.manual_seed(2)
+    state = {}
+    for k in range(heads):
+        state[f"{k}.0.linear.weight"] = torch.zeros(h, h)
+        state[f"{k}.0.linear.bias"] = torch.zeros(h)
+        state[f"{k}.1.weight"] = target.get_output_embeddings().weight.detach().clone()
+    out.mkdir(parents=True, exist_ok=True)
+    save_file(state, str(out / "medusa_lm_head.safetensors"))
+    (out / "config.json").write_text(json.dumps({"medusa_num_heads": heads, "medusa_num_layers": 1,
+                                                 "base_model_name_or_path": "lmsys/vicuna-tiny-v1.3"}))
+    return out
