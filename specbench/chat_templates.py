@@ -31,6 +31,10 @@ from specbench.config import ConfigError
 
 NAMED = ("auto", "model", "vicuna", "llama-2", "raw")
 
+# a fixed two-turn conversation: its prompt text identifies what a template does, whatever the questions
+PROBE = [{"role": "user", "content": "Hello"}, {"role": "assistant", "content": "Hi there."},
+         {"role": "user", "content": "Bye"}]
+
 VICUNA_SYSTEM = ("A chat between a curious user and an artificial intelligence assistant. "
                  "The assistant gives helpful, detailed, and polite answers to the user's questions.")
 

@@ -42,6 +42,8 @@ def comparable_view(manifest: dict[str, Any]) -> dict[str, Any]:
     view["config"] = {k: v for k, v in (manifest.get("config") or {}).items() if k not in IGNORED_CONFIG_KEYS}
     view["artifacts"] = _strip_paths(manifest.get("artifacts") or {})
     view["model"] = {k: v for k, v in (manifest.get("model") or {}).items() if k != "verified"}  # (its timing varies)
+    if "chat_template" in manifest:  # each shard's first question differs; the probe's text must not
+        view["chat_template"] = {k: v for k, v in manifest["chat_template"].items() if k != "first_prompt_sha256"}
     return view
 
 

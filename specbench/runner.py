@@ -40,7 +40,7 @@ from specbench.run_guards import check_context, check_run_folder, check_same_con
 from specbench.run_validation import read_validated_records
 from specbench.run_lock import RunLock
 from specbench.sampling import generation_seed
-from specbench.chat_templates import ChatTemplate, resolve_template
+from specbench.chat_templates import PROBE, ChatTemplate, resolve_template
 from specbench.task import Question
 
 
@@ -165,8 +165,10 @@ class Runner:
         """The manifest's ``chat_template``: what was asked, what ran, and a hash of the first prompt's text."""
         task, qs = next((t, qs) for t, qs in self.plan.questions.items() if qs)
         first = self.plan.tasks[task].messages(qs[0], 0, [])
+        tok = self.loaded.tokenizer
         return {"requested": self.cfg.chat_template, "name": self.template.name,
-                "first_prompt_sha256": self.template.digest(self.loaded.tokenizer, first)}
+                "first_prompt_sha256": self.template.digest(tok, first),
+                "probe_sha256": self.template.digest(tok, PROBE)}  # the same in every shard of a run
 
     def run(self) -> int:
         """Run all missing records; returns the number of lossless MISMATCH records (this run + resumed)."""
