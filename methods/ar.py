@@ -3,8 +3,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from specbench.method_env import MethodEnv
-from specbench.registry import register_method
+from specbench.api import MethodEnv, register_method
 
 
 @dataclass(frozen=True)

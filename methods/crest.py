@@ -16,12 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from methods.rest import RESTConfig, datastore_artifacts, open_rest_datastore
-from specbench.argtypes import positive_int
-from specbench.config import ConfigError
-from specbench.drafter import BaseDrafter, DraftContext
-from specbench.engine.tree import DraftTree
-from specbench.method_env import MethodEnv
-from specbench.registry import DatastoreAction, register_datastore_action, register_method
+from specbench.api import (BaseDrafter, ConfigError, DatastoreAction, DraftContext, DraftTree, MethodEnv, positive_int,
+                           register_datastore_action, register_method)
 
 
 @dataclass(frozen=True)
@@ -68,9 +64,9 @@ class CRESTDrafter(BaseDrafter):
 
 
 def _cached_store(config: CRESTConfig, env: MethodEnv) -> Any:
-    from specbench.datastore.build import build_lock
-    from specbench.datastore.ngram_store import DB, FORMAT_VERSION, NgramStore, write_ngram_store
-    from specbench.datastore.tokenize_corpus import tokenizer_hash
+    from specbench.api import NGRAM_STORE_FILE as DB
+    from specbench.api import NGRAM_STORE_VERSION as FORMAT_VERSION
+    from specbench.api import NgramStore, build_lock, tokenizer_hash, write_ngram_store
 
     th = tokenizer_hash(env.tokenizer)
     if config.datastore:
@@ -85,7 +81,7 @@ def _cached_store(config: CRESTConfig, env: MethodEnv) -> Any:
                 print(f"[specbench] compacting {ds.path} into a CREST datastore (once) -> {path}", file=sys.stderr)
                 write_ngram_store(ds, path, config.top_t, config.max_n, config.k, config.m, config.c,
                                   meta={"source": str(ds.path)}, cut=config.cut)
-                from specbench.datastore.suffix_array import dir_bytes
+                from specbench.api import dir_bytes
 
                 print(f"[specbench] CREST store: {storage_ratios(ds.nbytes_on_disk(), ds.n_tokens, dir_bytes(path))}", file=sys.stderr)
     env.artifacts.update({f"rest_{k}": v for k, v in datastore_artifacts(ds).items()})
@@ -118,14 +114,13 @@ def _compact_args(p: Any) -> None:
 
 
 def _compact(args: Any) -> int:
-    from specbench.datastore.ngram_store import write_ngram_store
-    from specbench.datastore.suffix_array import TokenDatastore
+    from specbench.api import TokenDatastore, write_ngram_store
 
     cfg = CRESTConfig(top_t=args.top_t, max_n=args.max_n, k=args.k, m=args.m, c=args.c, cut=args.cut)
     cfg.validate()
     ds = TokenDatastore.load(args.source)
     header = write_ngram_store(ds, args.out, cfg.top_t, cfg.max_n, cfg.k, cfg.m, cfg.c, meta={"source": str(args.source)}, cut=cfg.cut)
-    from specbench.datastore.suffix_array import dir_bytes
+    from specbench.api import dir_bytes
 
     print(f"CREST datastore {args.out}: {header['n_keys']:,} n-gram keys (top-t {cfg.top_t}, n <= {cfg.max_n}), "
           f"built in {header['build_seconds']} s; {storage_ratios(ds.nbytes_on_disk(), ds.n_tokens, dir_bytes(Path(args.out)))}")

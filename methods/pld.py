@@ -11,11 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from specbench.config import ConfigError
-from specbench.drafter import BaseDrafter, DraftContext
-from specbench.engine.tree import DraftTree
-from specbench.method_env import MethodEnv
-from specbench.registry import register_method
+from specbench.api import BaseDrafter, ConfigError, DraftContext, DraftTree, MethodEnv, register_method
 
 
 @dataclass(frozen=True)

@@ -14,12 +14,9 @@ import time
 from dataclasses import dataclass
 from typing import Any, Sequence
 
-from specbench.config import ConfigError, parse_settings, resolve_data_dir
-from specbench.drafter import BaseDrafter, DraftContext
-from specbench.datastore.trie import query_tree
-from specbench.engine.tree import DraftTree
-from specbench.method_env import MethodEnv
-from specbench.registry import register_datastore_builder, register_method
+from specbench.api import (
+    BaseDrafter, ConfigError, DraftContext, DraftTree, MethodEnv, parse_settings, query_tree,
+    register_datastore_builder, register_method, resolve_data_dir)
 
 
 @dataclass(frozen=True)
@@ -107,9 +104,9 @@ class RESTDrafter(BaseDrafter):
 
 def open_rest_datastore(config: Any, env: MethodEnv) -> Any:
     """The datastore a REST-style config asks for: ``datastore=DIR`` or the cached per-task build."""
-    from specbench.datastore.build import cached_rest_datastore, parse_corpora
-    from specbench.datastore.suffix_array import TokenDatastore
-    from specbench.datastore.tokenize_corpus import tokenizer_hash
+    from specbench.api import cached_rest_datastore, parse_corpora
+    from specbench.api import TokenDatastore
+    from specbench.api import tokenizer_hash
 
     if config.datastore:
         return TokenDatastore.load(config.datastore, vocab_size=len(env.tokenizer), tokenizer_hash=tokenizer_hash(env.tokenizer))
@@ -144,9 +141,9 @@ def build_rest_cli(args: Any) -> int:
     """``specbench datastore build --kind rest --corpus A,B --out DIR [--max-tokens T] [--set chunk_tokens=N]``."""
     from pathlib import Path
 
-    from specbench.datastore.build import build_rest_datastore, parse_corpora
-    from specbench.datastore.suffix_array import DEFAULT_CHUNK_TOKENS, dir_bytes
-    from specbench.model import load_model
+    from specbench.api import build_rest_datastore, parse_corpora
+    from specbench.api import DEFAULT_CHUNK_TOKENS, dir_bytes
+    from specbench.api import load_model
 
     sets = parse_settings(args.set)
     unknown = set(sets) - {"chunk_tokens", "check_test_prompts"}

@@ -1,6 +1,6 @@
-"""Regenerate ``specbench/leaderboard/published/spec_bench.json`` from Spec-Bench's ``Leaderboard.md``.
+"""Regenerate ``specbench/interop/published/spec_bench.json`` from Spec-Bench's ``Leaderboard.md``.
 
-Usage: ``python scripts/import_spec_bench_leaderboard.py LEADERBOARD_MD COMMIT > specbench/leaderboard/published/spec_bench.json``
+Usage: ``python scripts/import_spec_bench_leaderboard.py LEADERBOARD_MD COMMIT > specbench/interop/published/spec_bench.json``
 (LEADERBOARD_MD: the file at that commit of hemingkx/Spec-Bench). Each ``## Leaderboard on GPU`` section and
 each ``### model`` table under it becomes one table named ``spec-bench:<gpu>-<model>``; cells are kept as
 published (numbers as written, bold marks dropped).

@@ -14,10 +14,11 @@ import time
 from pathlib import Path
 from typing import Callable
 
-from specbench.config import cache_dir
-from specbench.content_hash import LEDGER
-from specbench.datastore.suffix_array import HEADER, TokenDatastore, dir_bytes
-from specbench.embedded_model import WEIGHTS, embedded_model_dir, verify_embedded
+from specbench.datastore.suffix_array import TokenDatastore
+from specbench.datastore.token_files import HEADER, dir_bytes
+from specbench.files.content_hash import LEDGER
+from specbench.models.embedded import WEIGHTS, embedded_model_dir, verify_embedded
+from specbench.paths import cache_dir
 
 REPEATS = 5
 

@@ -10,12 +10,7 @@ import importlib
 import pkgutil
 import sys
 
-from specbench.config import ConfigError
-from specbench.errors import ModelLoadError, UserError, write_error
-from specbench.registry import UnknownNameError
-from specbench.task import TaskDataError
-
-USER_ERRORS = (ConfigError, UnknownNameError, FileNotFoundError, NotADirectoryError, ModelLoadError, TaskDataError)
+from specbench.errors import USER_ERRORS, write_error
 
 
 class _Parser(argparse.ArgumentParser):
@@ -51,7 +46,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         return int(args.func(args) or 0)
-    except (UserError, *USER_ERRORS) as e:
+    except USER_ERRORS as e:
         print(f"specbench {args.command}: error: {e}", file=sys.stderr)
         return 2
     except OSError as e:  # a full, read-only or restricted disk anywhere: one line naming the file

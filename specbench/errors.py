@@ -1,8 +1,12 @@
-"""Errors the CLI reports as one line with exit code 2 (defined here so commands and plugins need not
-import the CLI, which imports them).
+"""Every error the CLI reports as one line with exit code 2, and the tuple of them it catches.
+
+Defined here, at the ground floor, so that any module can raise them without importing the modules
+that catch them (the CLI imports every command).
 
 >>> issubclass(DatastoreError, ConfigError), str(UserError("model hash differs"))
 (True, 'model hash differs')
+>>> str(UnknownNameError("unknown method 'pdl'; did you mean 'pld'?"))
+"unknown method 'pdl'; did you mean 'pld'?"
 """
 from __future__ import annotations
 
@@ -11,13 +15,27 @@ import errno
 import os
 from typing import Iterator
 
-from specbench.config import ConfigError
-
-__all__ = ["ConfigError", "DatastoreError", "ModelLoadError", "UserError", "WriteError", "write_error", "writing"]
+__all__ = ["ConfigError", "DatastoreError", "ModelLoadError", "TaskDataError", "USER_ERRORS", "UnknownNameError",
+           "UserError", "WriteError", "write_error", "writing"]
 
 
 class UserError(Exception):
     """A one-line error caused by the user's input (exit code 2)."""
+
+
+class ConfigError(ValueError):
+    """Invalid configuration value or key (reported as a one-line error by the CLI)."""
+
+
+class UnknownNameError(KeyError):
+    """An unknown registry key; ``str()`` is a one-line message with a "did you mean" hint."""
+
+    def __str__(self) -> str:
+        return str(self.args[0])
+
+
+class TaskDataError(ValueError):
+    """A task's data file is missing or malformed (one-line message for the CLI)."""
 
 
 class DatastoreError(ConfigError):
@@ -66,3 +84,8 @@ def writing(path: str | os.PathLike) -> Iterator[None]:
         if err is None:
             raise
         raise err from None
+
+
+# what the CLI prints as one line with exit code 2 (besides ``OSError``s that ``write_error`` names)
+USER_ERRORS = (UserError, ConfigError, UnknownNameError, FileNotFoundError, NotADirectoryError, ModelLoadError,
+               TaskDataError)

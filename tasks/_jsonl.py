@@ -5,7 +5,7 @@ Shared by Spec-Bench's ``question.jsonl`` loader and ``--tasks jsonl:PATH``.
 >>> parse_jsonl("q.jsonl", ['{"id": 1, "turns": ["Hi"]}', "", '{"id": 2'])
 Traceback (most recent call last):
 ...
-specbench.task.TaskDataError: q.jsonl:3: malformed JSON (Expecting ',' delimiter)
+specbench.errors.TaskDataError: q.jsonl:3: malformed JSON (Expecting ',' delimiter)
 >>> question_turns("q.jsonl", 1, {"turns": ["Hi", "And?"]})
 ('Hi', 'And?')
 """
@@ -14,8 +14,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Iterable
 
-from specbench.jsonfile import parse_jsonl as parse_json_lines
-from specbench.task import TaskDataError
+from specbench.api import TaskDataError
+from specbench.api import parse_jsonl as parse_json_lines
 
 
 def read_lines(path: Path) -> list[str]:

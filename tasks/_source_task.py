@@ -16,7 +16,7 @@ import json
 import re
 from pathlib import Path
 
-from specbench.task import Question, Task, TaskDataError
+from specbench.api import Question, Task, TaskDataError
 
 
 def questions_hash(questions: list[Question]) -> str:

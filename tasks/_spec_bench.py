@@ -6,8 +6,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import ClassVar
 
-from specbench.catalog import MT_BENCH_CATEGORIES
-from specbench.task import Question, Task, TaskDataError
+from specbench.api import MT_BENCH_CATEGORIES, Question, Task, TaskDataError
 from tasks._jsonl import parse_jsonl, question_turns, read_lines
 
 SPEC_BENCH_URL = "https://raw.githubusercontent.com/hemingkx/Spec-Bench/main/data/spec_bench/question.jsonl"

@@ -20,8 +20,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from specbench.registry import register_task_source
-from specbench.task import Question, TaskDataError
+from specbench.api import Question, TaskDataError, register_task_source
 from tasks._jsonl import parse_jsonl, question_turns, read_lines
 from tasks._source_task import SourceTask
 

@@ -18,8 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from specbench.registry import register_task_source
-from specbench.task import Question, TaskDataError
+from specbench.api import Question, TaskDataError, register_task_source
 from tasks._source_task import SourceTask
 
 ID_COLUMNS = ("id", "question_id")

@@ -11,9 +11,7 @@ from __future__ import annotations
 import importlib.util
 from pathlib import Path
 
-from specbench.corpora import read_gz_jsonl
-from specbench.registry import register_task
-from specbench.task import Question, Task, TaskDataError
+from specbench.api import Question, Task, TaskDataError, read_gz_jsonl, register_task
 
 INSTRUCTION = "Complete the following Python function. Reply with the whole function in one Python code block."
 

@@ -6,7 +6,7 @@ divergence in turn 1 cannot change turn 2's prompt and all methods time identica
 Dev split (``--split dev``): the last 8 questions, ids 153-160 (all of category humanities, as the
 file is ordered by category); eval: the other 72, so ``--limit N`` on eval keeps its first questions.
 """
-from specbench.registry import register_task
+from specbench.api import register_task
 from tasks._spec_bench import MT_BENCH_CATEGORIES, SpecBenchTask
 
 

@@ -2,7 +2,7 @@
 
 Dev split (``--split dev``): the last 8 questions, ids 233-240; eval: the other 72.
 """
-from specbench.registry import register_task
+from specbench.api import register_task
 from tasks._spec_bench import SpecBenchTask
 
 

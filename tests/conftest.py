@@ -57,7 +57,7 @@ def tiny_llama() -> torch.nn.Module:
 @pytest.fixture(scope="session")
 def embedded():
     """The embedded SmolLM2-135M (fp32, CPU), converted and cached on first use."""
-    from specbench.model import load_model
+    from specbench.models.loading import load_model
 
     return load_model("embedded", "float32", "cpu")
 
@@ -69,9 +69,9 @@ PROFILE_PARAMETER_LIMIT = 20_000_000  # tiny test models have thousands; the emb
 def no_profiling_of_real_models(monkeypatch):
     """No test may time a cost profile of the embedded (or any real-size) model: minutes on a loaded CI
     machine. Tests inject a profile, or profile a tiny model; this turns a violation into a failure."""
-    import specbench.cost_profile as cost_profile
-    import specbench.profile as profile
-    import specbench.profile_breakdown as breakdown
+    import specbench.profiling.cost_profile as cost_profile
+    import specbench.profiling.measure as measure
+    import specbench.profiling.breakdown as breakdown
 
     def guarded(real):
         def wrapper(model, *args, **kwargs):
@@ -81,6 +81,6 @@ def no_profiling_of_real_models(monkeypatch):
             return real(model, *args, **kwargs)
         return wrapper
 
-    for module, name in ((profile, "measure_forward_curve"), (cost_profile, "measure_forward_curve"),
+    for module, name in ((measure, "measure_forward_curve"), (cost_profile, "measure_forward_curve"),
                          (breakdown, "measure_breakdown")):
         monkeypatch.setattr(module, name, guarded(getattr(module, name)))

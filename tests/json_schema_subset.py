@@ -1,4 +1,4 @@
-"""A small JSON Schema validator for the keywords ``specbench/summary.schema.json`` uses (jsonschema is
+"""A small JSON Schema validator for the keywords ``specbench/reports/summary.schema.json`` uses (jsonschema is
 not a dependency): type, const, enum, minimum, maximum, properties, required, additionalProperties,
 items and local ``$ref`` to ``#/$defs/...``. An unknown keyword raises, so the schema cannot silently use
 one this checker ignores.

@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from conftest import make_tiny_model
-from specbench.drafter import BaseDrafter, Proposal, StepResult
+from specbench.engine.drafter import BaseDrafter, Proposal, StepResult
 from specbench.engine.aux_rows import AuxRows, append_aux
 from specbench.engine.loop import Engine
 from specbench.engine.tree import DraftTree, compile_tree

@@ -89,8 +89,8 @@ def test_bfloat16_packed_logits_close_to_reference():
 
 @pytest.mark.embedded
 def test_embedded_greedy_identical_across_backends(embedded):
-    from specbench.model import stop_token_ids
-    from specbench.task import encode_prompt
+    from specbench.models.loading import stop_token_ids
+    from specbench.prompts.task import encode_prompt
 
     tok, model = embedded.tokenizer, embedded.model
     prompt = encode_prompt(tok, [{"role": "user", "content": "List three prime numbers."}])

@@ -8,12 +8,14 @@ import numpy as np
 import pytest
 
 import specbench.engine.budget as budget_mod
-import specbench.methods_factory as factory_mod
-from specbench.config import ConfigError, RunConfig
+import specbench.run.methods_factory as factory_mod
+from specbench.config.method_labels import budget_of, expand_budget, label_options, split_label
+from specbench.config.run_config import RunConfig
 from specbench.engine.budget import AcceptanceStats, DraftBudget, sibling_ranks
 from specbench.engine.tree import DraftTree
-from specbench.methods_factory import budget_of, expand_budget, label_options, method_config, split_label
-from specbench.plan import make_plan
+from specbench.errors import ConfigError
+from specbench.run.methods_factory import method_config
+from specbench.run.plan import make_plan
 
 
 def linear(t1: float, slope: float):
@@ -46,7 +48,7 @@ def test_chain_kept_whole_on_flat_cost_and_cut_on_steep_cost():
 
 
 def test_a_longer_context_makes_wide_drafts_dearer():
-    from specbench.cost_profile import cost_function
+    from specbench.profiling.cost_profile import cost_function
 
     # T(1) = 40 ms at both contexts; T(n) grows 2 ms per token after 128 cached tokens, 10 ms after 512
     prof = {"latency_s": {"1": 0.040, "64": 0.166},
@@ -149,7 +151,7 @@ def test_labels_and_budget_option():
 
 
 def test_plan_expands_budget_both_and_keeps_old_digests(tmp_path):
-    from specbench.plan import config_digest
+    from specbench.run.plan import config_digest
 
     both = make_plan(RunConfig(methods=("pld", "rest"), tasks=("gsm8k",), limit=1, budget="both", out_dir=str(tmp_path)))
     assert both.methods == ["ar", "pld", "pld@auto", "rest", "rest@auto"]

@@ -4,16 +4,17 @@ minutes on a loaded machine; cached in a temporary cache, then reused)."""
 import numpy as np
 import pytest
 
-import specbench.runner as runner_mod
-from specbench.budget_report import auto_ratios, auto_vs_default_table
-from specbench.config import RunConfig
-from specbench.plan import make_plan, run_dir_for
-from specbench.prediction import prediction, predicted_seconds
-from specbench.record import Record
-from specbench.records import read_manifest, read_records
-from specbench.report import write_report
-from specbench.runner import Runner
-from specbench.stats import Run, run_stats
+import specbench.run.runner as runner_mod
+from specbench.reports.budget_report import auto_ratios, auto_vs_default_table
+from specbench.config.run_config import RunConfig
+from specbench.run.plan import make_plan, run_dir_for
+from specbench.reports.prediction import prediction, predicted_seconds
+from specbench.results.record import Record
+from specbench.results.run_folder import read_manifest, read_records
+from specbench.reports.report import write_report
+from specbench.run.runner import Runner
+from specbench.results.run import Run
+from specbench.results.stats import run_stats
 
 
 def rec(method, qid, tokens, wall, accept, sizes, draft_s, prefill=0.1, sub="GSM8K"):
@@ -61,7 +62,7 @@ def fake_curve(model, context_len, sizes, repeats, backend="auto"):
 
 @pytest.mark.embedded
 def test_budget_both_run_end_to_end(embedded, tmp_path, monkeypatch):
-    import specbench.cost_profile as cost_profile
+    import specbench.profiling.cost_profile as cost_profile
 
     measured, curves = [], []
     original = runner_mod.cached_cost_profile

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 
 from hub_fixtures import vicuna_like_tokenizer
-from specbench.chat_templates import LLAMA2, RAW, VICUNA, family_template, resolve_template
-from specbench.config import ConfigError
-from specbench.task import Question, Task, encode_prompt
+from specbench.prompts.templates import LLAMA2, RAW, VICUNA, family_template, resolve_template
+from specbench.errors import ConfigError
+from specbench.prompts.task import Question, Task, encode_prompt
 
 SYSTEM = ("A chat between a curious user and an artificial intelligence assistant. The assistant gives helpful, "
           "detailed, and polite answers to the user's questions.")

@@ -7,9 +7,11 @@ from pathlib import Path
 import pytest
 
 from specbench.cli import main
-from specbench.compare import NotComparable, compare_runs, differences
-from specbench.merge import MergeError, merge_runs
-from specbench.stats import OVERALL, load_run, run_stats
+from specbench.reports.compare import NotComparable, compare_runs, differences
+from specbench.results.merge import MergeError, merge_runs
+from specbench.catalog import OVERALL
+from specbench.results.run import load_run
+from specbench.results.stats import run_stats
 from test_stats import write_fake_run
 
 GPU_HW = {"cpu": "Fake Xeon", "cores": 64, "gpu": "Fake A100", "gpu_memory_gb": 80.0, "cuda": "12.4", "driver": "550.1"}

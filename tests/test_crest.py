@@ -10,7 +10,8 @@ from methods.crest import CRESTDrafter
 from methods.rest import query_tree
 from specbench.cli import main
 from specbench.datastore.ngram_store import NgramStore, top_ngrams, write_ngram_store
-from specbench.datastore.suffix_array import DatastoreError, TokenDatastore, write_datastore
+from specbench.datastore.suffix_array import DatastoreError, TokenDatastore
+from specbench.datastore.token_files import write_datastore
 from specbench.engine.loop import Engine
 from specbench.engine.tree import DraftTree
 from tests.conftest import make_tiny_model
@@ -107,10 +108,10 @@ def test_crest_lossless_on_tiny_model(tmp_path) -> None:
 def test_crest_lossless_on_embedded_model(embedded, tmp_path) -> None:
     import itertools
 
-    from specbench.config import default_data_dir
-    from specbench.corpora import code_alpaca
-    from specbench.model import stop_token_ids
-    from specbench.task import encode_prompt
+    from specbench.datastore.corpora import code_alpaca
+    from specbench.models.loading import stop_token_ids
+    from specbench.paths import default_data_dir
+    from specbench.prompts.task import encode_prompt
 
     tok = embedded.tokenizer
     texts = list(itertools.islice(code_alpaca(default_data_dir()), 1000))

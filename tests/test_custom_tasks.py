@@ -12,11 +12,12 @@ from pathlib import Path
 import pytest
 
 from specbench.cli import main
-from specbench.config import RunConfig
-from specbench.plan import config_digest, make_plan, run_dir_for
-from specbench.records import read_manifest, read_records
-from specbench.registry import UnknownNameError, make_task
-from specbench.task import TaskDataError
+from specbench.config.run_config import RunConfig
+from specbench.run.plan import config_digest, make_plan, run_dir_for
+from specbench.results.run_folder import read_manifest, read_records
+from specbench.errors import UnknownNameError
+from specbench.plugins.registry import make_task
+from specbench.errors import TaskDataError
 from tiny_model_dir import save_tiny_model
 
 

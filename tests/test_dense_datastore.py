@@ -208,7 +208,7 @@ def test_mismatched_model_or_tokenizer_is_a_clear_error(tmp_path) -> None:
 
 
 def test_unknown_corpus_is_a_config_error(tmp_path) -> None:
-    from specbench.config import ConfigError
+    from specbench.errors import ConfigError
     from methods.dresd.datastore.build import build_datastore
 
     tok = _FakeTokenizer({"a": 0})

@@ -9,18 +9,18 @@ from types import SimpleNamespace
 import pytest
 import torch
 
-import specbench.device as device_mod
 import specbench.engine.loop as loop_mod
-import specbench.gpu_info as gpu_info
+import specbench.models.device as device_mod
+import specbench.profiling.gpu_info as gpu_info
 from specbench.engine.loop import Engine
-from specbench.manifest import hardware
-from specbench.stats import hardware_label
+from specbench.profiling.fingerprint import hardware
+from specbench.reports.labels import hardware_label
 from tests.conftest import make_tiny_model
 
 ROOT = Path(__file__).resolve().parent.parent
 # the code that runs per generation or per timed forward: every tensor it makes goes to a device it names
-HOT_PATHS = [*sorted((ROOT / "specbench" / "engine").glob("*.py")), ROOT / "specbench" / "ar_margin.py",
-             ROOT / "specbench" / "profile.py", ROOT / "specbench" / "drafter.py", ROOT / "methods" / "pld.py",
+HOT_PATHS = [*sorted((ROOT / "specbench" / "engine").glob("*.py")), ROOT / "specbench" / "profiling" / "measure.py",
+             ROOT / "methods" / "pld.py",
              ROOT / "methods" / "rest.py", ROOT / "methods" / "crest.py", ROOT / "methods" / "dresd" / "drafter.py",
              *(ROOT / "methods" / "redrafter" / f"{m}.py" for m in ("beam", "prefix", "drafter"))]
 FACTORIES = {"tensor", "zeros", "ones", "full", "arange", "empty", "randint", "randn", "rand", "eye", "from_numpy", "as_tensor"}
@@ -62,7 +62,7 @@ def test_synchronize_targets_the_given_gpu(monkeypatch) -> None:
 
 
 def test_every_engine_and_profile_sync_receives_the_model_device(monkeypatch) -> None:
-    from specbench.profile import measure_forward_curve
+    from specbench.profiling.measure import measure_forward_curve
 
     model = make_tiny_model("llama")
     seen = []

@@ -9,11 +9,12 @@ import torch
 
 from methods.dresd.config import DReSDConfig
 from methods.dresd.drafter import DReSDDrafter, select_drafts
-from specbench.config import ConfigError, from_dict
+from specbench.errors import ConfigError
+from specbench.config.coerce import from_dict
 from methods.dresd.datastore.build import BuildSettings, datastore_from_sequences
 from methods.dresd.datastore.store import DenseDatastore
 from methods.dresd.datastore.transform import DenseTransform
-from specbench.drafter import DraftContext
+from specbench.engine.drafter import DraftContext
 from specbench.engine.loop import Engine
 from tests.conftest import make_tiny_model
 
@@ -93,11 +94,11 @@ def test_dresd_lossless_on_tiny_model(family: str) -> None:
 @pytest.mark.embedded
 def test_dresd_lossless_on_embedded_model(embedded, tmp_path) -> None:
     """Default datastore built and cached on first use (tiny), then lossless on two GSM8K prompts."""
-    from specbench.config import default_data_dir
-    from specbench.method_env import MethodEnv
-    from specbench.methods_factory import build_drafter
-    from specbench.model import stop_token_ids
-    from specbench.task import encode_prompt
+    from specbench.paths import default_data_dir
+    from specbench.run.method_env import MethodEnv
+    from specbench.run.methods_factory import build_drafter
+    from specbench.models.loading import stop_token_ids
+    from specbench.prompts.task import encode_prompt
 
     data_dir = default_data_dir()
     if data_dir is None or not (data_dir / "gsm8k" / "test.jsonl").is_file():

@@ -7,12 +7,12 @@ import pytest
 
 from methods.dresd.config import DReSDConfig
 from methods.dresd.datastore.build import BuildSettings, encode_pair
-from specbench.config import ConfigError
+from specbench.errors import ConfigError
 
 
 @pytest.mark.embedded
 def test_chat_entry_is_the_benchmark_context_form(embedded) -> None:
-    from specbench.task import encode_prompt
+    from specbench.prompts.task import encode_prompt
 
     tok = embedded.tokenizer
     chat = encode_pair(tok, "Add 2 and 3.", "The sum is 5.", "chat")

@@ -15,9 +15,9 @@ from methods.eagle.layer import DraftCache, EagleLayer, LayerShape
 from methods.eagle.method import DraftHead, EagleConfig, EagleDrafter
 from methods.eagle.train import EagleTrainConfig, runs, train_eagle
 from methods.eagle.tree import EAGLE1_TREE, dynamic_tree, select_best, static_tree
-from specbench import corpora
-from specbench.config import ConfigError
-from specbench.drafter import DraftContext
+from specbench.datastore import corpora
+from specbench.errors import ConfigError
+from specbench.engine.drafter import DraftContext
 from specbench.engine.loop import Engine
 from specbench.engine.tree import DraftTree
 from test_engine_exact import greedy_reference

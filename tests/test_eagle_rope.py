@@ -9,7 +9,7 @@ from transformers.models.llama.modeling_llama import LlamaRotaryEmbedding
 
 from methods.eagle.layer import Attention, LayerShape
 from methods.eagle.rope import RopeScaling
-from specbench.config import ConfigError
+from specbench.errors import ConfigError
 
 
 def _config(scaling: dict | None) -> LlamaConfig:

@@ -7,9 +7,9 @@ import torch
 from transformers import DynamicCache
 
 from conftest import make_tiny_model
-from specbench.drafter import BaseDrafter
+from specbench.engine.drafter import BaseDrafter
 from specbench.engine.budget import DraftBudget
-from specbench.engine.cache import trim_cache
+from specbench.engine.kv_cache import trim_cache
 from specbench.engine.loop import Engine
 from specbench.engine.tree import DraftTree, compile_tree
 from specbench.engine.verify import TargetModel, accept_greedy

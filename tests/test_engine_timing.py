@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from conftest import make_tiny_model
-from specbench.drafter import BaseDrafter
+from specbench.engine.drafter import BaseDrafter
 from specbench.engine.loop import Engine
 from specbench.engine.tree import DraftTree
 

@@ -20,8 +20,8 @@ import torch
 
 from fault_helpers import ROOT, cli, fake_run, flip_middle, record, run_args
 from specbench.cli import main
-from specbench.records import read_records
-from specbench.record import SCHEMA_VERSION
+from specbench.results.run_folder import read_records
+from specbench.results.record import SCHEMA_VERSION
 from tiny_model_dir import save_tiny_model
 
 
@@ -65,7 +65,7 @@ def test_truncated_model_file(tiny_dir, tmp_path, capsys):
 # -- 2: run-folder lock ----------------------------------------------------------------------------
 HOLD_LOCK = """
 import sys, time
-from specbench.run_lock import RunLock
+from specbench.run.lock import RunLock
 with RunLock(sys.argv[1]):
     print("locked", flush=True)
     sys.stdin.readline()
@@ -73,7 +73,7 @@ with RunLock(sys.argv[1]):
 
 
 def test_locked_run_folder_is_refused_and_stale_lock_taken_over(tiny_dir, tmp_path, capsys):
-    from specbench.run_lock import LOCK_FILE, RunLock
+    from specbench.run.lock import LOCK_FILE, RunLock
 
     run_dir = tmp_path / "out" / "r"
     holder = subprocess.Popen([sys.executable, "-c", HOLD_LOCK, str(run_dir)], stdin=subprocess.PIPE,
@@ -124,7 +124,7 @@ def test_two_processes_one_run_folder(tiny_dir, tmp_path):
 
 # -- 4: artifacts verified on load -----------------------------------------------------------------
 def tiny_rest_store(out: Path, vocab: int = 200) -> Path:
-    from specbench.datastore.suffix_array import write_datastore
+    from specbench.datastore.token_files import write_datastore
 
     rng = np.random.default_rng(0)
     entries = [rng.integers(0, vocab, size=50).tolist() for _ in range(20)]
@@ -133,7 +133,8 @@ def tiny_rest_store(out: Path, vocab: int = 200) -> Path:
 
 
 def test_rest_chunks_verified_on_load(tmp_path):
-    from specbench.datastore.suffix_array import HEADER, DatastoreError, TokenDatastore
+    from specbench.datastore.token_files import HEADER
+    from specbench.datastore.suffix_array import DatastoreError, TokenDatastore
 
     ds = tiny_rest_store(tmp_path / "rest")
     TokenDatastore.load(ds)
@@ -307,7 +308,7 @@ def test_context_checked_before_the_model_runs(tmp_path, capsys):
 def test_zero_timings_give_no_speedup_and_no_warning():
     import warnings
 
-    from specbench.stats import paired_speedup
+    from specbench.results.stats import paired_speedup
 
     with warnings.catch_warnings():
         warnings.simplefilter("error")
@@ -317,7 +318,7 @@ def test_zero_timings_give_no_speedup_and_no_warning():
 def test_unknown_hub_model_fails_in_one_line_at_once() -> None:
     import time as _time
 
-    from specbench.model import ModelLoadError, load_model
+    from specbench.models.loading import ModelLoadError, load_model
 
     start = _time.perf_counter()
     with pytest.raises(ModelLoadError, match="no-such-specbench-model") as err:
@@ -328,7 +329,7 @@ def test_unknown_hub_model_fails_in_one_line_at_once() -> None:
 def test_hub_model_hash_covers_its_cached_weights(tiny_dir, tmp_path, monkeypatch):
     import shutil
 
-    from specbench.model import load_model
+    from specbench.models.loading import load_model
 
     hub = tmp_path / "hub"
     snap = hub / "models--acme--tiny" / "snapshots" / ("0" * 40)

@@ -16,8 +16,8 @@ import pytest
 
 from fault_helpers import cli, cli_out, fake_run, record, run_args
 from fs_faults import inject
-from specbench.records import read_records
-from specbench.run_lock import LOCK_FILE, RunLock
+from specbench.results.run_folder import read_records
+from specbench.run.lock import LOCK_FILE, RunLock
 from tiny_model_dir import save_tiny_model
 
 
@@ -40,7 +40,7 @@ def _taker(run_dir: str, trials: int, start, attempted, released, results) -> No
     import random
     import time
 
-    import specbench.run_lock as run_lock
+    import specbench.run.lock as run_lock
 
     alive = run_lock._alive
     run_lock._alive = lambda pid: time.sleep(random.random() / 500) or alive(pid)

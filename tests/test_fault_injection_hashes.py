@@ -13,9 +13,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-import specbench.embedded_model as em
+import specbench.models.embedded as em
 from fault_helpers import cli, flip_middle, run_args
-from specbench.content_hash import LEDGER, ContentMismatch, skipping_verification, stream_sha256, verify_sha256
+from specbench.files.content_hash import LEDGER, ContentMismatch, skipping_verification, stream_sha256, verify_sha256
 from specbench.errors import DatastoreError, ModelLoadError
 from tiny_model_dir import save_tiny_model
 
@@ -119,7 +119,7 @@ def test_manifest_records_the_hashes_verified(tiny_dir, tmp_path, capsys):
 
 
 def test_hub_download_checked_against_its_blob_name(tiny_dir, tmp_path, monkeypatch):
-    from specbench.model import load_model
+    from specbench.models.loading import load_model
 
     hub = tmp_path / "hub"
     repo = hub / "models--acme--tiny"
@@ -147,7 +147,7 @@ def test_hub_download_checked_against_its_blob_name(tiny_dir, tmp_path, monkeypa
 
 # -- datastores and heads ----------------------------------------------------------------------------
 def tiny_rest_store(out: Path, vocab: int = 200) -> Path:
-    from specbench.datastore.suffix_array import write_datastore
+    from specbench.datastore.token_files import write_datastore
 
     rng = np.random.default_rng(0)
     write_datastore([rng.integers(0, vocab, size=50).tolist() for _ in range(20)], out, vocab_size=vocab,
@@ -196,7 +196,7 @@ def test_redrafter_head_flipped_with_its_mtime_is_caught(tmp_path):
 @pytest.mark.parametrize("method", ["medusa", "eagle"])
 def test_trained_heads_carry_a_hash_checked_on_load(tmp_path, method):
     from conftest import make_tiny_model
-    from specbench.config import ConfigError
+    from specbench.errors import ConfigError
 
     target = make_tiny_model("llama")
     if method == "medusa":

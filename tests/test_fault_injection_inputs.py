@@ -26,7 +26,7 @@ def tiny_dir(tmp_path_factory) -> Path:
 def profiled_cache(tiny_dir, tmp_path_factory) -> Path:
     """A cache holding a cost profile for the tiny model, written by a ``--budget auto`` run (its curve injected:
     what is tested is the cached file, not a measurement)."""
-    import specbench.cost_profile as cost_profile
+    import specbench.profiling.cost_profile as cost_profile
     from specbench.cli import main
 
     cache = tmp_path_factory.mktemp("profiled") / "cache"
@@ -112,7 +112,7 @@ def test_non_finite_values_refused(tmp_path, capsys, flag, value, needle):
 
 
 def test_written_json_is_strict(tmp_path):
-    from specbench.jsonfile import save_json, strict_json
+    from specbench.files.jsonfile import save_json, strict_json
 
     assert strict_json({"a": float("inf"), "b": [float("nan"), 1.5]}) == '{"a": null, "b": [null, 1.5]}'
     save_json({"x": float("-inf")}, tmp_path / "p.json")
@@ -138,8 +138,8 @@ def test_odd_run_folders(tiny_dir, tmp_path, capsys):
 
 
 def test_long_derived_run_name_is_shortened(tmp_path):
-    from specbench.config import RunConfig
-    from specbench.plan import make_plan, run_dir_for
+    from specbench.config.run_config import RunConfig
+    from specbench.run.plan import make_plan, run_dir_for
 
     methods = tuple(f"pld@v{i}" for i in range(40))
     plan = make_plan(RunConfig(methods=methods, tasks=("gsm8k",), limit=1, out_dir=str(tmp_path)))
@@ -196,7 +196,7 @@ def test_empty_lists_and_unknown_keys(tmp_path, capsys, argv, needle):
 
 
 def test_corrupt_embedded_cache_says_what_to_delete(tmp_path, capsys, monkeypatch):
-    import specbench.embedded_model as em
+    import specbench.models.embedded as em
 
     cache = tmp_path / "cache"
     path = cache / "models" / "smollm2-135m-instruct"

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from fault_helpers import DEFAULT_MANIFEST, cli, cli_out, fake_run, record, run_args
-from specbench.stats import load_run
+from specbench.results.run import load_run
 from tiny_model_dir import save_tiny_model
 
 READERS = ["report", "check", "compare", "leaderboard", "merge", "export-specbench"]
@@ -138,7 +138,7 @@ def test_sampled_run_check_fails_on_missing_records(tmp_path, capsys):
 
 def test_old_manifest_ids_checked_against_the_tokenizer(tmp_path, capsys, monkeypatch):
     """A manifest from before ``vocab_size``: ``check`` bounds ids by the run's tokenizer before decoding."""
-    import specbench.commands.check as check
+    import specbench.results.check as check
 
     monkeypatch.setattr(check, "load_run_tokenizer", lambda manifest: list(range(100)))  # 100 "tokens"
     run = fake_run(tmp_path / "run", [record("ar", [1, 2]), record("pld", [1, 150], "exact")])
@@ -159,15 +159,15 @@ def test_real_run_manifest_records_what_readers_check(tiny_dir, tmp_path, capsys
 def test_docstring_examples():
     import doctest
 
-    import specbench.content_hash
-    import specbench.embedded_model
+    import specbench.files.content_hash
+    import specbench.models.embedded
     import specbench.errors
-    import specbench.jsonfile
-    import specbench.records
-    import specbench.run_lock
-    import specbench.run_validation
-    import specbench.safe_yaml
+    import specbench.files.jsonfile
+    import specbench.results.run_folder
+    import specbench.run.lock
+    import specbench.results.validation
+    import specbench.files.safe_yaml
 
-    for mod in (specbench.content_hash, specbench.embedded_model, specbench.errors, specbench.jsonfile,
-                specbench.records, specbench.run_lock, specbench.run_validation, specbench.safe_yaml):
+    for mod in (specbench.files.content_hash, specbench.models.embedded, specbench.errors, specbench.files.jsonfile,
+                specbench.results.run_folder, specbench.run.lock, specbench.results.validation, specbench.files.safe_yaml):
         assert doctest.testmod(mod).failed == 0, mod.__name__

@@ -14,14 +14,14 @@ import pytest
 import torch
 
 from conftest import make_tiny_model
-from specbench import corpora
+from specbench.datastore import corpora
 from specbench.cli import main
-from specbench.commands.check import check_run
-from specbench.config import default_data_dir
+from specbench.results.check import check_run
+from specbench.paths import default_data_dir
 from specbench.engine.loop import Engine
-from specbench.golden import Prompt, load_golden, make_golden, record_outputs, save_golden, verify_golden
-from specbench.method_env import MethodEnv
-from specbench.registry import CORPORA, METHODS, register_corpus
+from specbench.run.golden import Prompt, load_golden, make_golden, record_outputs, save_golden, verify_golden
+from specbench.run.method_env import MethodEnv
+from specbench.plugins.registry import CORPORA, METHODS, register_corpus
 from test_stats import write_fake_run
 
 CHARS = " etaoinshrdlcumwfgypbvkjxqz0123456789.,:;!?'\"()[]{}=+-*/<>_#%&\n"
@@ -188,7 +188,7 @@ def test_golden_cli_on_embedded_model(tmp_path: Path, embedded, capsys: pytest.C
 
 
 def test_verify_notes_a_golden_file_made_on_another_device(tmp_path: Path) -> None:
-    from specbench.golden import device_note
+    from specbench.run.golden import device_note
 
     golden = make_golden([], {"name": "x"}, {"max_new_tokens": 1}, set(), device="cpu")
     assert golden["recorded_on"]["device"] == "cpu" and device_note(golden, "cpu") is None
@@ -204,8 +204,8 @@ _HALF_MODELS: dict[torch.dtype, torch.nn.Module] = {}
 def test_every_method_in_half_precision(tiny, method: str, dtype: str) -> None:
     """Each method on the tiny model cast to ``dtype`` (its drafter built there too: heads, datastores)
     equals the same-dtype AR output or diverges only at a near-tie of AR's own recorded margin."""
-    from specbench.lossless import MISMATCH, classify, default_tie_threshold
-    from specbench.methods_factory import build_drafter
+    from specbench.results.lossless import MISMATCH, classify, default_tie_threshold
+    from specbench.run.methods_factory import build_drafter
 
     if method in SKIPS:
         pytest.skip(SKIPS[method])

@@ -8,9 +8,9 @@ import pytest
 import torch
 
 from conftest import make_tiny_model
-from specbench.ar_margin import margin_at
+from specbench.engine.margins import margin_at
 from specbench.engine.loop import Engine
-from specbench.lossless import MISMATCH, classify, default_tie_threshold
+from specbench.results.lossless import MISMATCH, classify, default_tie_threshold
 from test_engine_exact import FAMILIES, OracleDrafter, RandomDrafter
 
 DTYPES = {"bfloat16": torch.bfloat16, "float16": torch.float16}

@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from specbench.leaderboard import build_leaderboard
+from specbench.reports.leaderboard.build import build_leaderboard
 from test_stats import write_fake_run
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")

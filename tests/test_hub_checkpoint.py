@@ -6,8 +6,8 @@ import pytest
 
 from conftest import make_tiny_model
 from hub_fixtures import medusa_reference_checkpoint, publish
-from specbench.config import ConfigError
-from specbench.hub_checkpoint import is_hub_id, resolve_checkpoint
+from specbench.errors import ConfigError
+from specbench.models.hub import is_hub_id, resolve_checkpoint
 
 
 @pytest.fixture

@@ -6,7 +6,7 @@ import torch
 from transformers import DynamicCache
 
 from conftest import make_tiny_model
-from specbench.engine.cache import trim_cache
+from specbench.engine.kv_cache import trim_cache
 from specbench.engine.kv_cache import PreallocatedCache, PreallocatedLayer
 from specbench.engine.tree import DraftTree, compile_tree
 from specbench.engine.verify import TargetModel, accept_greedy

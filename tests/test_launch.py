@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from specbench.cli import main
-from specbench.records import read_manifest, read_records
+from specbench.results.run_folder import read_manifest, read_records
 from test_custom_tasks import one_line_error, write_jsonl
 from tiny_model_dir import save_tiny_model
 

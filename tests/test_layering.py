@@ -1,5 +1,14 @@
-"""Layering: the core (``specbench/`` without its CLI layer) never imports ``methods``, ``tasks`` or
-``specbench.commands``; plugins are found by ``specbench.plugins`` by package name only."""
+"""Layering, read from the real import graph (every import statement at any depth, function-level ones
+included, relative ones resolved, literal ``importlib.import_module("...")`` calls):
+
+- the core (``specbench/`` without its CLI layer and the ``api`` seam) never imports ``methods``,
+  ``tasks``, ``specbench.commands``, the CLI or ``specbench.api``; plugins are found by
+  ``specbench.plugins.discovery`` by package name only;
+- ``methods/`` and ``tasks/`` import specbench only through ``specbench.api``;
+- no import cycle among specbench's modules, nor among its subpackages (rooms);
+- the top level of ``specbench/`` holds at most 8 modules, every core file is under 300 lines and
+  ``Engine.generate`` under 60.
+"""
 from __future__ import annotations
 
 import ast
@@ -7,28 +16,95 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 CORE = ROOT / "specbench"
-UPPER = ("methods", "tasks", "specbench.commands", "specbench.cli", "specbench.__main__")
-CLI_LAYER = {CORE / "cli.py", CORE / "__main__.py"}  # the entry point sits above the commands it loads
+UPPER = ("methods", "tasks", "specbench.commands", "specbench.cli", "specbench.__main__", "specbench.api")
+CLI_LAYER = {CORE / "cli.py", CORE / "__main__.py", CORE / "api.py"}  # above the core: the entry point and the seam
+SEAM = "specbench.api"
+MAX_TOP_MODULES, MAX_LINES, MAX_GENERATE_LINES = 8, 300, 60
 
 
-def upward_imports(source: str, module: str = "") -> list[str]:
-    """Dotted names of upper-layer modules ``source`` imports (statements at any depth, relative ones
-    resolved against ``module``, and literal ``importlib.import_module("...")`` calls)."""
+def imported_names(source: str, module: str = "", is_package: bool = False) -> list[str]:
+    """Dotted names ``source`` imports: ``import a.b`` gives ``a.b``; ``from a import b`` gives ``a`` and
+    ``a.b`` (b may be a module); relative imports resolved against ``module``; literal ``import_module``."""
     found: list[str] = []
     for node in ast.walk(ast.parse(source)):
-        names: list[str] = []
         if isinstance(node, ast.Import):
-            names = [a.name for a in node.names]
+            found += [a.name for a in node.names]
         elif isinstance(node, ast.ImportFrom):
             base = node.module or ""
             if node.level:
-                parts = module.split(".")[: -node.level]
+                parts = module.split(".")[: len(module.split(".")) - node.level + is_package]
                 base = ".".join(parts + ([base] if base else []))
-            names = [base] + [f"{base}.{a.name}" for a in node.names]
+            found += [base] + [f"{base}.{a.name}" for a in node.names]
         elif (isinstance(node, ast.Call) and getattr(node.func, "attr", getattr(node.func, "id", "")) == "import_module"
               and node.args and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str)):
-            names = [node.args[0].value]
-        found += [n for n in names if any(n == u or n.startswith(u + ".") for u in UPPER)]
+            found.append(node.args[0].value)
+    return found
+
+
+def upward_imports(source: str, module: str = "") -> list[str]:
+    """The names of ``imported_names`` that are upper-layer modules."""
+    return [n for n in imported_names(source, module) if any(n == u or n.startswith(u + ".") for u in UPPER)]
+
+
+def module_name(path: Path) -> str:
+    parts = path.relative_to(ROOT).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def import_graph() -> dict[str, set[str]]:
+    """specbench's modules -> the specbench modules each imports (a name resolves to its longest module prefix)."""
+    paths = {module_name(p): p for p in CORE.rglob("*.py")}
+    graph: dict[str, set[str]] = {}
+    for mod, path in paths.items():
+        edges = set()
+        for name in imported_names(path.read_text(), mod, path.name == "__init__.py"):
+            while name and name not in paths:
+                name = name.rpartition(".")[0]
+            if name and name != mod:
+                edges.add(name)
+        graph[mod] = edges
+    return graph
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected components of more than one module (Tarjan's algorithm, iterative)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+    for start in graph:
+        if start in index:
+            continue
+        work = [(start, iter(sorted(graph[start])))]
+        index[start] = low[start] = len(index)
+        stack.append(start)
+        on_stack.add(start)
+        while work:
+            node, children = work[-1]
+            child = next(children, None)
+            if child is not None:
+                if child not in index:
+                    index[child] = low[child] = len(index)
+                    stack.append(child)
+                    on_stack.add(child)
+                    work.append((child, iter(sorted(graph.get(child, ())))))
+                elif child in on_stack:
+                    low[node] = min(low[node], index[child])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                component = []
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    component.append(member)
+                    if member == node:
+                        break
+                if len(component) > 1:
+                    found.append(sorted(component))
     return found
 
 
@@ -36,9 +112,17 @@ def test_checker_catches_every_form() -> None:
     assert upward_imports("import methods.rest") == ["methods.rest"]
     assert upward_imports("def f():\n    from tasks.humaneval import humaneval_file\n")
     assert upward_imports("from specbench import commands") == ["specbench.commands"]
-    assert upward_imports("from ..commands import run", "specbench.stats.x")
+    assert upward_imports("from ..commands import run", "specbench.results.x")
     assert upward_imports("importlib.import_module('methods.pld')") == ["methods.pld"]
-    assert upward_imports("import specbench.stats\nfrom specbench.engine import loop") == []
+    assert upward_imports("from specbench.api import DraftTree")[0] == "specbench.api"
+    assert upward_imports("import specbench.results.stats\nfrom specbench.engine import loop") == []
+    assert imported_names("from . import tree", "specbench.engine", is_package=True) == ["specbench.engine",
+                                                                                       "specbench.engine.tree"]
+
+
+def test_cycle_finder() -> None:
+    assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+    assert cycles({"a": {"b"}, "b": set()}) == []
 
 
 def test_core_imports_only_downward() -> None:
@@ -46,6 +130,43 @@ def test_core_imports_only_downward() -> None:
     for path in sorted(CORE.rglob("*.py")):
         if path in CLI_LAYER or CORE / "commands" in path.parents:
             continue
-        module = ".".join(path.relative_to(ROOT).with_suffix("").parts)
-        bad += [f"{path.relative_to(ROOT)}: {name}" for name in upward_imports(path.read_text(), module)]
+        bad += [f"{path.relative_to(ROOT)}: {name}" for name in upward_imports(path.read_text(), module_name(path))]
     assert not bad, "core modules import upward:\n" + "\n".join(bad)
+
+
+def test_plugins_import_specbench_only_through_the_api() -> None:
+    bad = []
+    for folder in ("methods", "tasks"):
+        for path in sorted((ROOT / folder).rglob("*.py")):
+            names = imported_names(path.read_text(), module_name(path), path.name == "__init__.py")
+            core = [n for n in names if (n == "specbench" or n.startswith("specbench."))
+                    and n != SEAM and not n.startswith(SEAM + ".")]
+            bad += [f"{path.relative_to(ROOT)}: {n}" for n in core]
+    assert not bad, "plugins import the core around specbench.api:\n" + "\n".join(bad)
+
+
+def test_no_import_cycles() -> None:
+    assert not cycles(import_graph()), "import cycles among specbench's modules"
+
+
+def test_rooms_form_layers() -> None:
+    """The subpackages ("rooms") of specbench import each other without a cycle either."""
+    room = {m: m.split(".")[1] if "." in m else m for m in import_graph()}
+    rooms: dict[str, set[str]] = {}
+    for mod, edges in import_graph().items():
+        rooms.setdefault(room[mod], set()).update(room[e] for e in edges if room[e] != room[mod])
+    assert not cycles(rooms), f"rooms import each other in a circle: {cycles(rooms)}"
+
+
+def test_top_level_and_file_sizes() -> None:
+    top = sorted(p.name for p in CORE.glob("*.py"))
+    assert len(top) <= MAX_TOP_MODULES, f"{len(top)} modules at the top of specbench/: {top}"
+    long = [f"{p.relative_to(ROOT)}: {n}" for p in sorted(CORE.rglob("*.py"))
+            if (n := len(p.read_text().splitlines())) >= MAX_LINES]
+    assert not long, f"core files of {MAX_LINES} lines or more:\n" + "\n".join(long)
+
+
+def test_generate_reads_as_its_steps() -> None:
+    tree = ast.parse((CORE / "engine" / "loop.py").read_text())
+    generate = next(n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef) and n.name == "generate")
+    assert generate.end_lineno - generate.lineno + 1 < MAX_GENERATE_LINES

@@ -8,13 +8,13 @@ from pathlib import Path
 import pytest
 
 from specbench.cli import main
-from specbench.leaderboard import build_leaderboard
-from specbench.leaderboard.markdown import table_md
-from specbench.leaderboard.tables import group_runs
-from specbench.cost_profile import cost_function
-from specbench.prediction import prediction
-from specbench.profile import make_profile, save_profile
-from specbench.stats import load_run
+from specbench.reports.leaderboard.build import build_leaderboard
+from specbench.reports.leaderboard.markdown import table_md
+from specbench.reports.leaderboard.tables import group_runs
+from specbench.profiling.cost_profile import cost_function
+from specbench.reports.prediction import prediction
+from specbench.profiling.profile import make_profile, save_profile
+from specbench.results.run import load_run
 from test_stats import CPU_HW, write_fake_run
 
 GPU_HW = {"cpu": "Fake Xeon", "cores": 64, "gpu": "Fake A100", "gpu_memory_gb": 80.0, "cuda": "12.4", "driver": "550.1"}
@@ -115,7 +115,7 @@ def test_profile_adds_predicted_speedup(tmp_path: Path) -> None:
 
 
 def test_table_md_escapes_pipes() -> None:
-    from specbench.leaderboard.tables import Table
+    from specbench.reports.leaderboard.tables import Table
 
     assert "a\\|b" in table_md(Table("t", ["x"], [["a|b"]], [[None]]))
 
@@ -127,7 +127,8 @@ def test_cli_errors(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
 
 def test_forward_curve_on_tiny_model_and_interpolation() -> None:
     from conftest import make_tiny_model
-    from specbench.profile import latency, measure_forward_curve
+    from specbench.profiling.profile import latency
+    from specbench.profiling.measure import measure_forward_curve
 
     curve = measure_forward_curve(make_tiny_model("llama"), context_len=64, sizes=(1, 2, 4), repeats=2, warmup=1)
     assert sorted(curve) == [1, 2, 4] and all(t > 0 for t in curve.values())

@@ -10,7 +10,7 @@ from conftest import make_tiny_model
 from methods.lookahead.method import LookaheadConfig, LookaheadDrafter
 from methods.lookahead.pool import NgramPool
 from methods.lookahead.window import JacobiWindow
-from specbench.config import ConfigError
+from specbench.errors import ConfigError
 from specbench.engine.loop import Engine
 from test_engine_exact import FAMILIES, greedy_reference
 

@@ -1,11 +1,12 @@
 """Lossless classification and report arithmetic on constructed records."""
 from pathlib import Path
 
-from specbench.lossless import EXACT, MISMATCH, TIE, classify, first_divergence
-from specbench.record import Record
+from specbench.results.lossless import EXACT, MISMATCH, TIE, classify, first_divergence
+from specbench.results.record import Record
 
-from specbench.report import render
-from specbench.stats import Run, run_stats
+from specbench.reports.report import render
+from specbench.results.run import Run
+from specbench.results.stats import run_stats
 
 
 def test_first_divergence():

@@ -14,11 +14,11 @@ from methods.medusa.heads import MedusaHeads
 from methods.medusa.method import MedusaDrafter
 from methods.medusa.train import MedusaTrainConfig, train_medusa
 from methods.medusa.tree import MC_SIM_7B_63, max_rank, tree_from_choices
-from specbench.config import ConfigError
+from specbench.errors import ConfigError
 from specbench.engine.loop import Engine
 from test_engine_exact import greedy_reference
 from test_golden import char_tokenizer
-from specbench import corpora
+from specbench.datastore import corpora
 from test_sps_distill import tied_tiny_target
 
 # periodic text: the token after next is predictable from the hidden state, so heads can learn it

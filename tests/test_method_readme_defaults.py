@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from specbench.registry import METHODS
+from specbench.plugins.registry import METHODS
 
 ROOT = Path(__file__).resolve().parents[1]
 READMES = {"pld": "methods/pld.md", "rest": "methods/rest_crest.md", "crest": "methods/rest_crest.md"}

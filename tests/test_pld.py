@@ -5,10 +5,11 @@ import torch
 
 from conftest import make_tiny_model
 from methods.pld import PLDConfig, PLDDrafter, lookup
-from specbench.config import ConfigError, from_dict
+from specbench.errors import ConfigError
+from specbench.config.coerce import from_dict
 from specbench.engine.loop import Engine
-from specbench.model import stop_token_ids
-from specbench.task import encode_prompt
+from specbench.models.loading import stop_token_ids
+from specbench.prompts.task import encode_prompt
 
 
 def test_lookup_worked_example():

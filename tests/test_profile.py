@@ -3,7 +3,8 @@ import pytest
 import torch
 
 from conftest import make_tiny_model
-from specbench.profile import make_profile, measure_forward_curve, measure_read_bandwidth, profile_table, weight_bytes_per_forward
+from specbench.profiling.profile import make_profile, profile_table
+from specbench.profiling.measure import measure_forward_curve, measure_read_bandwidth, weight_bytes_per_forward
 
 
 def test_weight_bytes_count_tied_head_once_and_skip_untied_input_embedding():
@@ -43,7 +44,7 @@ def test_curve_per_backend_and_bandwidth_are_measured():
 @pytest.mark.parametrize("backend", ["fast", "reference"])
 def test_breakdown_finds_the_matrix_products_of_either_backend(backend: str) -> None:
     from conftest import make_tiny_model
-    from specbench.profile_breakdown import breakdown_text, measure_breakdown
+    from specbench.profiling.breakdown import breakdown_text, measure_breakdown
 
     parts = measure_breakdown(make_tiny_model("llama", seed=0), context_len=16, forwards=3, backend=backend)
     assert parts is not None and set(parts) == {"wall", "matrix", "other_ops", "overhead"}
@@ -54,9 +55,9 @@ def test_breakdown_finds_the_matrix_products_of_either_backend(backend: str) -> 
 
 
 def test_prediction_charges_auxiliary_rows_like_draft_rows() -> None:
-    from specbench.cost_profile import cost_function
-    from specbench.prediction import predicted_seconds
-    from specbench.record import Record
+    from specbench.profiling.cost_profile import cost_function
+    from specbench.reports.prediction import predicted_seconds
+    from specbench.results.record import Record
 
     cost = cost_function({"latency_s": {"1": 0.01, "8": 0.02, "32": 0.04}})
     rec = Record("m", "t", "T", "1", "1", "", 1, 0, 5, 9, 1.0, 3, 0.0, 0.0, accept_lengths=[1, 4, 4],

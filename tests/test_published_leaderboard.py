@@ -6,10 +6,11 @@ import json
 
 import pytest
 
+from specbench.catalog import OVERALL
 from specbench.cli import main
-from specbench.config import ConfigError
-from specbench.leaderboard.published import DATA, load_published, published_names, run_vs_published
-from specbench.stats import OVERALL, Cell
+from specbench.errors import ConfigError
+from specbench.interop.published import DATA, load_published, published_names, run_vs_published
+from specbench.results.stats import Cell
 
 # cells copied by hand from Spec-Bench's Leaderboard.md at fd2c1cd (hemingkx/Spec-Bench)
 SOURCE_CELLS = {
@@ -60,8 +61,8 @@ def test_compare_two_published_tables_without_a_run(capsys) -> None:
 
 
 def test_leaderboard_adds_published_rows_apart(tmp_path, capsys) -> None:
-    from specbench.leaderboard.markdown import leaderboard_md
-    from specbench.leaderboard.published import published_table
+    from specbench.interop.published import published_table
+    from specbench.reports.leaderboard.markdown import leaderboard_md
 
     text = leaderboard_md([], [], None, [published_table(load_published("spec-bench:a100-vicuna-13b"))])
     assert "## Published reference tables (not measured here)" in text

@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from specbench.record import SCHEMA_VERSION, Record, Unit
-from specbench.records import RecordWriter, read_records
-from specbench.report import render
-from specbench.stats import load_run
+from specbench.results.record import SCHEMA_VERSION, Record, Unit
+from specbench.results.run_folder import RecordWriter, read_records
+from specbench.reports.report import render
+from specbench.results.run import load_run
 from test_stats import fake_record, write_fake_run
 
 
@@ -69,7 +69,7 @@ def test_schema2_records_read_without_margins_or_memory() -> None:
 
 
 def test_optional_fields_may_be_null_but_not_ill_typed() -> None:
-    from specbench.records import parse_record_line
+    from specbench.results.run_folder import parse_record_line
 
     data = fake_record("pld", "gsm8k", "1", 1, 0, [5, 6], 0.5, [1, 1], [0, 0], "exact").to_json()
     data.update(token_margins=None, peak_memory_bytes=None, ar_margin=None)

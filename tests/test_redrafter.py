@@ -14,8 +14,8 @@ from methods.redrafter.head import DraftHead
 from methods.redrafter.prefix import get_prefix_match, pack_beams
 from specbench.engine.loop import Engine
 from specbench.engine.tree import DraftTree
-from specbench.method_env import MethodEnv
-from specbench.registry import METHODS
+from specbench.plugins.registry import METHODS
+from specbench.run.method_env import MethodEnv
 from tests.conftest import make_tiny_model
 
 
@@ -97,7 +97,8 @@ def _env(model: torch.nn.Module, tmp_path) -> MethodEnv:
 
 def test_registered_and_config_validation() -> None:
     assert "redrafter" in METHODS
-    from specbench.config import ConfigError, from_dict
+    from specbench.config.coerce import from_dict
+    from specbench.errors import ConfigError
 
     with pytest.raises(ConfigError):
         from_dict(ReDrafterConfig, {"beam_length": "1"})
@@ -156,8 +157,8 @@ def test_oracle_head_accepts_everything() -> None:
 
 @pytest.mark.embedded
 def test_random_head_is_lossless_on_embedded_model(embedded, tmp_path) -> None:
-    from specbench.model import stop_token_ids
-    from specbench.task import encode_prompt
+    from specbench.models.loading import stop_token_ids
+    from specbench.prompts.task import encode_prompt
 
     env = MethodEnv(embedded.model, embedded.tokenizer, embedded.model_id, embedded.device, None, tmp_path)
     drafter = build_redrafter(ReDrafterConfig(checkpoint="random", beam_width=3, beam_length=4), env)

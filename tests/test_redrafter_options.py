@@ -9,19 +9,21 @@ import pytest
 import torch
 
 from methods.redrafter import ReDrafterConfig, build_redrafter, default_checkpoint_dir, default_train_config
-from specbench.distill_data import DistillData
+from specbench.training.distill_data import DistillData
 from methods.redrafter.diagnose import root_repeat_rates
 from methods.redrafter.drafter import ReDrafter
 from methods.redrafter.beam import beam_search, head_step_fn, warped_log_probs
 from methods.redrafter.head import build_head, head_config_for
 from methods.redrafter.train import TrainConfig
-from specbench.commands.run import parse_method_opts
-from specbench.config import ConfigError, RunConfig, from_dict, load_yaml
-from specbench.drafter import DraftContext
+from specbench.config.run_flags import parse_method_opts
+from specbench.errors import ConfigError
+from specbench.config.run_config import RunConfig
+from specbench.config.coerce import from_dict, load_yaml
+from specbench.engine.drafter import DraftContext
 from specbench.engine.loop import Engine
-from specbench.lossless import EXACT, classify
-from specbench.method_env import MethodEnv
-from specbench.methods_factory import method_config
+from specbench.results.lossless import EXACT, classify
+from specbench.run.method_env import MethodEnv
+from specbench.run.methods_factory import method_config
 from tests.conftest import make_tiny_model
 
 REFERENCE = {"proj": False, "num_blocks": 2, "n_predict": 5, "top_k": 50, "recipe": "paper"}

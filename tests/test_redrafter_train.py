@@ -9,7 +9,7 @@ import torch
 
 import methods.redrafter.train as train_mod
 from methods.redrafter.checkpoint import checkpoint_hash, load_checkpoint, save_checkpoint
-from specbench.distill_data import DistillData
+from specbench.training.distill_data import DistillData
 from methods.redrafter.head import build_head, head_config_for
 from methods.redrafter.train import TrainConfig, loss_fn, make_optimizer, train_redrafter, train_step
 from tests.conftest import make_tiny_model
@@ -100,7 +100,7 @@ def test_training_resumes_exactly(tmp_path, monkeypatch) -> None:
 
 
 def test_train_config_validation() -> None:
-    from specbench.config import ConfigError
+    from specbench.errors import ConfigError
 
     with pytest.raises(ConfigError):
         TrainConfig(labels="gold").validate()
@@ -109,7 +109,7 @@ def test_train_config_validation() -> None:
 
 @pytest.mark.embedded
 def test_collect_matches_target_greedy(embedded) -> None:
-    from specbench.distill_data import collect
+    from specbench.training.distill_data import collect
 
     data = collect(embedded.model, embedded.tokenizer, ["gsm8k_train"], _data_dir(), 60, 3, 128,
                    heldout_every=2, progress=False)
@@ -123,6 +123,6 @@ def test_collect_matches_target_greedy(embedded) -> None:
 
 
 def _data_dir():
-    from specbench.config import default_data_dir
+    from specbench.paths import default_data_dir
 
     return default_data_dir()

@@ -9,10 +9,11 @@ from methods.redrafter.beam import beam_search, head_step_fn
 from methods.redrafter.checkpoint import save_checkpoint
 from methods.redrafter.head import build_head, drafting_head, head_config_for
 from methods.redrafter.vocab import DATA, choose_draft_vocab, token_counts
-from specbench.config import ConfigError, from_dict
+from specbench.config.coerce import from_dict
 from specbench.engine.loop import Engine
 from specbench.engine.packed_linear import draft_dtype
-from specbench.method_env import MethodEnv
+from specbench.errors import ConfigError
+from specbench.run.method_env import MethodEnv
 from tests.conftest import make_tiny_model
 
 

@@ -9,8 +9,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 
 PROBE = """
-from specbench.plugins import PluginImportError
-from specbench.registry import METHODS
+from specbench.plugins.discovery import PluginImportError
+from specbench.plugins.registry import METHODS
 for _ in range(2):  # the second read must not answer from the partial registry
     try:
         METHODS.get("pld")
@@ -27,7 +27,7 @@ def test_failing_plugin_is_named_and_registry_stays_unloaded(tmp_path: Path) -> 
         (tmp_path / pkg / "__init__.py").write_text("")
         (tmp_path / pkg / "a_plugin.py").write_text(body)
     (tmp_path / "methods" / "pld.py").write_text(
-        "from specbench.registry import register_method\n\n"
+        "from specbench.plugins.registry import register_method\n\n"
         "@register_method('pld', dict)\ndef build(config, env):\n    return None\n")
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(tmp_path), str(ROOT)]))
     out = subprocess.run([sys.executable, "-c", PROBE], env=env, cwd=tmp_path, capture_output=True, text=True, timeout=120)
@@ -36,7 +36,7 @@ def test_failing_plugin_is_named_and_registry_stays_unloaded(tmp_path: Path) -> 
 
 
 def test_registered_names_and_trainers() -> None:
-    from specbench.registry import METHODS, TASKS, TRAINERS
+    from specbench.plugins.registry import METHODS, TASKS, TRAINERS
 
     assert {"ar", "pld", "rest"} <= set(METHODS.names())
     assert {"gsm8k", "mt_bench"} <= set(TASKS.names()) and "redrafter" in TRAINERS

@@ -12,8 +12,8 @@ from specbench.datastore.build import cached_rest_datastore, parse_corpora
 from specbench.datastore.suffix_array import TokenDatastore
 from specbench.datastore.trie import top_nodes, top_nodes_dict, top_nodes_vectorised
 from specbench.engine.loop import Engine
-from specbench.method_env import MethodEnv
-from specbench.methods_factory import build_drafter
+from specbench.run.method_env import MethodEnv
+from specbench.run.methods_factory import build_drafter
 from tests.conftest import make_tiny_model
 
 
@@ -137,10 +137,10 @@ def test_factory_builds_caches_and_records_artifacts(tmp_path: Path) -> None:
 
 @pytest.mark.embedded
 def test_rest_lossless_on_embedded_model(embedded) -> None:
-    from specbench.corpora import code_alpaca
-    from specbench.config import default_data_dir
-    from specbench.model import stop_token_ids
-    from specbench.task import encode_prompt
+    from specbench.datastore.corpora import code_alpaca
+    from specbench.paths import default_data_dir
+    from specbench.models.loading import stop_token_ids
+    from specbench.prompts.task import encode_prompt
 
     import itertools
 
@@ -158,7 +158,7 @@ def test_rest_lossless_on_embedded_model(embedded) -> None:
 
 def test_build_drops_entries_containing_a_test_prompt(tmp_path: Path) -> None:
     from specbench.datastore.contamination import ContaminationFilter, prompt_probes, test_prompts
-    from specbench.datastore.suffix_array import write_datastore
+    from specbench.datastore.token_files import write_datastore
 
     tok = CharTokenizer()
     secret = "Compose an engaging travel blog post about a recent trip to Hawaii"

@@ -85,7 +85,7 @@ def test_first_paths() -> None:
 
 
 def test_bad_path_options_rejected() -> None:
-    from specbench.config import ConfigError
+    from specbench.errors import ConfigError
 
     with pytest.raises(ConfigError):
         RESTConfig(max_paths=-1).validate()

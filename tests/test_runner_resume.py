@@ -3,12 +3,12 @@ import json
 
 import pytest
 
-from specbench.config import RunConfig
-from specbench.record import SCHEMA_VERSION, Unit
-from specbench.records import RecordWriter, read_manifest, read_records
-from specbench.report import write_report
-from specbench.plan import make_plan, run_dir_for
-from specbench.runner import Runner
+from specbench.config.run_config import RunConfig
+from specbench.results.record import SCHEMA_VERSION, Unit
+from specbench.results.run_folder import RecordWriter, read_manifest, read_records
+from specbench.reports.report import write_report
+from specbench.run.plan import make_plan, run_dir_for
+from specbench.run.runner import Runner
 
 
 def small_plan(tmp_path):
@@ -72,7 +72,7 @@ def test_interrupted_run_resumes_without_duplicates(embedded, tmp_path, monkeypa
     assert "TTFT ms mean" in report and "MT-Bench speedup per category" in report
     # the summary of this real run validates against its schema
     from json_schema_subset import validate
-    from specbench.summary import SCHEMA_PATH
+    from specbench.reports.summary import SCHEMA_PATH
 
     summary = json.loads((run_dir / "summary.json").read_text())
     assert validate(json.loads(SCHEMA_PATH.read_text()), summary) == []
@@ -101,14 +101,14 @@ def test_changed_config_refuses_same_folder(tmp_path):
     run_dir = tmp_path / "fixed"
     run_dir.mkdir()
     (run_dir / "manifest.json").write_text(json.dumps({"config_digest": "other"}))
-    from specbench.config import ConfigError
+    from specbench.errors import ConfigError
 
     with pytest.raises(ConfigError, match="different configuration"):
         Runner(plan, run_dir, loaded=object(), progress=False).run()
 
 
 def test_shard_split_is_a_partition(tmp_path):
-    from specbench.plan import parse_shard
+    from specbench.run.plan import parse_shard
 
     cfg = RunConfig(tasks=("gsm8k", "wmt"), limit=5, out_dir=str(tmp_path))
     full = make_plan(cfg)

@@ -13,11 +13,12 @@ import torch
 
 from conftest import make_tiny_model
 from specbench.cli import main
-from specbench.config import ConfigError, RunConfig
+from specbench.errors import ConfigError
+from specbench.config.run_config import RunConfig
 from specbench.engine.loop import Engine
 from specbench.engine.sampling import Sampler, accept_sampled, residual
 from specbench.engine.tree import DraftTree, compile_tree
-from specbench.sampling import SamplingConfig, generation_seed, manifest_sampling, sampling_label
+from specbench.engine.sampling_config import SamplingConfig, generation_seed, manifest_sampling, sampling_label
 from test_engine_exact import OracleDrafter, RandomDrafter, greedy_reference
 
 CPU = torch.device("cpu")

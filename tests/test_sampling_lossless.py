@@ -22,16 +22,16 @@ from collections import Counter
 import pytest
 import torch
 
-from specbench.drafter import BaseDrafter, DraftContext, Proposal
+from specbench.engine.drafter import BaseDrafter, DraftContext, Proposal
 from specbench.engine import sampling as engine_sampling
 from specbench.engine.loop import Engine
 from specbench.engine.sampling import Sampler
 from specbench.engine.tree import DraftTree
-from specbench.method_env import MethodEnv
-from specbench.methods_factory import build_drafter
-from specbench.config import default_data_dir
-from specbench.registry import METHODS
-from specbench.sampling import SamplingConfig
+from specbench.run.method_env import MethodEnv
+from specbench.run.methods_factory import build_drafter
+from specbench.paths import default_data_dir
+from specbench.plugins.registry import METHODS
+from specbench.engine.sampling_config import SamplingConfig
 from test_golden import TINY_OPTIONS, tiny  # noqa: F401  (the fixture: tiny model, tokenizer, golden, cache)
 
 SAMPLING = SamplingConfig(temperature=0.05, top_p=0.95, top_k=3)

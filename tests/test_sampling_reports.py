@@ -8,13 +8,14 @@ from pathlib import Path
 
 import pytest
 
-from specbench.commands.check import check_run
-from specbench.compare import compare_runs
-from specbench.leaderboard.tables import group_runs
-from specbench.logprob_check import logprob_stats
-from specbench.record import Record
-from specbench.report import render
-from specbench.stats import lossless_status, load_run, run_stats
+from specbench.results.check import check_run
+from specbench.reports.compare import compare_runs
+from specbench.reports.leaderboard.tables import group_runs
+from specbench.results.logprob_check import logprob_stats
+from specbench.results.record import Record
+from specbench.reports.report import render
+from specbench.results.stats import lossless_status, run_stats
+from specbench.results.run import load_run
 from test_stats import write_fake_run
 
 
@@ -81,8 +82,8 @@ def test_compare_and_leaderboard_keep_temperatures_apart(tmp_path: Path) -> None
 
 
 def test_sampling_changes_digest_and_folder_name_greedy_keeps_them(tmp_path: Path) -> None:
-    from specbench.config import RunConfig
-    from specbench.plan import config_digest, make_plan, run_dir_for
+    from specbench.config.run_config import RunConfig
+    from specbench.run.plan import config_digest, make_plan, run_dir_for
 
     base = dict(methods=("pld",), tasks=("gsm8k",), limit=1, out_dir=str(tmp_path))
     greedy, sampled = make_plan(RunConfig(**base)), make_plan(RunConfig(**base, temperature=1.0))
@@ -94,10 +95,10 @@ def test_sampling_changes_digest_and_folder_name_greedy_keeps_them(tmp_path: Pat
 
 @pytest.mark.embedded
 def test_sampled_run_end_to_end(embedded, tmp_path: Path) -> None:
-    from specbench.config import RunConfig
-    from specbench.plan import make_plan, run_dir_for
-    from specbench.records import read_manifest, read_records
-    from specbench.runner import Runner
+    from specbench.config.run_config import RunConfig
+    from specbench.run.plan import make_plan, run_dir_for
+    from specbench.results.run_folder import read_manifest, read_records
+    from specbench.run.runner import Runner
 
     cfg = RunConfig(methods=("pld",), tasks=("gsm8k",), limit=1, max_new_tokens=8, warmup=0, out_dir=str(tmp_path),
                     temperature=1.0, top_k=50, seed=3)

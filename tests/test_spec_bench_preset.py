@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 
 from hub_fixtures import eagle_reference_checkpoint, medusa_reference_checkpoint, publish, tiny_vicuna
-from specbench.commands.run import add_run_arguments, config_from_args
-from specbench.lossless import EXACT, TIE
-from specbench.presets import SPEC_BENCH_TASKS
+from specbench.config.run_flags import add_run_arguments, config_from_args
+from specbench.results.lossless import EXACT, TIE
+from specbench.config.presets import SPEC_BENCH_TASKS
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT.parent / "shared" / "data"

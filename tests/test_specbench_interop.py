@@ -16,11 +16,12 @@ import pytest
 
 from specbench.cli import main
 from specbench.catalog import OVERALL
-from specbench.compare import compare_runs
-from specbench.leaderboard import build_leaderboard
-from specbench.records import read_manifest, read_records
-from specbench.specbench_import import NOTE
-from specbench.stats import load_run, run_stats
+from specbench.reports.compare import compare_runs
+from specbench.reports.leaderboard.build import build_leaderboard
+from specbench.results.run_folder import read_manifest, read_records
+from specbench.interop.spec_bench_import import NOTE
+from specbench.results.run import load_run
+from specbench.results.stats import run_stats
 from test_custom_tasks import one_line_error
 from tiny_model_dir import save_tiny_model
 
@@ -188,8 +189,8 @@ def test_native_run_exports_and_imports_with_the_same_speedups(tmp_path, monkeyp
 
 
 def test_docstring_examples():
-    import specbench.jsonfile
-    import specbench.specbench_format
+    import specbench.files.jsonfile
+    import specbench.interop.spec_bench_format
 
-    for mod in (specbench.specbench_format, specbench.jsonfile):
+    for mod in (specbench.interop.spec_bench_format, specbench.files.jsonfile):
         assert doctest.testmod(mod).failed == 0, mod.__name__

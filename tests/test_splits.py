@@ -10,13 +10,15 @@ import doctest
 
 import pytest
 
-import specbench.task
+import specbench.prompts.task
 from specbench.catalog import ALL_TASKS
 from specbench.cli import main
-from specbench.config import ConfigError, RunConfig, default_data_dir
-from specbench.plan import config_digest, make_plan, run_dir_for
-from specbench.registry import TASKS
-from specbench.task import Question, TaskDataError, dev_size, split_questions
+from specbench.config.run_config import RunConfig
+from specbench.errors import ConfigError, TaskDataError
+from specbench.paths import default_data_dir
+from specbench.plugins.registry import TASKS
+from specbench.prompts.task import Question, dev_size, split_questions
+from specbench.run.plan import config_digest, make_plan, run_dir_for
 
 needs_data = pytest.mark.skipif(default_data_dir() is None, reason="no data dir (../shared/data)")
 BUILT_IN = (*ALL_TASKS, "nq")
@@ -79,7 +81,7 @@ def test_split_rule_on_constructed_questions():
         split_questions("t", qs, "test", 1)
     with pytest.raises(ConfigError, match="--split must be one of eval, dev, all, got 'train'"):
         RunConfig(split="train").validate()
-    assert doctest.testmod(specbench.task).failed == 0
+    assert doctest.testmod(specbench.prompts.task).failed == 0
 
 
 def test_run_flag_errors_are_one_line(tmp_path, capsys):

@@ -8,9 +8,9 @@ import torch
 
 from conftest import make_tiny_model
 from methods.sps.method import SpSConfig, SpSDrafter, build_sps
-from specbench.config import ConfigError
+from specbench.errors import ConfigError
 from specbench.engine.loop import Engine
-from specbench.method_env import MethodEnv
+from specbench.run.method_env import MethodEnv
 from test_engine_exact import FAMILIES, greedy_reference
 
 PROMPT = [5, 9, 2, 7, 7, 1, 3]
@@ -127,7 +127,7 @@ def test_adaptive_without_scikit_learn_names_the_extra(monkeypatch) -> None:
 
 
 def test_min_confidence_reads_a_number_or_adaptive() -> None:
-    from specbench.config import from_dict
+    from specbench.config.coerce import from_dict
 
     assert from_dict(SpSConfig, {"min_confidence": "0.4"}).min_confidence == 0.4
     assert from_dict(SpSConfig, {"min_confidence": "adaptive"}).min_confidence == "adaptive"

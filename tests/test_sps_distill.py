@@ -10,7 +10,7 @@ from transformers import LlamaConfig, LlamaForCausalLM
 
 from methods.sps.distill import DistillConfig, choose_vocab, distill_draft, LabelledSequence, load_distilled
 from methods.sps.method import SpSConfig, SpSDrafter
-from specbench import corpora
+from specbench.datastore import corpora
 from specbench.engine.loop import Engine
 from test_engine_exact import greedy_reference
 from test_golden import char_tokenizer

@@ -9,10 +9,11 @@ from typing import Any
 import numpy as np
 import pytest
 
-from specbench.catalog import task_label
-from specbench.manifest import MANIFEST_SCHEMA_VERSION
-from specbench.record import Record
-from specbench.stats import OVERALL, Cell, load_run, lossless_status, paired_speedup, run_stats
+from specbench.catalog import OVERALL, task_label
+from specbench.results.record import Record
+from specbench.results.run import load_run
+from specbench.results.stats import Cell, lossless_status, paired_speedup, run_stats
+from specbench.run.manifest import MANIFEST_SCHEMA_VERSION
 
 CPU_HW = {"cpu": "Fake CPU 9000", "cores": 2, "ram_gb": 24, "gpu": None, "gpu_memory_gb": None, "cuda": None, "driver": None}
 
@@ -166,7 +167,7 @@ def test_load_run_errors(tmp_path: Path) -> None:
 def test_no_zero_width_ci_from_single_question_strata():
     import numpy as np
 
-    from specbench.stats import paired_speedup
+    from specbench.results.stats import paired_speedup
 
     one = [np.array([[10.0, 1.0, 10.0, 2.0]]), np.array([[8.0, 1.0, 8.0, 1.0]])]
     point, lo, hi = paired_speedup(one)

@@ -6,7 +6,8 @@ import json
 import numpy as np
 import pytest
 
-from specbench.datastore.suffix_array import DatastoreError, TokenDatastore, pack_chunks, write_datastore
+from specbench.datastore.suffix_array import DatastoreError, TokenDatastore
+from specbench.datastore.token_files import pack_chunks, write_datastore
 from specbench.datastore.trie import top_nodes
 
 VOCAB = 6

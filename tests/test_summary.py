@@ -10,14 +10,16 @@ from pathlib import Path
 import pytest
 
 from json_schema_subset import validate
-from specbench.acceptance_stats import CHAIN, TREE, UNKNOWN, acceptance_profile
+from specbench.results.acceptance import CHAIN, TREE, UNKNOWN, acceptance_profile
 from specbench.cli import main
-from specbench.latency import latency_stats
-from specbench.record import Record
-from specbench.records import read_records, write_records
-from specbench.report import write_report
-from specbench.stats import OVERALL, category_stats, load_run, run_stats
-from specbench.summary import SCHEMA_PATH, SUMMARY_SCHEMA_VERSION, build_summary, summary_csv
+from specbench.results.latency import latency_stats
+from specbench.results.record import Record
+from specbench.results.run_folder import read_records, write_records
+from specbench.reports.report import write_report
+from specbench.catalog import OVERALL
+from specbench.results.stats import category_stats, run_stats
+from specbench.results.run import load_run
+from specbench.reports.summary import SCHEMA_PATH, SUMMARY_SCHEMA_VERSION, build_summary, summary_csv
 from test_stats import fake_record, write_fake_run
 
 SCHEMA = json.loads(SCHEMA_PATH.read_text())

@@ -8,21 +8,21 @@ from pathlib import Path
 
 import pytest
 
-import specbench.sweep
-import specbench.sweep_report
+import specbench.results.sweep
+import specbench.reports.sweep_report
 from specbench.catalog import OVERALL
 from specbench.cli import main
-from specbench.config import ConfigError
-from specbench.records import read_manifest, read_records
-from specbench.stats import Cell
-from specbench.sweep import (PointResult, SweepPoint, best_line, best_point, grid_points, parse_grid,
+from specbench.errors import ConfigError
+from specbench.results.run_folder import read_manifest, read_records
+from specbench.results.stats import Cell
+from specbench.results.sweep import (PointResult, SweepPoint, best_line, best_point, grid_points, parse_grid,
                              sweep_summary)
-from specbench.sweep_report import series_of, sweep_markdown, write_sweep_plot
+from specbench.reports.sweep_report import series_of, sweep_markdown, write_sweep_plot
 from json_schema_subset import validate
 from tiny_model_dir import save_tiny_model
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
-SUMMARY_SCHEMA = json.loads((Path(specbench.sweep.__file__).parent / "summary.schema.json").read_text())
+SUMMARY_SCHEMA = json.loads((Path(specbench.reports.summary.__file__).parent / "summary.schema.json").read_text())
 
 
 def cell(speedup: float | None, lo: float | None = None, hi: float | None = None, tau: float = 1.5,
@@ -66,7 +66,7 @@ def test_point_labels_and_folders():
     assert SweepPoint((("datastore", "/tmp/a b"),)).folder == "datastore=_tmp_a_b"
     with pytest.raises(ConfigError, match="map to the same folder 'datastore=a_b'"):
         grid_points({"datastore": ["a/b", "a_b"]})
-    assert doctest.testmod(specbench.sweep).failed == 0 and doctest.testmod(specbench.sweep_report).failed == 0
+    assert doctest.testmod(specbench.results.sweep).failed == 0 and doctest.testmod(specbench.reports.sweep_report).failed == 0
 
 
 def test_best_point_selection():

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from specbench.config import cache_dir
+from specbench.paths import cache_dir
 
 TOKENIZER_DIR = cache_dir() / "models" / "smollm2-135m-instruct"  # read at import, before tests repoint the cache
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "chat_template.jinja", "special_tokens_map.json")

@@ -6,16 +6,16 @@ import json
 import sys
 from pathlib import Path
 
-from specbench.registry import DatastoreAction, register_datastore_action, register_datastore_builder
-from specbench.jsonfile import strict_json
+from specbench.api import DatastoreAction, register_datastore_action, register_datastore_builder, strict_json
 
 
 @register_datastore_builder("dresd")
 def build_cli(args: argparse.Namespace) -> int:
     """Build an OOD (corpus answers) or ``--id`` (the target's own answers) DReSD datastore."""
-    from specbench.config import from_dict, parse_settings, resolve_data_dir
+    from specbench.api import from_dict, parse_settings
+    from specbench.api import resolve_data_dir
     from methods.dresd.datastore.build import BuildSettings, build_datastore
-    from specbench.model import load_model, stop_token_ids
+    from specbench.api import load_model, stop_token_ids
 
     settings = from_dict(BuildSettings, parse_settings(args.set), where="dresd build: ")
     corpora = [c.strip() for c in args.corpus.split(",") if c.strip()]
@@ -42,10 +42,10 @@ def _eval_args(p: argparse.ArgumentParser) -> None:
 
 def eval_cli(args: argparse.Namespace) -> int:
     """Recall@k of the stored (IVF) index vs exact search, per-query latency, and survivor rate."""
-    from specbench.config import resolve_data_dir
+    from specbench.api import resolve_data_dir
     from methods.dresd.datastore.eval import evaluate_index
     from methods.dresd.datastore.store import DenseDatastore
-    from specbench.model import load_model
+    from specbench.api import load_model
 
     ds = DenseDatastore.load(args.path)
     lm = load_model(args.model, "float32", "cpu")

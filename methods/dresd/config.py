@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from specbench.config import ConfigError
+from specbench.api import ConfigError
 
 # the corpus whose domain matches each task (used when no datastore path is given)
 TASK_CORPUS = {"humaneval": "code_alpaca", "gsm8k": "gsm8k_train", "mt_bench": "sharegpt"}

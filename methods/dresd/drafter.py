@@ -12,8 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from specbench.drafter import BaseDrafter, DraftContext
-from specbench.engine.tree import DraftTree
+from specbench.api import BaseDrafter, DraftContext, DraftTree
 
 
 def select_drafts(values: np.ndarray, ids: np.ndarray, root: int, num_drafts: int, draft_len: int, eos_id: int | None) -> list[list[int]]:

@@ -6,8 +6,7 @@ from pathlib import Path
 
 from methods.dresd.config import DReSDConfig
 from methods.dresd.drafter import DReSDDrafter
-from specbench.method_env import MethodEnv
-from specbench.registry import register_method
+from specbench.api import MethodEnv, register_method
 
 _LOADED: dict[str, object] = {}  # path -> DenseDatastore, shared by the tasks of one run
 
@@ -25,7 +24,7 @@ def resolve_datastore(config: DReSDConfig, env: MethodEnv):
     """Load the configured datastore, building the default one under the cache on first use."""
     from methods.dresd.datastore.build import BuildSettings, build_datastore
     from methods.dresd.datastore.store import DenseDatastore
-    from specbench.model import stop_token_ids
+    from specbench.api import stop_token_ids
 
     corpus = config.corpus_for(env.task)
     if config.datastore:

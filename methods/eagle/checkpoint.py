@@ -19,9 +19,7 @@ import numpy as np
 import torch
 
 from methods.eagle.layer import EagleLayer, LayerShape
-from specbench.config import ConfigError
-from specbench.content_hash import file_sha256, verify_checkpoint
-from specbench.jsonfile import strict_json
+from specbench.api import ConfigError, file_sha256, strict_json, verify_checkpoint
 
 OURS = "eagle.safetensors"
 VOCAB = "vocab.npy"

@@ -24,15 +24,8 @@ from methods.eagle.checkpoint import load_layer
 from methods.eagle.layer import DraftCache, EagleLayer, LayerShape
 from methods.eagle.train import EagleTrainConfig, train_eagle
 from methods.eagle.tree import EAGLE1_TREE, dynamic_tree, static_tree
-from specbench.config import ConfigError
-from specbench.distill_data import DEFAULT_CORPORA, default_checkpoint
-from specbench.drafter import BaseDrafter, DraftContext
-from specbench.engine.packed_linear import draft_dtype, pack_for_inference
-from specbench.engine.tree import DraftTree
-from specbench.hub_checkpoint import resolve_checkpoint
-from specbench.method_env import MethodEnv
-from specbench.model import DTYPES
-from specbench.registry import register_method
+from specbench.api import (DEFAULT_CORPORA, DTYPES, BaseDrafter, ConfigError, DraftContext, DraftTree, MethodEnv,
+                           default_dir, draft_dtype, load_or_train, pack_for_inference, register_method)
 
 TREES = ("dynamic", "static")
 
@@ -144,20 +137,18 @@ class EagleDrafter(BaseDrafter):
         return DraftTree(tuple(self.head.to_target(list(tree.tokens))), tree.parents)
 
 
-def load_or_train(checkpoint: str, env: MethodEnv) -> tuple[EagleLayer, np.ndarray | None]:
+def trained_layer(checkpoint: str, env: MethodEnv) -> tuple[EagleLayer, np.ndarray | None]:
+    """(draft layer, its draft vocabulary or None) ``checkpoint`` names: ``random`` (tests), ``default``
+    (self-distilled on first use), a folder or a hub id (``specbench.api.load_or_train``)."""
     target = env.model
     param = next(target.parameters())
     if checkpoint == "random":
         torch.manual_seed(0)
         return EagleLayer(LayerShape.from_config(target.config), target.get_input_embeddings()).to(param.device), None
-    if checkpoint == "default":
-        recipe = EagleTrainConfig()
-        path = default_checkpoint(env, "eagle", recipe, "draft layer", lambda out: train_eagle(
-            target, env.tokenizer, DEFAULT_CORPORA, env.data_dir, out, recipe, env.model_id))
-    else:  # a folder or a hub id (ORG/NAME[@REVISION]), e.g. yuhuili/EAGLE-Vicuna-7B-v1.3
-        source = resolve_checkpoint(checkpoint, "eagle.checkpoint")
-        env.artifacts["checkpoint_source"] = source.record()
-        path = source.path
+    recipe = EagleTrainConfig()  # the default's; any other checkpoint: a folder or a hub id (ORG/NAME[@REVISION]),
+    path = load_or_train(  # e.g. yuhuili/EAGLE-Vicuna-7B-v1.3
+        checkpoint, env, option="eagle.checkpoint", what="draft layer", default=lambda: default_dir(env, "eagle", recipe),
+        train=lambda out: train_eagle(target, env.tokenizer, DEFAULT_CORPORA, env.data_dir, out, recipe, env.model_id))
     layer, vocab, meta = load_layer(path, target)
     env.artifacts["checkpoint"] = {"path": str(path), "metrics": meta.get("metrics"),
                                    "draft_vocab": None if vocab is None else len(vocab)}
@@ -167,7 +158,7 @@ def load_or_train(checkpoint: str, env: MethodEnv) -> tuple[EagleLayer, np.ndarr
 @register_method("eagle", EagleConfig)
 def build_eagle(config: EagleConfig, env: MethodEnv) -> EagleDrafter:
     """EAGLE's draft layer over the target's features, drafting EAGLE-2's dynamic or EAGLE-1's static tree."""
-    layer, vocab = load_or_train(config.checkpoint, env)
+    layer, vocab = trained_layer(config.checkpoint, env)
     env.declare_overhead(parameters=layer.parameter_count())
     dtype = draft_dtype(config.dtype, env.model)
     head = DraftHead(env.model.get_output_embeddings(), vocab).to(dtype)

@@ -17,7 +17,7 @@ from typing import Any
 
 import torch
 
-from specbench.config import ConfigError
+from specbench.api import ConfigError
 
 SUPPORTED = ("default", "linear", "dynamic")
 

@@ -1,4 +1,4 @@
-"""Self-distilling an EAGLE draft layer on CPU from the frozen target (``specbench/distill_data.py``).
+"""Self-distilling an EAGLE draft layer on CPU from the frozen target (``specbench/training/distill_data.py``).
 
 Row p of a training window reads the target's feature ``f_p`` (plus uniform noise of width
 ``noise * noise_len / L`` for a sequence of L positions, as the reference's ``AddUniformNoise``) and token ``p + 1``; the loss is the reference's: smooth-L1 to the target's next feature
@@ -25,9 +25,7 @@ import torch.nn.functional as F
 
 from methods.eagle.checkpoint import save_layer
 from methods.eagle.layer import EagleLayer, LayerShape
-from specbench.config import ConfigError
-from specbench.distill_data import DistillData, collect_cached, optimizer_step, trainable
-from specbench.model import stop_token_ids
+from specbench.api import ConfigError, DistillData, collect_cached, optimizer_step, stop_token_ids, trainable
 
 
 @dataclass(frozen=True)

@@ -4,16 +4,13 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from specbench.argtypes import int_at_least, positive_int
-from specbench.config import resolve_data_dir
-from specbench.distill_data import DEFAULT_CORPORA
-from specbench.registry import PluginCommand, register_trainer
-from specbench.trainer_args import add_common_arguments, corpora_and_recipe
+from specbench.api import (DEFAULT_CORPORA, PluginCommand, add_common_arguments, corpora_and_recipe, int_at_least,
+                           positive_int, register_trainer, resolve_data_dir)
 
 
 def _run(args: argparse.Namespace) -> int:
     from methods.eagle.train import EagleTrainConfig, train_eagle
-    from specbench.model import load_model
+    from specbench.api import load_model
 
     corpora, cfg = corpora_and_recipe(args, EagleTrainConfig, DEFAULT_CORPORA)
     loaded = load_model(args.model, "float32", args.device)

@@ -20,7 +20,7 @@ from typing import Callable, Sequence
 
 import torch
 
-from specbench.engine.tree import DraftTree
+from specbench.api import DraftTree
 
 Expand = Callable[[list[int], list[int], list[int]], torch.Tensor]
 """``expand(node_ids, tokens, parents)``: the nodes to run (ids in creation order), their tokens and

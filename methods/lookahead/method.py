@@ -10,11 +10,8 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 
-from specbench.config import ConfigError
-from specbench.drafter import BaseDrafter, DraftContext, Proposal, StepResult
-from specbench.engine.tree import DraftTree
-from specbench.method_env import MethodEnv
-from specbench.registry import register_method
+from specbench.api import (
+    BaseDrafter, ConfigError, DraftContext, DraftTree, MethodEnv, Proposal, StepResult, register_method)
 
 from methods.lookahead.pool import NgramPool
 from methods.lookahead.window import JacobiWindow

@@ -24,7 +24,7 @@ from typing import Sequence
 
 import numpy as np
 
-from specbench.engine.aux_rows import AuxRows
+from specbench.api import AuxRows
 
 
 class JacobiWindow:

@@ -15,9 +15,7 @@ from typing import Any
 import torch
 
 from methods.medusa.heads import MedusaHeads
-from specbench.config import ConfigError
-from specbench.content_hash import file_sha256, verify_checkpoint
-from specbench.jsonfile import strict_json
+from specbench.api import ConfigError, file_sha256, strict_json, verify_checkpoint
 
 OURS = "heads.safetensors"
 REFERENCE_FILES = ("medusa_lm_head.safetensors", "medusa_lm_head.pt", "medusa_lm_head.bin")

@@ -14,13 +14,9 @@ from methods.medusa.checkpoint import load_heads
 from methods.medusa.heads import MedusaHeads
 from methods.medusa.train import MedusaTrainConfig, train_medusa
 from methods.medusa.tree import TREES, max_rank, tree_from_choices
-from specbench.config import ConfigError
-from specbench.distill_data import DEFAULT_CORPORA, default_checkpoint
-from specbench.drafter import BaseDrafter, DraftContext
-from specbench.engine.tree import DraftTree
-from specbench.hub_checkpoint import resolve_checkpoint
-from specbench.method_env import MethodEnv
-from specbench.registry import register_method
+from specbench.api import (
+    DEFAULT_CORPORA, BaseDrafter, ConfigError, DraftContext, DraftTree, MethodEnv, default_dir, load_or_train,
+    register_method)
 
 
 
@@ -55,21 +51,19 @@ class MedusaDrafter(BaseDrafter):
         return tree if len(tree) else None
 
 
-def load_or_train(checkpoint: str, env: MethodEnv) -> MedusaHeads:
+def trained_heads(checkpoint: str, env: MethodEnv) -> MedusaHeads:
+    """The heads ``checkpoint`` names: ``random`` (tests), ``default`` (self-distilled on first use), a folder
+    or a hub id (``specbench.api.load_or_train``), in fp32 on the target's device."""
     target = env.model
     param = next(target.parameters())
     if checkpoint == "random":
         torch.manual_seed(0)
         return MedusaHeads(int(target.config.hidden_size), int(target.config.vocab_size), 4, 1,
                            target.get_output_embeddings()).to(param.device)
-    if checkpoint == "default":
-        recipe = MedusaTrainConfig()
-        path = default_checkpoint(env, "medusa", recipe, "heads", lambda out: train_medusa(
-            target, env.tokenizer, DEFAULT_CORPORA, env.data_dir, out, recipe, env.model_id))
-    else:  # a folder or a hub id (ORG/NAME[@REVISION]), e.g. FasterDecoding/medusa-vicuna-7b-v1.3
-        source = resolve_checkpoint(checkpoint, "medusa.checkpoint")
-        env.artifacts["checkpoint_source"] = source.record()
-        path = source.path
+    recipe = MedusaTrainConfig()  # the default's; any other checkpoint: a folder or a hub id (ORG/NAME[@REVISION]),
+    path = load_or_train(  # e.g. FasterDecoding/medusa-vicuna-7b-v1.3
+        checkpoint, env, option="medusa.checkpoint", what="heads", default=lambda: default_dir(env, "medusa", recipe),
+        train=lambda out: train_medusa(target, env.tokenizer, DEFAULT_CORPORA, env.data_dir, out, recipe, env.model_id))
     heads, meta = load_heads(path, target)
     env.artifacts["checkpoint"] = {"path": str(path), "metrics": meta.get("metrics")}
     return heads.to(param.device, torch.float32)
@@ -79,4 +73,4 @@ def load_or_train(checkpoint: str, env: MethodEnv) -> MedusaHeads:
 def build_medusa(config: MedusaConfig, env: MethodEnv) -> MedusaDrafter:
     """Medusa-1 heads on the target's last hidden state, top-k per head in the reference's sparse tree."""
     choices = TREES[config.tree]
-    return MedusaDrafter(load_or_train(config.checkpoint, env), choices[: config.tree_size] if config.tree_size else choices)
+    return MedusaDrafter(trained_heads(config.checkpoint, env), choices[: config.tree_size] if config.tree_size else choices)

@@ -1,5 +1,5 @@
 """Self-distilling Medusa heads on CPU: the frozen target's hidden states and greedy labels
-(``specbench/distill_data.py``), one cross-entropy per head summed unweighted, as the reference's trainer
+(``specbench/training/distill_data.py``), one cross-entropy per head summed unweighted, as the reference's trainer
 (``medusa/train/train_legacy.py``); ``decay`` < 1 weights head k by ``decay ** k`` (0.8 is the decay
 coefficient of the reference's separate axolotl recipe).
 
@@ -21,8 +21,7 @@ import torch.nn.functional as F
 
 from methods.medusa.checkpoint import save_heads
 from methods.medusa.heads import MedusaHeads
-from specbench.config import ConfigError
-from specbench.distill_data import DistillData, collect_cached, optimizer_step, trainable
+from specbench.api import ConfigError, DistillData, collect_cached, optimizer_step, trainable
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from specbench.engine.tree import DraftTree
+from specbench.api import DraftTree
 
 # The reference's default tree (``mc_sim_7b_63`` in FasterDecoding/Medusa ``medusa_choices.py``): 63 nodes,
 # top-10 ranks, depth <= 4, chosen there by simulated acceptance on Vicuna-7B, node by node: every prefix

@@ -18,11 +18,7 @@ from methods.redrafter.config import HeadConfig, ReDrafterConfig
 from methods.redrafter.drafter import ReDrafter
 from methods.redrafter.head import DraftHead
 from methods.redrafter.vocab import DATA
-from specbench.engine.packed_linear import draft_dtype, pack_for_inference
-from specbench.hub_checkpoint import resolve_checkpoint
-from specbench.method_env import MethodEnv
-from specbench.model import stop_token_ids
-from specbench.registry import register_method
+from specbench.api import MethodEnv, draft_dtype, load_or_train, pack_for_inference, register_method, stop_token_ids
 
 if TYPE_CHECKING:
     from methods.redrafter.train import TrainConfig
@@ -94,14 +90,9 @@ def build_redrafter(config: ReDrafterConfig, env: MethodEnv) -> ReDrafter:
         env.artifacts.update(info, checkpoint="random")
         env.declare_overhead(parameters=head_parameters(head))
         return _drafter(head, key, None, config, env)
-    if config.checkpoint is None:
-        ckpt = default_checkpoint_dir(env, config)
-        if not (ckpt / "head.safetensors").is_file():
-            _train_default(env, config, ckpt)
-    else:
-        source = resolve_checkpoint(config.checkpoint, "redrafter.checkpoint")  # a folder or ORG/NAME[@REVISION]
-        env.artifacts["checkpoint_source"] = source.record()
-        ckpt = source.path
+    ckpt = load_or_train(config.checkpoint, env, option="redrafter.checkpoint", what="head", done="head.safetensors",
+                         default=lambda: default_checkpoint_dir(env, config), announce=False,
+                         train=lambda out: _train_default(env, config, out))
     digest = checkpoint_hash(ckpt)
     key = (str(ckpt.resolve()), digest)
     head, meta = shared_head(env.model, key, lambda: load_checkpoint(ckpt, env.model))

@@ -13,10 +13,8 @@ from typing import Any
 import torch
 
 from methods.redrafter.config import HeadConfig
-from specbench.content_hash import ContentMismatch, file_sha256, verify_sha256
-from specbench.errors import DatastoreError
+from specbench.api import ContentMismatch, DatastoreError, file_sha256, strict_json, verify_sha256
 from methods.redrafter.head import DraftHead
-from specbench.jsonfile import strict_json
 
 WEIGHTS = "head.safetensors"
 CONFIG = "config.json"

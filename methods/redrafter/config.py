@@ -3,8 +3,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from specbench.config import ConfigError
-from specbench.model import DTYPES
+from specbench.api import DTYPES, ConfigError
 
 
 @dataclass(frozen=True)

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import torch
 
-from specbench.distill_data import DistillData
+from specbench.api import DistillData
 from methods.redrafter.head import DraftHead
 
 
@@ -41,7 +41,7 @@ def main(argv: list[str] | None = None) -> int:
     from methods.redrafter.checkpoint import load_checkpoint
     from methods.redrafter.head import build_head, head_config_for
     from methods.redrafter.train import TrainConfig, evaluate
-    from specbench.model import load_model
+    from specbench.api import load_model
 
     p = argparse.ArgumentParser(prog="python -m methods.redrafter.diagnose", description=__doc__.splitlines()[0])
     p.add_argument("data_dir", type=Path, help="folder with a training run's data.safetensors")

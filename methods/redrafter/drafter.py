@@ -7,8 +7,7 @@ from methods.redrafter.beam import StepFn, beam_search, head_step_fn
 from methods.redrafter.config import ReDrafterConfig
 from methods.redrafter.head import DraftHead
 from methods.redrafter.prefix import pack_beams
-from specbench.drafter import BaseDrafter, DraftContext, StepResult
-from specbench.engine.tree import DraftTree
+from specbench.api import BaseDrafter, DraftContext, DraftTree, StepResult
 
 
 class ReDrafter(BaseDrafter):

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import torch
 
-from specbench.engine.tree import DraftTree
+from specbench.api import DraftTree
 
 
 def get_prefix_match(beams: torch.Tensor) -> torch.Tensor:

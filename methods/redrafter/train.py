@@ -23,10 +23,8 @@ import torch
 import torch.nn.functional as F
 
 from methods.redrafter.checkpoint import save_checkpoint
-from specbench.distill_data import DistillData, collect_cached, trainable
+from specbench.api import ConfigError, DistillData, collect_cached, strict_json, trainable
 from methods.redrafter.head import DraftHead, build_head, head_config_for
-from specbench.config import ConfigError
-from specbench.jsonfile import strict_json
 
 
 @dataclass(frozen=True)

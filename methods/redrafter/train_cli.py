@@ -11,9 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from methods.redrafter.config import RECIPES
-from specbench.argtypes import positive_float, positive_int
-from specbench.config import resolve_data_dir
-from specbench.registry import PluginCommand, register_trainer
+from specbench.api import PluginCommand, positive_float, positive_int, register_trainer, resolve_data_dir
 
 if TYPE_CHECKING:
     from methods.redrafter.train import TrainConfig
@@ -33,8 +31,7 @@ def train_config_from_args(args: argparse.Namespace) -> "TrainConfig":
 
 def _run(args: argparse.Namespace) -> int:
     from methods.redrafter.train import train_redrafter
-    from specbench.corpora import PAIR_LOADERS
-    from specbench.model import load_model
+    from specbench.api import PAIR_LOADERS, load_model
 
     corpora = [c.strip() for c in args.corpus.split(",") if c.strip()]
     known = set(PAIR_LOADERS) | {"python_stdlib"}

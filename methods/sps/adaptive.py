@@ -12,7 +12,7 @@ Example: drafted probabilities ``[0.9, 0.8, 0.3]`` of which the first two were a
 """
 from __future__ import annotations
 
-from specbench.config import ConfigError
+from specbench.api import ConfigError
 
 START = 0.4  # transformers' default assistant_confidence_threshold
 EXTRA = "adaptive"  # pip install 'specbench[adaptive]'

@@ -30,9 +30,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from specbench.config import ConfigError
-from specbench.content_hash import file_sha256, verify_checkpoint
-from specbench.distill_data import optimizer_step, trainable
+from specbench.api import ConfigError, file_sha256, optimizer_step, trainable, verify_checkpoint
 
 VOCAB_FILE = "vocab.npy"
 META_FILE = "distill.json"
@@ -74,7 +72,7 @@ def collect_labels(model: torch.nn.Module, tokenizer: Any, corpora: Sequence[str
     """(train, held-out) sequences with the target's greedy labels on answer positions."""
     from tqdm import tqdm
 
-    from specbench.distill_data import interleave, sequence_ids
+    from specbench.api import interleave, sequence_ids
 
     device = next(model.parameters()).device
     train: list[LabelledSequence] = []
@@ -176,7 +174,7 @@ def distill_draft(target: torch.nn.Module, tokenizer: Any, corpora: Sequence[str
     """Collect labels, choose the vocabulary, train the draft and save it in ``out``; returns the metrics."""
     from tqdm import tqdm
 
-    from specbench.model import stop_token_ids
+    from specbench.api import stop_token_ids
 
     cfg.validate()
     t0 = time.perf_counter()

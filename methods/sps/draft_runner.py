@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from specbench.engine.kv_cache import PreallocatedCache
+from specbench.api import PreallocatedCache
 
 
 class DraftRunner:

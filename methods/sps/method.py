@@ -11,7 +11,6 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -19,14 +18,9 @@ from typing import Any
 import numpy as np
 import torch
 
-from specbench.config import ConfigError
-from specbench.distill_data import DEFAULT_CORPORA
-from specbench.drafter import BaseDrafter, DraftContext, Proposal, StepResult
-from specbench.engine.tree import DraftTree
-from specbench.hub_checkpoint import is_hub_id, resolve_checkpoint
-from specbench.method_env import MethodEnv
-from specbench.model import stop_token_ids
-from specbench.registry import register_method
+from specbench.api import (
+    DEFAULT_CORPORA, BaseDrafter, ConfigError, DraftContext, DraftTree, MethodEnv, Proposal, StepResult, is_hub_id,
+    load_or_train, register_method, resolve_checkpoint, stop_token_ids)
 
 from methods.sps.adaptive import AdaptiveThreshold, require_sklearn
 from methods.sps.distill import META_FILE, VOCAB_FILE, DistillConfig, distill_draft, load_distilled
@@ -137,7 +131,7 @@ def load_draft(name: str, env: MethodEnv) -> tuple[Any, np.ndarray | None]:
             _LOADED[key] = loaded
         else:
             _LOADED[key] = (_pretrained(name, env, param), None)
-        from specbench.engine.backends import resolve_backend
+        from specbench.api import resolve_backend
 
         # the draft runs on the engine's fastest backend too (packed, fused linears on CPU)
         resolve_backend("auto", param.device, param.dtype).prepare(_LOADED[key][0])
@@ -146,19 +140,17 @@ def load_draft(name: str, env: MethodEnv) -> tuple[Any, np.ndarray | None]:
 
 def _distilled(env: MethodEnv, param: torch.Tensor) -> tuple[Any, np.ndarray]:
     recipe = DistillConfig()
-    out = distilled_dir(env, recipe)
+    out = load_or_train(None, env, option="sps.draft_model", what="draft (distilled from the target)", done=META_FILE,
+                        default=lambda: distilled_dir(env, recipe),
+                        train=lambda out: distill_draft(env.model, env.tokenizer, DEFAULT_CORPORA, env.data_dir, out,
+                                                        recipe, env.model_id))
     loaded = load_distilled(out, param.device, param.dtype)
-    if loaded is None:
-        print(f"[sps] distilling the default draft from the target (once; cached in {out}); a few minutes on 2 CPU cores",
-              file=sys.stderr)
-        distill_draft(env.model, env.tokenizer, DEFAULT_CORPORA, env.data_dir, out, recipe, env.model_id)
-        loaded = load_distilled(out, param.device, param.dtype)
-        assert loaded is not None
+    assert loaded is not None  # complete: its META_FILE is written last
     return loaded
 
 
 def _pretrained(name: str, env: MethodEnv, param: torch.Tensor) -> Any:
-    from specbench.model import ModelLoadError, load_model
+    from specbench.api import ModelLoadError, load_model
 
     path = name
     if is_hub_id(name):  # ORG/NAME[@REVISION]: fetched through the hub cache, revision and bytes recorded

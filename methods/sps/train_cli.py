@@ -9,16 +9,14 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from specbench.argtypes import positive_int
-from specbench.config import resolve_data_dir
-from specbench.registry import PluginCommand, register_trainer
-from specbench.distill_data import DEFAULT_CORPORA
-from specbench.trainer_args import add_common_arguments, corpora_and_recipe
+from specbench.api import (
+    DEFAULT_CORPORA, PluginCommand, add_common_arguments, corpora_and_recipe, positive_int, register_trainer,
+    resolve_data_dir)
 
 
 def _run(args: argparse.Namespace) -> int:
     from methods.sps.distill import DistillConfig, distill_draft
-    from specbench.model import load_model
+    from specbench.api import load_model
 
     corpora, cfg = corpora_and_recipe(args, DistillConfig, DEFAULT_CORPORA)
     loaded = load_model(args.model, "float32", args.device)

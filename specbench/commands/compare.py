@@ -5,16 +5,16 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from specbench.argtypes import positive_int
+from specbench.config.argtypes import positive_int
 from specbench.errors import UserError
 
 
 def compare_command(args: argparse.Namespace) -> int:
-    from specbench.compare import NotComparable, compare_runs, speedup_plot
-    from specbench.leaderboard.markdown import table_md
-    from specbench.leaderboard.published import (load_published, published_table, published_vs_published,
-                                                 run_vs_published)
-    from specbench.stats import load_run, run_stats
+    from specbench.interop.published import load_published, published_table, published_vs_published, run_vs_published
+    from specbench.reports.compare import NotComparable, compare_runs, speedup_plot
+    from specbench.reports.leaderboard.markdown import table_md
+    from specbench.results.run import load_run
+    from specbench.results.stats import run_stats
 
     refs = [load_published(name) for name in args.reference or []]
     if len(args.run_dirs) + len(refs) < 2 and not (refs and not args.run_dirs):

@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import argparse
 
-from specbench.argtypes import positive_int
-from specbench.registry import DATASTORE_ACTIONS, DATASTORE_BUILDERS
+from specbench.config.argtypes import positive_int
+from specbench.models.dtypes import DTYPE_NAMES
+from specbench.plugins.registry import DATASTORE_ACTIONS, DATASTORE_BUILDERS
 
 
 def _run_build(args: argparse.Namespace) -> int:
@@ -27,7 +28,7 @@ def register(subs: argparse._SubParsersAction) -> None:
     b.add_argument("--max-tokens", type=positive_int, default=None, help="stop after this many corpus tokens")
     b.add_argument("--id", action="store_true", help="(dresd) index the target's own greedy answers")
     b.add_argument("--model", default="embedded", help="target model (HF id, directory or 'embedded')")
-    b.add_argument("--dtype", default="float32", choices=["float32", "float16", "bfloat16"])
+    b.add_argument("--dtype", default="float32", choices=DTYPE_NAMES)
     b.add_argument("--device", default="auto")
     b.add_argument("--data-dir", default=None, help="data dir (default: $SPECBENCH_DATA_DIR or ../shared/data)")
     b.add_argument("--set", action="append", metavar="KEY=VALUE", help="kind-specific setting (repeatable)")

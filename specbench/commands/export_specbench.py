@@ -4,14 +4,14 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from specbench.argtypes import out_folder
+from specbench.config.argtypes import out_folder
 from specbench.errors import UserError
 
 
 def export_command(args: argparse.Namespace) -> int:
-    from specbench.commands.check import load_run_tokenizer
-    from specbench.specbench_export import export_answers, needs_tokenizer
-    from specbench.stats import load_run
+    from specbench.interop.spec_bench_export import export_answers, needs_tokenizer
+    from specbench.results.check import load_run_tokenizer
+    from specbench.results.run import load_run
 
     run = load_run(args.run_dir)
     tokenizer = None

@@ -10,11 +10,13 @@ import sys
 from pathlib import Path
 
 from specbench.errors import UserError
-from specbench.config import ConfigError, cache_dir, resolve_data_dir
+from specbench.errors import ConfigError
+from specbench.paths import cache_dir, resolve_data_dir
+from specbench.models.dtypes import DTYPE_NAMES
 
 
 def _methods(text: str | None, default: list[str]) -> list[str]:
-    from specbench.registry import METHODS
+    from specbench.plugins.registry import METHODS
 
     if not text:
         return default
@@ -25,7 +27,7 @@ def _methods(text: str | None, default: list[str]) -> list[str]:
 
 
 def _load(args: argparse.Namespace):
-    from specbench.model import ModelLoadError, load_model
+    from specbench.models.loading import ModelLoadError, load_model
 
     try:
         return load_model(args.model, args.dtype, args.device)
@@ -38,11 +40,11 @@ def _data_dir(args: argparse.Namespace) -> Path | None:
 
 
 def record_command(args: argparse.Namespace) -> int:
-    from specbench.commands.run import parse_method_opts
+    from specbench.config.run_flags import parse_method_opts
     from specbench.engine.loop import Engine
-    from specbench.golden import make_golden, record_outputs, save_golden, task_prompt_builders
-    from specbench.model import stop_token_ids
-    from specbench.registry import TASKS
+    from specbench.run.golden import make_golden, record_outputs, save_golden, task_prompt_builders
+    from specbench.models.loading import stop_token_ids
+    from specbench.plugins.registry import TASKS
 
     methods = _methods(args.methods, ["all"]) if args.methods != "all" else ["all"]
     tasks = [t.strip() for t in args.tasks.split(",") if t.strip()]
@@ -70,10 +72,10 @@ def record_command(args: argparse.Namespace) -> int:
 
 
 def verify_command(args: argparse.Namespace) -> int:
-    from specbench.commands.run import parse_method_opts
-    from specbench.golden import device_note, load_golden, verify_golden
-    from specbench.method_env import MethodEnv
-    from specbench.registry import METHODS
+    from specbench.config.run_flags import parse_method_opts
+    from specbench.run.golden import device_note, load_golden, verify_golden
+    from specbench.run.method_env import MethodEnv
+    from specbench.plugins.registry import METHODS
 
     golden = load_golden(args.file)
     cfg = golden["config"]
@@ -117,7 +119,7 @@ def register(subs: argparse._SubParsersAction) -> None:
         q.add_argument("--methods", help="comma-separated methods or 'all' (default: all registered)")
         q.add_argument("--method-opt", action="append", metavar="METHOD.KEY=VALUE", help="method option (repeatable)")
         q.add_argument("--model", default=model_default, help="HF id, directory or 'embedded'")
-        q.add_argument("--dtype", default=dtype_default, choices=["float32", "float16", "bfloat16"])
+        q.add_argument("--dtype", default=dtype_default, choices=DTYPE_NAMES)
         q.add_argument("--device", default="cpu")
         q.add_argument("--data-dir", help="data dir (default: $SPECBENCH_DATA_DIR or ../shared/data)")
 

@@ -1,6 +1,6 @@
 """``specbench import-specbench DIR --out RUN_DIR``: Spec-Bench model answers -> a run folder (marked imported).
 
-See ``specbench/specbench_import.py`` for what is kept; the run then works with ``report``,
+See ``specbench/interop/spec_bench_import.py`` for what is kept; the run then works with ``report``,
 ``leaderboard`` and ``compare`` (a native run and an imported one differ in backend, so ``compare``
 names that difference and needs ``--force``).
 """
@@ -8,12 +8,12 @@ from __future__ import annotations
 
 import argparse
 
-from specbench.argtypes import out_folder, positive_int
+from specbench.config.argtypes import out_folder, positive_int
 
 
 def import_command(args: argparse.Namespace) -> int:
-    from specbench.report import write_report
-    from specbench.specbench_import import import_answers
+    from specbench.interop.spec_bench_import import import_answers
+    from specbench.reports.report import write_report
 
     manifest = import_answers(args.answer_dir, args.out, baseline=args.baseline, hardware=args.hardware,
                               model=args.model, max_new_tokens=args.max_new_tokens)

@@ -14,15 +14,15 @@ import shlex
 import sys
 from pathlib import Path
 
-from specbench.argtypes import non_negative_int, out_folder, positive_int
+from specbench.config.argtypes import non_negative_int, out_folder, positive_int
 from specbench.errors import UserError
 
 
 def _validated(args: argparse.Namespace) -> tuple[list[str], Path]:
     """The run arguments (checked by building the run's plan now) and the merged run's folder."""
-    from specbench.commands.run import add_run_arguments, config_from_args
+    from specbench.config.run_flags import add_run_arguments, config_from_args
     from specbench.launch.shards import check_run_args, holds_run
-    from specbench.plan import make_plan
+    from specbench.run.plan import make_plan
 
     run_args = args.run_args[1:] if args.run_args[:1] == ["--"] else list(args.run_args)
     check_run_args(run_args)
@@ -69,7 +69,7 @@ def launch_command(args: argparse.Namespace) -> int:
         raise UserError(f"shard(s) {', '.join(str(f.k) for f in failed)} of {shards.n} failed (shard {o.k}: exit "
                         f"{o.code}, {last}); re-run the same command to resume them")
     merged = shards.merge(out)
-    from specbench.report import write_report
+    from specbench.reports.report import write_report
 
     print(write_report(out))
     print(f"[launch] merged {shards.n} shards ({sum(map(len, merged['questions'].values()))} questions) into {out}",

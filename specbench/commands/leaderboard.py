@@ -3,17 +3,19 @@ from __future__ import annotations
 
 import argparse
 
-from specbench.argtypes import out_folder, positive_int
-from specbench.stats import DEFAULT_BOOTSTRAP, DEFAULT_SEED
+from specbench.config.argtypes import out_folder, positive_int
+from specbench.results.stats import DEFAULT_BOOTSTRAP, DEFAULT_SEED
 
 
 def leaderboard_command(args: argparse.Namespace) -> int:
-    from specbench.leaderboard import build_leaderboard
-    from specbench.profile import load_profile
+    from specbench.interop.published import load_published, published_table
+    from specbench.profiling.profile import load_profile
+    from specbench.reports.leaderboard.build import build_leaderboard
 
     profile = load_profile(args.profile) if args.profile else None
+    published = [published_table(load_published(name)) for name in args.reference or []]  # before any run loads
     paths = build_leaderboard(args.run_dirs, args.out, profile, args.bootstrap, args.seed, plots=not args.no_plots,
-                              references=args.reference or [])
+                              published=published)
     print(paths["text"])
     if not paths["failed"]:
         print(f"wrote {paths['markdown']} and {paths['html']}")

@@ -4,7 +4,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 
-from specbench.registry import CORPORA, METHODS, TASK_SOURCES, TASKS
+from specbench.plugins.registry import CORPORA, METHODS, TASK_SOURCES, TASKS
 
 
 def list_command(args: argparse.Namespace) -> int:

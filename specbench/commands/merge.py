@@ -3,12 +3,12 @@ from __future__ import annotations
 
 import argparse
 
-from specbench.argtypes import out_folder
+from specbench.config.argtypes import out_folder
 from specbench.errors import UserError
 
 
 def merge_command(args: argparse.Namespace) -> int:
-    from specbench.merge import MergeError, merge_runs
+    from specbench.results.merge import MergeError, merge_runs
 
     try:
         merged = merge_runs(args.run_dirs, args.out, force=args.force)

@@ -10,8 +10,9 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from specbench.argtypes import out_folder, positive_int
-from specbench.config import ConfigError
+from specbench.config.argtypes import out_folder, positive_int
+from specbench.errors import ConfigError
+from specbench.models.dtypes import DTYPE_NAMES
 
 
 def _sizes(text: str) -> tuple[int, ...]:
@@ -37,19 +38,13 @@ def _backends(text: str) -> tuple[str, ...]:
 def profile_command(args: argparse.Namespace) -> int:
     import base64
 
-    from specbench.leaderboard.markdown import table_md
-    from specbench.leaderboard.plots import profile_curve
-    from specbench.leaderboard.tables import Table
-    from specbench.model import ModelLoadError, load_model
-    from specbench.profile import (
-        hardware_fingerprint,
-        make_profile,
-        measure_forward_curve,
-        measure_read_bandwidth,
-        profile_table,
-        save_profile,
-        weight_bytes_per_forward,
-    )
+    from specbench.reports.leaderboard.markdown import table_md
+    from specbench.reports.leaderboard.plots import profile_curve
+    from specbench.reports.leaderboard.tables import Table
+    from specbench.models.loading import ModelLoadError, load_model
+    from specbench.profiling.fingerprint import hardware_fingerprint
+    from specbench.profiling.profile import make_profile, profile_table, save_profile
+    from specbench.profiling.measure import measure_forward_curve, measure_read_bandwidth, weight_bytes_per_forward
 
     if 1 not in args.sizes:
         raise ConfigError("--sizes must include 1 (T(1) is the autoregressive cost)")
@@ -57,7 +52,7 @@ def profile_command(args: argparse.Namespace) -> int:
         lm = load_model(args.model, args.dtype, args.device)
     except ModelLoadError as e:
         raise ConfigError(str(e)) from None
-    from specbench.profile_breakdown import breakdown_text, measure_breakdown
+    from specbench.profiling.breakdown import breakdown_text, measure_breakdown
 
     curves = {b: measure_forward_curve(lm.model, args.context, args.sizes, args.repeats, backend=b) for b in args.backends}
     parts = measure_breakdown(lm.model, args.context, backend=args.backends[0])
@@ -89,7 +84,7 @@ def profile_command(args: argparse.Namespace) -> int:
 def register(subs: argparse._SubParsersAction) -> None:
     p = subs.add_parser("profile", help="measure this machine's forward latency for 1..128 new tokens (cost profile)")
     p.add_argument("--model", default="embedded", help="HF id, directory or 'embedded'")
-    p.add_argument("--dtype", default="float32", choices=["float32", "float16", "bfloat16"])
+    p.add_argument("--dtype", default="float32", choices=DTYPE_NAMES)
     p.add_argument("--device", default="auto")
     p.add_argument("--context", type=positive_int, default=1024, help="tokens in the KV cache before the timed forward")
     p.add_argument("--sizes", type=_sizes, default=(1, 2, 4, 8, 16, 32, 64, 128), help="new-token counts, e.g. 1,2,4,8")

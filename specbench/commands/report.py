@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from specbench.report import FORMATS, write_report
+from specbench.reports.report import FORMATS, write_report
 
 
 def report_command(args: argparse.Namespace) -> int:

@@ -18,33 +18,24 @@ from pathlib import Path
 from typing import Any
 
 from specbench.catalog import BASELINE
-from specbench.commands.run import add_run_arguments, config_from_args, mismatch_exit_code
-from specbench.config import ConfigError, RunConfig, is_safe_name
-from specbench.jsonfile import save_json
-from specbench.model import load_model
-from specbench.plan import Plan, make_plan, run_dir_for
-from specbench.registry import METHODS
-from specbench.report import write_report
-from specbench.runner import Runner
-from specbench.sweep import SweepPoint, best_line, best_point, grid_points, parse_grid, point_result, sweep_summary
-from specbench.sweep_report import sweep_markdown, sweep_table, write_sweep_plot
+from specbench.config.run_config import RunConfig, is_safe_name
+from specbench.config.run_flags import add_run_arguments, config_from_args, mismatch_exit_code
+from specbench.errors import ConfigError
+from specbench.files.jsonfile import save_json
+from specbench.models.loading import load_model
+from specbench.plugins.registry import METHODS
+from specbench.reports.report import write_report
+from specbench.reports.sweep_report import sweep_markdown, sweep_table, write_sweep_plot
+from specbench.results.sweep import (SweepPoint, best_line, best_point, grid_points, parse_grid, point_result,
+                                     sweep_summary)
+from specbench.run.plan import Plan, make_plan, run_dir_for
+from specbench.run.runner import Runner
 
 SPLIT = "dev"
 DEFAULT_OUT = "results/sweeps"
 SET_BY_SWEEP = ("--methods", "--run-name", "--shard", "--budget")  # run flags the sweep sets itself
 SWEEP_HELP = {"--out-dir": f"parent folder of sweep folders (default {DEFAULT_OUT})",
               "--split": "the sweep always runs on the dev split (calibration questions, disjoint from eval)"}
-
-
-class _RunFlags:
-    """Stands in for the parser while ``add_run_arguments`` adds the run flags, leaving out ``SET_BY_SWEEP``."""
-
-    def __init__(self, parser: argparse.ArgumentParser) -> None:
-        self.parser = parser
-
-    def add_argument(self, *names: str, **kwargs: Any) -> None:
-        if names[0] not in SET_BY_SWEEP:
-            self.parser.add_argument(*names, **{**kwargs, "help": SWEEP_HELP.get(names[0], kwargs.get("help"))})
 
 
 def _base_config(args: argparse.Namespace) -> RunConfig:
@@ -148,5 +139,5 @@ def register(subs: argparse._SubParsersAction) -> None:
     p.add_argument("--grid", action="append", metavar="METHOD.KEY=V1,V2,...", required=True,
                    help="an option and its values, e.g. rest.c=8,16,32,64 (repeatable: the cartesian product)")
     p.add_argument("--sweep-name", help="folder of the sweep under --out-dir (default: derived from the settings)")
-    add_run_arguments(_RunFlags(p))  # type: ignore[arg-type]  # (duck-typed: only add_argument is called)
+    add_run_arguments(p, omit=SET_BY_SWEEP, helps=SWEEP_HELP)
     p.set_defaults(func=sweep_command, parser=p)

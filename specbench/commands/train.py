@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from specbench.registry import TRAINERS
+from specbench.plugins.registry import TRAINERS
 
 
 def register(subs: argparse._SubParsersAction) -> None:

@@ -1,4 +1,2 @@
-"""Retrieval datastores shared by REST and CREST: suffix-array token stores, trie selection, n-gram stores."""
-from specbench.datastore.suffix_array import DatastoreError, TokenDatastore
-
-__all__ = ["DatastoreError", "TokenDatastore"]
+"""Retrieval datastores: REST's suffix-array token stores and trie selection, CREST's n-gram store, the corpora
+they are built from (``corpora.py``), and the contamination check that keeps test prompts out."""

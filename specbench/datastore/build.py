@@ -7,7 +7,6 @@ chat-style tasks use ``sharegpt``; ``humaneval`` uses ``python_stdlib,code_alpac
 from __future__ import annotations
 
 import contextlib
-import json
 import re
 import sys
 import time
@@ -15,9 +14,10 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from specbench.datastore.contamination import ContaminationFilter, prompt_probes, test_prompts
-from specbench.datastore.suffix_array import DEFAULT_CHUNK_TOKENS, HEADER, DatastoreError, TokenDatastore, write_datastore
+from specbench.datastore.token_files import DEFAULT_CHUNK_TOKENS, HEADER, write_datastore
+from specbench.datastore.suffix_array import DatastoreError, TokenDatastore
 from specbench.datastore.tokenize_corpus import corpus_texts, tokenize_entries, tokenizer_hash
-from specbench.jsonfile import strict_json
+from specbench.files.jsonfile import strict_json
 
 TASK_CORPORA: dict[str, tuple[str, ...]] = {
     "humaneval": ("python_stdlib", "code_alpaca"),
@@ -33,7 +33,7 @@ def default_corpora(task: str | None) -> tuple[str, ...]:
 
 def parse_corpora(spec: str | None, task: str | None) -> tuple[str, ...]:
     """``"a,b"`` -> ("a", "b"); None or empty -> the task's default."""
-    from specbench.registry import CORPORA
+    from specbench.plugins.registry import CORPORA
 
     names = tuple(n.strip() for n in (spec or "").replace("+", ",").split(",") if n.strip())
     for n in names:
@@ -52,7 +52,7 @@ def build_rest_datastore(
     check_test_prompts: bool = True,
 ) -> dict[str, Any]:
     """Tokenise ``corpora`` with the target tokenizer and write a suffix-array datastore to ``out``."""
-    from specbench.registry import CORPORA
+    from specbench.plugins.registry import CORPORA
 
     for name in corpora:
         CORPORA.get(name)  # unknown names fail before any work

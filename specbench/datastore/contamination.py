@@ -15,8 +15,8 @@ from typing import Any
 import numpy as np
 
 from specbench.datastore.suffix_array import find_all
-from specbench.registry import TASKS
-from specbench.task import TaskDataError
+from specbench.errors import TaskDataError
+from specbench.plugins.registry import TASKS
 
 EDGE = 2
 MIN_TOKENS = 12

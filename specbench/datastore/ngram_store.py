@@ -28,10 +28,11 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from specbench.content_hash import ContentMismatch, file_sha256, verify_sha256
-from specbench.datastore.suffix_array import DatastoreError, TokenDatastore, dir_bytes
+from specbench.datastore.suffix_array import DatastoreError, TokenDatastore
+from specbench.datastore.token_files import dir_bytes
 from specbench.engine.tree import DraftTree
-from specbench.jsonfile import strict_json
+from specbench.files.content_hash import ContentMismatch, file_sha256, verify_sha256
+from specbench.files.jsonfile import strict_json
 
 FORMAT = "specbench-crest-ngrams"
 FORMAT_VERSION = 3

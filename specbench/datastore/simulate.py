@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-from specbench.drafter import DraftContext
+from specbench.engine.drafter import DraftContext
 from specbench.engine.tree import DraftTree
 
 

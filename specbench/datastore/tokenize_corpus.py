@@ -19,7 +19,7 @@ def tokenizer_hash(tokenizer: Any) -> str:
 
 def corpus_texts(names: Iterable[str], data_dir: Path | None) -> Iterator[str]:
     """Text entries of the registered corpora ``names``, one after the other."""
-    from specbench.registry import CORPORA
+    from specbench.plugins.registry import CORPORA
 
     for name in names:
         yield from CORPORA.get(name)(data_dir)

@@ -5,7 +5,7 @@ expected tokens per second for this step:
 
     value(S) = (1 + sum over v in S of P(v)) / (T(1 + |S| + aux rows) + draft seconds)
 
-- ``T(n)`` is the machine's cost profile (``specbench/cost_profile.py``): seconds of one target forward
+- ``T(n)`` is the machine's cost profile (``specbench/profiling/cost_profile.py``): seconds of one target forward
   of ``n`` new tokens after the step's context (wide forwards cost more after a long context).
 - ``P(v)`` is the probability that node ``v`` is accepted: the product, along its path, of the
   learned acceptance rate ``p(depth, rank)`` = P(node accepted | its parent accepted), where ``rank``
@@ -37,6 +37,11 @@ from typing import Callable
 import numpy as np
 
 from specbench.engine.tree import DraftTree
+
+# a method's draft budget: verify each draft whole (its paper's setting) or the part worth its cost here
+BUDGETS = ("default", "auto")
+AUTO = "auto"
+RUN_BUDGETS = (*BUDGETS, "both")  # --budget: both = each drafting method run both ways, side by side
 
 MAX_DEPTH_BUCKETS = 16  # depths beyond share the last bucket
 MAX_RANK_BUCKETS = 8  # sibling ranks beyond share the last bucket
@@ -112,7 +117,7 @@ class DraftBudget:
     """Online per-step choice of the verified subset of a ranked draft (one per drafter and task).
 
     ``cost(n, context)`` = seconds of a target forward of ``n`` new tokens (an array) after ``context``
-    cached tokens (the cost profile's T, ``specbench/cost_profile.py``; ``context`` may be None).
+    cached tokens (the cost profile's T, ``specbench/profiling/cost_profile.py``; ``context`` may be None).
     """
 
     def __init__(self, cost: Callable[..., np.ndarray], seed: int = 0) -> None:

@@ -42,11 +42,11 @@ def packing_supported(device: torch.device, dtype: torch.dtype) -> bool:
 
 def draft_dtype(name: str, target: nn.Module) -> torch.dtype:
     """A drafter's weight dtype: ``auto`` = bfloat16 where oneDNN runs it on CPU, else the target's; or a
-    name of ``specbench.model.DTYPES``. A draft only proposes, so its rounding cannot change the verified
+    name of ``specbench.models.loading.DTYPES``. A draft only proposes, so its rounding cannot change the verified
     output, and bf16 halves the bytes read (measured: EAGLE's 8192-row head 2.7x faster, ReDrafter's
     draft with an 8192-row LM head 1.9x). Example: ``draft_dtype("auto", smollm2_fp32_on_cpu)`` ->
     ``torch.bfloat16`` on a CPU with oneDNN bf16 kernels."""
-    from specbench.model import DTYPES
+    from specbench.models.dtypes import DTYPES
 
     param = next(target.parameters())
     if name != "auto":

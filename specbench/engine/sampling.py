@@ -23,9 +23,9 @@ from __future__ import annotations
 
 import torch
 
+from specbench.engine.sampling_config import SamplingConfig
 from specbench.engine.tree import CompiledTree
 from specbench.engine.verify import Verification
-from specbench.sampling import SamplingConfig
 
 
 class Sampler:

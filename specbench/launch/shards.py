@@ -13,8 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
 
-from specbench.config import ConfigError
-from specbench.records import MANIFEST_FILE, RECORDS_FILE
+from specbench.errors import ConfigError
+from specbench.results.run_folder import MANIFEST_FILE, RECORDS_FILE
 
 RESERVED = ("--shard", "--out-dir", "--run-name")  # the launcher sets these for every shard
 
@@ -60,6 +60,6 @@ class ShardSet:
 
     def merge(self, out: Path) -> dict:
         """Merge the finished shard folders into ``out`` (``specbench merge``'s checks apply)."""
-        from specbench.merge import merge_runs
+        from specbench.results.merge import merge_runs
 
         return merge_runs([self.folder(k) for k in range(1, self.n + 1)], out)

@@ -15,8 +15,8 @@ import pytest
 import torch
 
 from specbench.engine.loop import Engine
-from specbench.model import load_model
-from specbench.task import encode_prompt
+from specbench.models.loading import load_model
+from specbench.prompts.task import encode_prompt
 
 NEW_TOKENS = 128
 ROUNDS = 3

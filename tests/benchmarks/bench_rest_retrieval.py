@@ -26,7 +26,7 @@ from specbench.datastore.suffix_array import TokenDatastore  # noqa: E402
 
 def heldout_contexts(tokenizer, steps: int, seed: int = 0) -> list[list[int]]:
     """Context windows (64 tokens) cut at random places from GSM8K test answers and HumanEval prompts."""
-    from specbench.config import default_data_dir
+    from specbench.paths import default_data_dir
 
     texts: list[str] = []
     data = default_data_dir()
@@ -34,7 +34,7 @@ def heldout_contexts(tokenizer, steps: int, seed: int = 0) -> list[list[int]]:
         for line in (data / "gsm8k" / "test.jsonl").read_text().splitlines()[:400]:
             rec = json.loads(line)
             texts.append(rec["question"] + "\n" + rec["answer"])
-    from specbench.corpora import read_gz_jsonl
+    from specbench.datastore.corpora import read_gz_jsonl
     from tasks.humaneval import humaneval_file
 
     texts += [r["prompt"] for r in read_gz_jsonl(humaneval_file())]
@@ -64,10 +64,10 @@ def summary(name: str, lat_ms: np.ndarray, hits: int) -> str:
 
 def run_prompts(run_dir: Path, tokenizer, task_filter: str | None = None) -> tuple[list[tuple[list[int], list[int]]], dict]:
     """(prompt ids, AR output ids) of every AR record of a run (earlier turns from AR answers)."""
-    from specbench.config import default_data_dir
-    from specbench.records import read_manifest, read_records
-    from specbench.registry import TASKS
-    from specbench.task import encode_prompt
+    from specbench.paths import default_data_dir
+    from specbench.plugins.registry import TASKS
+    from specbench.prompts.task import encode_prompt
+    from specbench.results.run_folder import read_manifest, read_records
 
     records = read_records(run_dir)
     ar = {(r.task, r.question_id, r.turn): r for r in records if r.method == "ar" and r.repeat == 0}
@@ -95,7 +95,7 @@ def sweep(args, tok) -> int:
     from methods.crest import CRESTDrafter
     from methods.rest import RESTDrafter
     from specbench.datastore.ngram_store import NgramStore
-    from specbench.records import read_records
+    from specbench.results.run_folder import read_records
 
     items, manifest = run_prompts(Path(args.sweep_run), tok, args.task)
     max_new = int(manifest["config"]["max_new_tokens"]) if "config" in manifest else 128
@@ -130,12 +130,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--task", default=None, help="(sweep) only this task's records")
     args = ap.parse_args(argv)
     if args.sweep_run:
-        from specbench.model import load_model
+        from specbench.models.loading import load_model
 
         return sweep(args, load_model("embedded", "float32", "cpu").tokenizer)
     if not args.datastore:
         ap.error("--datastore is required (or --sweep-run)")
-    from specbench.model import load_model
+    from specbench.models.loading import load_model
 
     tok = load_model("embedded", "float32", "cpu").tokenizer
     t = time.perf_counter()
@@ -162,7 +162,7 @@ def test_rest_step_benchmark(benchmark) -> None:  # pragma: no cover - opt-in be
     path = os.environ.get("SPECBENCH_BENCH_DATASTORE")
     if not path:
         pytest.skip("set SPECBENCH_BENCH_DATASTORE to a built REST datastore")
-    from specbench.model import load_model
+    from specbench.models.loading import load_model
 
     tok = load_model("embedded", "float32", "cpu").tokenizer
     ds = TokenDatastore.load(path)

@@ -13,14 +13,14 @@ import json
 import sys
 import time
 
-from specbench.config import cache_dir, default_data_dir
 from specbench.engine.loop import Engine
-from specbench.method_env import MethodEnv
-from specbench.methods_factory import build_drafter
-from specbench.model import load_model, stop_token_ids
-from specbench.plugins import load_plugins
-from specbench.registry import TASKS
-from specbench.task import encode_prompt
+from specbench.models.loading import load_model, stop_token_ids
+from specbench.paths import cache_dir, default_data_dir
+from specbench.plugins.discovery import load_plugins
+from specbench.plugins.registry import TASKS
+from specbench.prompts.task import encode_prompt
+from specbench.run.method_env import MethodEnv
+from specbench.run.methods_factory import build_drafter
 
 TASK_NAMES = ("gsm8k", "mt_bench", "humaneval")
 MAX_NEW = 128

@@ -65,11 +65,11 @@ def pieces(drafter, ctxs: list, reps: int) -> None:
 def main(argv: list[str]) -> int:
     from methods.redrafter import ReDrafterConfig, default_checkpoint_dir
     from methods.redrafter.vocab import DATA
-    from specbench.config import cache_dir, default_data_dir
-    from specbench.drafter import DraftContext
-    from specbench.method_env import MethodEnv
-    from specbench.methods_factory import build_drafter
-    from specbench.model import load_model
+    from specbench.engine.drafter import DraftContext
+    from specbench.models.loading import load_model
+    from specbench.paths import cache_dir, default_data_dir
+    from specbench.run.method_env import MethodEnv
+    from specbench.run.methods_factory import build_drafter
 
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--drafter", action="append", required=True, help="LABEL=K=V;K=V (repeatable; the first is the baseline)")

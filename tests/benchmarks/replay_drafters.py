@@ -32,7 +32,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_rest_retrieval import run_prompts  # noqa: E402
 from draft_stats import summarize  # noqa: E402
 
-from specbench.drafter import DraftContext  # noqa: E402
+from specbench.engine.drafter import DraftContext  # noqa: E402
 
 
 class HiddenReplay:
@@ -60,11 +60,11 @@ def parse_drafter(spec: str) -> tuple[str, str, dict[str, str]]:
 
 def main(argv: list[str]) -> int:
     from methods.dresd.datastore.embed import embed_batch
-    from specbench.config import cache_dir, default_data_dir
     from specbench.datastore.simulate import replay
-    from specbench.method_env import MethodEnv
-    from specbench.methods_factory import build_drafter
-    from specbench.model import load_model
+    from specbench.models.loading import load_model
+    from specbench.paths import cache_dir, default_data_dir
+    from specbench.run.method_env import MethodEnv
+    from specbench.run.methods_factory import build_drafter
 
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--runs", required=True, help="comma-separated run folders holding AR records")

@@ -17,7 +17,7 @@ from typing import Any, Iterable, Iterator, Sequence
 
 import numpy as np
 
-from specbench.config import ConfigError
+from specbench.api import ConfigError
 from methods.dresd.datastore.embed import EmbedSettings, ShardStore, embed_batch, embed_corpus, next_token_values
 from methods.dresd.datastore.fingerprint import model_fingerprint, tokenizer_fingerprint
 from methods.dresd.datastore.store import DenseDatastore, build_index
@@ -66,7 +66,7 @@ def encode_pair(tokenizer: Any, prompt: str, response: str, text_format: str) ->
     """
     if text_format == "qa" or not prompt:
         return list(tokenizer(format_pair(prompt, response))["input_ids"])
-    from specbench.task import encode_prompt
+    from specbench.api import encode_prompt
 
     head = encode_prompt(tokenizer, [{"role": "user", "content": prompt}])
     return head + list(tokenizer(response, add_special_tokens=False)["input_ids"])
@@ -138,7 +138,7 @@ def build_datastore(
     progress: bool = True,
 ) -> DenseDatastore:
     """Build (or resume, or just load if complete) the datastore in ``out``."""
-    from specbench.corpora import iter_pairs
+    from specbench.api import iter_pairs
 
     out = Path(out)
     if (out / "header.json").is_file():

@@ -17,8 +17,7 @@ from typing import Any, Callable, Iterable, Iterator
 import numpy as np
 import torch
 
-from specbench.config import ConfigError
-from specbench.jsonfile import strict_json
+from specbench.api import ConfigError, strict_json
 
 
 @dataclass(frozen=True)

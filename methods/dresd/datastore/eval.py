@@ -21,7 +21,7 @@ from methods.dresd.datastore.store import DenseDatastore
 def heldout_queries(ds: DenseDatastore, model: Any, tokenizer: Any, corpus: str | None, data_dir: Path | None, n: int,
                     seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
     """``n`` held-out hidden states [n, h] and the model's greedy next token at each [n]."""
-    from specbench.corpora import iter_pairs
+    from specbench.api import iter_pairs
 
     corpus = corpus or ds.header["corpora"][0]
     skip = int(ds.header.get("items_used", 0)) if corpus in ds.header.get("corpora", []) else 0

@@ -7,7 +7,7 @@ from typing import Any
 
 import torch
 
-from specbench.datastore.tokenize_corpus import tokenizer_hash
+from specbench.api import tokenizer_hash
 
 
 def hidden_size(model: Any) -> int:

@@ -15,7 +15,7 @@ from typing import Any, Iterable, Iterator
 
 import torch
 
-from specbench.jsonfile import strict_json
+from specbench.api import strict_json
 
 
 def _read_done(path: Path) -> tuple[int, int]:
@@ -53,7 +53,7 @@ def generate_answers(
     """Greedy answers for ``prompts`` until prompt + answer tokens reach ``max_tokens``; resumable."""
     from tqdm import tqdm
 
-    from specbench.task import encode_prompt
+    from specbench.api import encode_prompt
 
     out_path = Path(out_path)
     out_path.parent.mkdir(parents=True, exist_ok=True)

@@ -20,11 +20,9 @@ from typing import Any
 
 import numpy as np
 
-from specbench.content_hash import ContentMismatch, file_sha256, verify_sha256
-from specbench.errors import DatastoreError
+from specbench.api import ContentMismatch, DatastoreError, file_sha256, strict_json, verify_sha256
 from methods.dresd.datastore.fingerprint import hidden_size, model_fingerprint, tokenizer_fingerprint
 from methods.dresd.datastore.transform import DenseTransform
-from specbench.jsonfile import strict_json
 
 FORMAT = "specbench-dresd-datastore"
 VERSION = 1

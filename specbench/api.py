@@ -1,0 +1,100 @@
+"""The one seam between specbench's core and its plugins: everything a method or a task author imports.
+
+``methods/`` and ``tasks/`` import specbench only from here (``tests/test_layering.py`` checks it), so
+the core can move its files without breaking a plugin, and a newcomer reads one page to learn what a
+method may use. A method *proposes*; the engine alone runs the target, verifies and accepts.
+
+A method in 15 lines (prompt lookup of one token, for illustration)::
+
+    from dataclasses import dataclass
+    from specbench.api import BaseDrafter, DraftContext, DraftTree, MethodEnv, register_method
+
+    @dataclass(frozen=True)
+    class EchoConfig:
+        n: int = 2  # how many tokens to repeat
+
+    class EchoDrafter(BaseDrafter):
+        def __init__(self, n: int) -> None:
+            self.n = n
+
+        def propose(self, ctx: DraftContext) -> DraftTree | None:
+            # context [.., 7, 8, 9] (9 = the root) -> the chain [8, 9]: guess the text repeats itself
+            return DraftTree.chain(ctx.tokens[-self.n:]) if len(ctx.tokens) > self.n else None
+
+    @register_method("echo", EchoConfig)
+    def build_echo(config: EchoConfig, env: MethodEnv) -> EchoDrafter:
+        return EchoDrafter(config.n)
+
+Groups: the drafter contract (what ``propose`` gets and returns); registration; errors and config
+helpers; the target and checkpoints (loading, hub ids, hashes); datastores (REST's suffix arrays,
+CREST's n-gram store, corpora); training (the shared self-distillation data and trainer steps); tasks.
+"""
+from __future__ import annotations
+
+# the drafter contract: methods only propose (engine/drafter.py has the glossary)
+from specbench.engine.aux_rows import AuxRows
+from specbench.engine.drafter import BaseDrafter, DraftContext, Drafter, Proposal, StepResult
+from specbench.engine.tree import DraftTree
+from specbench.run.method_env import MethodEnv
+from specbench.run.methods_factory import build_drafter  # a method composing another by name (SAMD's auxiliary)
+
+# registration (a plugin module registers on import; ``specbench.plugins.discovery`` imports them)
+from specbench.plugins.registry import (DatastoreAction, PluginCommand, register_corpus, register_datastore_action,
+                                        register_datastore_builder, register_method, register_task,
+                                        register_task_source, register_trainer)
+
+# errors, configuration and argument helpers
+from specbench.catalog import MT_BENCH_CATEGORIES
+from specbench.config.argtypes import int_at_least, positive_float, positive_int
+from specbench.config.coerce import from_dict, parse_settings
+from specbench.errors import ConfigError, DatastoreError, ModelLoadError, TaskDataError, UserError
+from specbench.files.content_hash import ContentMismatch, file_sha256, verify_checkpoint, verify_sha256
+from specbench.files.jsonfile import parse_jsonl, strict_json
+from specbench.paths import resolve_data_dir
+
+# the target, drafters' own copies of weights, checkpoints
+from specbench.engine.backends import resolve_backend
+from specbench.engine.kv_cache import PreallocatedCache
+from specbench.engine.packed_linear import draft_dtype, pack_for_inference
+from specbench.models.dtypes import DTYPES
+from specbench.models.hub import is_hub_id, resolve_checkpoint
+from specbench.models.loading import load_model, stop_token_ids
+
+# datastores and corpora
+from specbench.datastore.build import build_lock, build_rest_datastore, cached_rest_datastore, parse_corpora
+from specbench.datastore.corpora import PAIR_LOADERS, iter_pairs, read_gz_jsonl
+from specbench.datastore.ngram_store import DB as NGRAM_STORE_FILE
+from specbench.datastore.ngram_store import FORMAT_VERSION as NGRAM_STORE_VERSION
+from specbench.datastore.ngram_store import NgramStore, write_ngram_store
+from specbench.datastore.suffix_array import TokenDatastore
+from specbench.datastore.token_files import DEFAULT_CHUNK_TOKENS, dir_bytes
+from specbench.datastore.tokenize_corpus import tokenizer_hash
+from specbench.datastore.trie import query_tree
+
+# training: the shared self-distillation data, trainer steps, checkpoints trained on first use
+from specbench.training.checkpoints import default_dir, load_or_train
+from specbench.training.distill_data import DEFAULT_CORPORA, DistillData, collect_cached, interleave, sequence_ids
+from specbench.training.steps import optimizer_step, trainable
+from specbench.training.trainer_args import add_common_arguments, corpora_and_recipe
+
+# tasks
+from specbench.prompts.task import Question, Task, encode_prompt
+
+__all__ = [
+    "AuxRows", "BaseDrafter", "DraftContext", "Drafter", "Proposal", "StepResult", "DraftTree", "MethodEnv",
+    "build_drafter",
+    "DatastoreAction", "PluginCommand", "register_corpus", "register_datastore_action", "register_datastore_builder",
+    "register_method", "register_task", "register_task_source", "register_trainer",
+    "MT_BENCH_CATEGORIES", "int_at_least", "positive_float", "positive_int", "from_dict", "parse_settings",
+    "ConfigError", "DatastoreError", "ModelLoadError", "TaskDataError", "UserError",
+    "ContentMismatch", "file_sha256", "verify_checkpoint", "verify_sha256", "parse_jsonl", "strict_json",
+    "resolve_data_dir",
+    "resolve_backend", "PreallocatedCache", "draft_dtype", "pack_for_inference", "DTYPES", "is_hub_id",
+    "resolve_checkpoint", "load_model", "stop_token_ids",
+    "build_lock", "build_rest_datastore", "cached_rest_datastore", "parse_corpora", "PAIR_LOADERS", "iter_pairs",
+    "read_gz_jsonl", "NGRAM_STORE_FILE", "NGRAM_STORE_VERSION", "NgramStore", "write_ngram_store", "TokenDatastore",
+    "DEFAULT_CHUNK_TOKENS", "dir_bytes", "tokenizer_hash", "query_tree",
+    "default_dir", "load_or_train", "DEFAULT_CORPORA", "DistillData", "collect_cached", "interleave", "sequence_ids",
+    "optimizer_step", "trainable", "add_common_arguments", "corpora_and_recipe",
+    "Question", "Task", "encode_prompt",
+]

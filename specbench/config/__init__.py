@@ -1,0 +1,1 @@
+"""Run configuration: ``RunConfig``, the run flags of the CLI, filling dataclasses from strings and YAML, argparse value types."""

@@ -1,0 +1,73 @@
+"""Method labels: how a run names each setting of a method, and which options each label gets.
+
+A run names each method by a **label**: the method's name, or ``NAME@VARIANT`` for a second setting of
+the same method in one run (``rest@auto``, ``dresd@5x5``). A variant's options are the method's own
+(``--method-opt rest.c=16``) overlaid with the variant's (``--method-opt rest@small.c=8``); the variant
+``auto`` implies ``budget=auto``.
+
+Every drafting method also takes the generic option ``budget``: ``default`` verifies the whole draft,
+``auto`` lets the engine keep the part worth its cost on this machine (``specbench/engine/budget.py``).
+
+>>> split_label("rest@auto")
+('rest', 'auto')
+>>> label_options("rest@auto", {"rest": {"c": "16"}})
+{'c': '16', 'budget': 'auto'}
+"""
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from specbench.catalog import BASELINE
+from specbench.engine.budget import AUTO, BUDGETS, RUN_BUDGETS
+from specbench.errors import ConfigError
+
+BUDGET_KEY = "budget"
+
+
+def split_label(label: str) -> tuple[str, str | None]:
+    """``"rest@auto"`` -> ``("rest", "auto")``; ``"rest"`` -> ``("rest", None)``."""
+    name, sep, variant = label.partition("@")
+    if sep and not re.fullmatch(r"[A-Za-z0-9_-]+", variant):
+        raise ConfigError(f"method label {label!r}: expected NAME@VARIANT, the variant made of letters, digits, '_', '-'")
+    return name, (variant if sep else None)
+
+
+def label_options(label: str, all_options: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """The options of ``label``: its method's, overlaid with the variant's own (``auto`` adds budget=auto)."""
+    name, variant = split_label(label)
+    opts = dict(all_options.get(name) or {})
+    if variant is not None:
+        if variant == AUTO:
+            opts[BUDGET_KEY] = AUTO
+        opts.update(all_options.get(label) or {})
+    return opts
+
+
+def budget_of(label: str, options: dict[str, Any] | None) -> str:
+    """``default`` or ``auto`` (a one-line error otherwise, or for ``auto`` on the baseline)."""
+    value = str((options or {}).get(BUDGET_KEY, "default"))
+    if value not in BUDGETS:
+        raise ConfigError(f"{label}.budget must be one of {', '.join(BUDGETS)}, got {value!r}")
+    if value == AUTO and split_label(label)[0] == BASELINE:
+        raise ConfigError(f"{label}: budget=auto needs a drafting method (the baseline drafts nothing)")
+    return value
+
+
+def expand_budget(labels: list[str], budget: str) -> list[str]:
+    """The run's labels under ``--budget``: ``default`` keeps them; ``auto`` turns each drafting method
+    without a variant into ``NAME@auto``; ``both`` adds ``NAME@auto`` right after ``NAME``.
+
+    >>> expand_budget(["ar", "rest", "pld@x"], "both")
+    ['ar', 'rest', 'rest@auto', 'pld@x']
+    """
+    if budget not in RUN_BUDGETS:
+        raise ConfigError(f"--budget must be one of {', '.join(RUN_BUDGETS)}, got {budget!r}")
+    out: list[str] = []
+    for label in labels:
+        plain = split_label(label)[1] is None and label != BASELINE
+        if budget != "auto" or not plain:
+            out.append(label)
+        if budget != "default" and plain:
+            out.append(f"{label}@{AUTO}")
+    return out

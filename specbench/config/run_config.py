@@ -1,0 +1,98 @@
+"""``RunConfig``: everything that defines a benchmark run, validated, and written into the manifest.
+
+>>> RunConfig(methods=("ar", "pld"), limit=2).validate()
+>>> RunConfig(limit=0).validate()
+Traceback (most recent call last):
+...
+specbench.errors.ConfigError: --limit must be a positive integer, got 0
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from specbench.config.coerce import short_repr
+from specbench.engine.backends import BACKEND_CHOICES
+from specbench.engine.budget import RUN_BUDGETS
+from specbench.engine.sampling_config import SamplingConfig
+from specbench.errors import ConfigError
+from specbench.models.dtypes import DTYPE_NAMES
+from specbench.prompts.task import DEFAULT_SPLIT, SPLITS
+
+MAX_NAME = 200  # characters of a run or folder name (file systems allow 255 bytes; room for suffixes)
+
+
+def is_safe_name(name: str) -> bool:
+    """A single path component that cannot leave its parent folder.
+
+    >>> is_safe_name("my-run_2.1"), is_safe_name("../x"), is_safe_name("/tmp/x"), is_safe_name("..")
+    (True, False, False, False)
+    """
+    return bool(re.fullmatch(r"[A-Za-z0-9._-]{1,%d}" % MAX_NAME, name)) and name not in (".", "..")
+
+
+@dataclass
+class RunConfig:
+    """Everything that defines a benchmark run (written into the manifest)."""
+
+    methods: tuple[str, ...] = ("ar", "pld")
+    tasks: tuple[str, ...] = ("all",)
+    limit: int | None = None
+    split: str = DEFAULT_SPLIT  # which questions of each task: eval (default), dev (calibration, e.g. sweeps) or all
+    max_new_tokens: int = 128
+    repeats: int = 1
+    warmup: int = 1
+    model: str = "embedded"
+    dtype: str = "float32"
+    device: str = "auto"
+    backend: str = "auto"  # how the target's forward runs: auto, reference (transformers as is) or fast
+    data_dir: str | None = None
+    out_dir: str = "results"
+    run_name: str | None = None
+    seed: int = 0  # sampling: each generation's generator is seeded from it and the unit of work
+    temperature: float = 0.0  # 0 = greedy (exact lossless check); > 0 = speculative sampling
+    top_p: float = 1.0
+    top_k: int = 0
+    allow_mismatch: bool = False
+    tie_threshold: float | None = None  # None: 1e-4 in float32, 2e-2 in half precision (see lossless.py)
+    budget: str = "default"  # default | auto | both: verify whole drafts, the cost-aware subset, or both side by side
+    method_options: dict[str, dict[str, Any]] = field(default_factory=dict)
+    verify: bool = True  # stream every weight and datastore file against its reference hash (--no-verify: trust it)
+    chat_template: str = "auto"  # how turns become prompt text: auto, model, vicuna, llama-2, raw or a file (chat_templates.py)
+    preset: str | None = None  # a named protocol whose values filled the unset settings (presets.py), e.g. spec-bench
+
+    def validate(self) -> None:
+        if self.limit is not None and self.limit < 1:
+            raise ConfigError(f"--limit must be a positive integer, got {self.limit}")
+        if self.split not in SPLITS:
+            raise ConfigError(f"--split must be one of {', '.join(SPLITS)}, got {self.split!r}")
+        if self.max_new_tokens < 1:
+            raise ConfigError(f"--max-new-tokens must be a positive integer, got {self.max_new_tokens}")
+        if self.repeats < 1:
+            raise ConfigError(f"--repeats must be a positive integer, got {self.repeats}")
+        if self.warmup < 0:
+            raise ConfigError(f"--warmup must be >= 0, got {self.warmup}")
+        if self.dtype not in DTYPE_NAMES:
+            raise ConfigError(f"--dtype must be one of {', '.join(DTYPE_NAMES)}, got {self.dtype!r}")
+        if self.device not in ("auto", "cpu", "cuda") and not self.device.startswith("cuda:"):
+            raise ConfigError(f"--device must be auto, cpu or cuda, got {self.device!r}")
+        if self.backend not in BACKEND_CHOICES:
+            raise ConfigError(f"--backend must be one of {', '.join(BACKEND_CHOICES)}, got {self.backend!r}")
+        if not self.methods:
+            raise ConfigError("--methods is empty")
+        if self.budget not in RUN_BUDGETS:
+            raise ConfigError(f"--budget must be one of {', '.join(RUN_BUDGETS)}, got {self.budget!r}")
+        if self.run_name is not None and not is_safe_name(self.run_name):
+            raise ConfigError(f"--run-name must be a single folder name (letters, digits, '.', '_', '-'; not '.' "
+                              f"or '..'; at most {MAX_NAME} characters), got {short_repr(self.run_name)}")
+        for method, opts in self.method_options.items():
+            if not isinstance(opts, dict):
+                raise ConfigError(f"method_options.{method}: expected a mapping of options, got {opts!r}")
+        if self.tie_threshold is not None and not 0 <= self.tie_threshold < 1:
+            raise ConfigError(f"--tie-threshold must be in [0, 1), got {self.tie_threshold}")
+        self.sampling.validate()
+
+    @property
+    def sampling(self) -> SamplingConfig:
+        return SamplingConfig(self.temperature, self.top_p, self.top_k, self.seed)

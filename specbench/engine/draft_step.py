@@ -1,0 +1,57 @@
+"""Step 1 of every decode step: ask the drafter for a proposal and shape it into what verification runs.
+
+The drafter's ``propose`` may return nothing, a ``DraftTree`` or a ``Proposal`` (tree + auxiliary rows +
+draft distributions + an accept cap). The engine then
+- cuts the tree to the tokens the generation may still emit (``room - 1`` draft tokens after the root),
+  re-indexing the draft distributions to the nodes kept;
+- under ``budget=auto`` keeps only the part worth its cost on this machine (``budget.py``).
+
+Example: room 3 (two tokens left after the root) and the chain ``[4, 5, 6]`` -> ``[4, 5]`` is verified.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+import torch
+
+from specbench.engine.aux_rows import AuxRows
+from specbench.engine.budget import DraftBudget
+from specbench.engine.drafter import DraftContext, Drafter, Proposal
+from specbench.engine.tree import DraftTree
+
+
+@dataclass
+class Draft:
+    """What verification runs besides the root (all None: a plain autoregressive step)."""
+
+    tree: DraftTree | None = None
+    aux: AuxRows | None = None
+    draft_probs: torch.Tensor | None = None  # [len(tree), V] at temperature > 0 when sampled; None = one-hot
+    accept_depth: int | None = None  # Proposal.accept_depth
+
+    @property
+    def aux_rows(self) -> int:
+        return 0 if self.aux is None else len(self.aux)
+
+
+def draft_step(drafter: Drafter, ctx: DraftContext, room: int, budget: DraftBudget | None, started: float) -> Draft:
+    """The drafter's proposal for ``ctx``, cut to ``room - 1`` draft tokens and, with a ``budget``, to the
+    part worth verifying (priced with the drafting seconds since ``started``, a ``perf_counter`` time)."""
+    proposal = drafter.propose(ctx)
+    draft = Draft(proposal.tree, proposal.aux, proposal.draft_probs, proposal.accept_depth) \
+        if isinstance(proposal, Proposal) else Draft(proposal)
+    tree = draft.tree
+    if tree is None:
+        return draft
+    full = tree
+    tree = tree.truncated(room - 1) if len(tree) else None
+    if draft.draft_probs is not None and tree is not full:
+        draft.draft_probs = None if tree is None else draft.draft_probs[full.kept_nodes(room - 1)]
+    if tree is not None and budget is not None:
+        keep = budget.select(tree, time.perf_counter() - started, draft.aux_rows, len(ctx.tokens)).keep
+        if len(keep) < len(tree):
+            draft.draft_probs = None if draft.draft_probs is None or not keep else draft.draft_probs[keep]
+            tree = tree.subtree(keep) if keep else None
+    draft.tree = tree
+    return draft

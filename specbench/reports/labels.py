@@ -1,0 +1,56 @@
+"""One-line labels of a run read from its manifest: hardware, precision switches, model, backend, dtype.
+
+Reports, the leaderboard and ``compare`` name runs with these, so every table says the same thing.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+
+def ran_on_cpu(manifest: dict[str, Any]) -> bool:
+    """Whether the run's model was on the CPU (older manifests filled ``gpu`` whenever CUDA existed)."""
+    device = (manifest.get("hardware") or {}).get("device") or (manifest.get("model") or {}).get("device") or ""
+    return str(device).startswith("cpu")
+
+
+def hardware_label(manifest: dict[str, Any]) -> str:
+    """One-line hardware fingerprint: the GPU used (memory, CUDA/driver), else the CPU (cores).
+
+    >>> hardware_label({"hardware": {"cpu": "Xeon", "cores": 8, "gpu": "A100"}, "model": {"device": "cpu"}})
+    'Xeon (8 cores)'
+    """
+    hw = manifest.get("hardware") or {}
+    gpu = None if ran_on_cpu(manifest) else hw.get("gpu")
+    if gpu:
+        mem = f" {hw['gpu_memory_gb']:.0f} GB" if isinstance(hw.get("gpu_memory_gb"), (int, float)) else ""
+        extra = ", ".join(f"{k} {hw[k]}" for k in ("cuda", "driver") if hw.get(k))
+        return f"{gpu}{mem}" + (f" ({extra})" if extra else "")
+    cpu = hw.get("cpu") or "unknown CPU"
+    return f"{cpu} ({hw['cores']} cores)" if hw.get("cores") else str(cpu)
+
+
+def precision_label(manifest: dict[str, Any]) -> str:
+    """The numeric switches a run had on (TF32, reduced-precision reductions), or ``-`` when none/unrecorded.
+
+    >>> precision_label({"hardware": {"precision": {"tf32_matmul": False, "fp16_reduced_precision_reduction": True}}})
+    'fp16_reduced_precision_reduction'
+    """
+    flags = (manifest.get("hardware") or {}).get("precision") or {}
+    on = [k for k in ("tf32_matmul", "tf32_cudnn", "fp16_reduced_precision_reduction", "bf16_reduced_precision_reduction")
+          if flags.get(k)]
+    return ", ".join(on) or "-"
+
+
+def model_label(manifest: dict[str, Any]) -> str:
+    model = manifest.get("model") or {}
+    return str(model.get("id") or "unknown model")
+
+
+def backend_label(manifest: dict[str, Any]) -> str:
+    """The engine backend a run used; runs recorded before backends existed ran transformers as loaded."""
+    return str((manifest.get("backend") or {}).get("name") or "reference")
+
+
+def dtype_label(manifest: dict[str, Any]) -> str:
+    model = manifest.get("model") or {}
+    return str(model.get("dtype") or (manifest.get("config") or {}).get("dtype") or "?")

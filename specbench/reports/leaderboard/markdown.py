@@ -1,0 +1,51 @@
+"""Markdown rendering of leaderboard tables (GitHub-flavoured pipe tables)."""
+from __future__ import annotations
+
+from typing import Any
+
+from specbench.reports.leaderboard.tables import Group, Table
+
+TEXT_COLUMNS = {"Lossless", "run", "hardware", "draft shape"}
+
+
+def _esc(cell: str) -> str:
+    return cell.replace("|", "\\|").replace("\n", " ")
+
+
+def table_md(t: Table) -> str:
+    """A pipe table; label columns (the first, "Lossless") left-aligned, numbers right-aligned."""
+    align = [":---"] + [":---" if h in TEXT_COLUMNS else "---:" for h in t.headers[1:]]
+    lines = ["| " + " | ".join(map(_esc, t.headers)) + " |", "| " + " | ".join(align) + " |"]
+    lines += ["| " + " | ".join(_esc(c) for c in row) + " |" for row in t.rows]
+    return "\n".join(lines)
+
+
+def leaderboard_md(groups: list[Group], profile_tables: list[Table], profile: dict[str, Any] | None,
+                   published: list[Table] | None = None) -> str:
+    """The whole ``leaderboard.md``: per group its tables and footer, then the cost profile, then published
+    reference tables (``--reference``), in their own section: never part of a run's statistics."""
+    out = ["# specbench leaderboard", ""]
+    out.append("Speedup = (method tokens / method time) / (ar tokens / ar time) over the same questions; "
+               "±: half width of the 95% paired bootstrap CI over questions. tau = tokens per forward pass.")
+    for g in groups:
+        out += ["", f"## {g.title}", ""]
+        for t in g.tables:
+            out += [f"**{t.title}**", "", table_md(t), ""]
+        out += ["<details><summary>hardware, versions, config, commands</summary>", ""]
+        out += [f"- {line}" for line in g.footer]
+        out += ["", "</details>"]
+    if profile is not None:
+        from specbench.profiling.profile import profile_table
+
+        headers, rows = profile_table(profile)
+        out += ["", "## Cost profile of this machine", "",
+                f"hardware: {profile.get('hardware')}; model: {profile.get('model')}; "
+                f"context: {profile.get('context_len')} cached tokens", ""]
+        out.append(table_md(Table("", headers, rows, [])))
+        for t in profile_tables:
+            out += ["", f"**{t.title}**", "", table_md(t)]
+    if published:
+        out += ["", "## Published reference tables (not measured here)", ""]
+        for t in published:
+            out += [f"**{t.title}**", "", table_md(t), ""]
+    return "\n".join(out) + "\n"

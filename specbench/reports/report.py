@@ -1,0 +1,159 @@
+"""Per-subtask tables of one run, computed from its records by ``specbench.results.stats`` (never from memory).
+
+Speedup of a method on a subtask = (its tokens / its seconds) / (AR tokens / AR seconds), pooled over
+the (question, turn, repeat) units both have, with a 95% paired-bootstrap CI over questions ("1.42x
+±0.05"); tokens are ``len(output_ids)`` on both sides. tau = emitted tokens / forward passes. Then the
+metric tables of ``specbench.reports.metric_tables`` (latency and memory, per-position acceptance, accepted-length
+histogram, MT-Bench categories). ``write_report`` also writes ``summary.json`` / ``summary.csv``.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Callable
+
+from tabulate import tabulate
+
+from specbench.catalog import BASELINE, OVERALL
+from specbench.engine.sampling_config import manifest_sampling
+from specbench.files.jsonfile import write_outputs
+from specbench.profiling.profile import load_profile
+from specbench.reports import metric_tables as MT
+from specbench.reports.budget_report import auto_vs_default_table, prediction_table
+from specbench.reports.labels import backend_label, ran_on_cpu
+from specbench.reports.numfmt import fmt_num
+from specbench.reports.summary import (SUMMARY_CSV, SUMMARY_JSON, build_summary, method_overhead, summary_csv,
+                                       summary_text)
+from specbench.reports.table import Table
+from specbench.results.logprob_check import logprob_stats, logprob_table_rows
+from specbench.results.lossless import EXACT, MISMATCH, TIE
+from specbench.results.run import Run, load_run
+from specbench.results.run_folder import PROFILE_FILE
+from specbench.results.stats import Cell, category_stats, run_stats
+
+
+def _header(manifest: dict[str, Any]) -> list[str]:
+    m = manifest.get("model", {})
+    hw = manifest.get("hardware", {})
+    cfg = manifest.get("config", {})
+    gpu = f", GPU {hw['gpu']}" if hw.get("gpu") and not ran_on_cpu(manifest) else ""
+    split = f" of the {cfg['split']} split" if cfg.get("split", "eval") != "eval" else ""  # (eval: as before splits)
+    lines = [
+        f"Run `{manifest.get('run_name', '')}`: model {m.get('id')} ({m.get('dtype')}, TF32 {m.get('tf32')}, "
+        f"backend {backend_label(manifest)}), "
+        f"{hw.get('cpu')} x{hw.get('cores')}{gpu}; max_new_tokens {cfg.get('max_new_tokens')}, "
+        f"limit {cfg.get('limit')}{split}, repeats {cfg.get('repeats')}; sampling {_sampling_text(manifest)}."
+    ]
+    template = manifest.get("chat_template")
+    if template:  # (runs from before templates existed name none)
+        lines.append(f"Prompts: chat template `{template.get('name')}` (asked: {template.get('requested')}), "
+                     f"first prompt's text sha256 {template.get('first_prompt_sha256')}.")
+    if cfg.get("preset"):
+        lines.append(f"Preset: `{cfg['preset']}` (its values fill every setting not given explicitly; see the config).")
+    if manifest.get("imported"):  # Spec-Bench answers: their token counts and timings, no lossless check
+        lines.append(str(manifest["imported"].get("note")))
+    versions = manifest.get("task_versions") or {}
+    if versions:
+        lines.append("Task versions: " + ", ".join(f"{t} v{v}" for t, v in versions.items()) + ".")
+    return lines
+
+
+def _sampling_text(manifest: dict[str, Any]) -> str:
+    s = manifest_sampling(manifest)
+    return "greedy (T=0)" if s.greedy else f"{s.label()}, seed {s.seed}"
+
+
+def render(run: Run, fmt: str = "github", stats: dict[str, dict[str, Cell]] | None = None,
+           categories: dict[str, dict[str, Cell]] | None = None) -> str:
+    """Markdown (``github``) tables: speedup ±CI, tau, tokens/s, acceptance, draft share, lossless counts,
+    then the metric tables (pass ``stats`` / ``categories`` already computed to reuse them)."""
+    if not run.records:
+        return "no records yet\n"
+    stats = run_stats(run) if stats is None else stats
+    categories = category_stats(run) if categories is None else categories
+    cols = run.subtasks() + [OVERALL]
+    methods = run.methods()
+    parts = _header(run.manifest) if run.manifest else []
+    tables: list[tuple[str, Callable[[Cell], str]]] = [
+        ("Speedup vs AR (tokens/s ratio on the same questions, 95% bootstrap CI)", Cell.speedup_text),
+        ("Mean tokens per forward pass (tau)", lambda c: fmt_num(c.tau, "{:.2f}")),
+        ("Tokens per second", lambda c: fmt_num(c.tokens_per_s, "{:.1f}")),
+        ("Acceptance rate (accepted / drafted tokens)", lambda c: fmt_num(c.acceptance_rate, "{:.2f}")),
+        ("Share of time spent drafting", lambda c: fmt_num(c.draft_share, "{:.1%}")),
+    ]
+    for title, cell_text in tables:
+        rows = [[m] + [cell_text(stats[m][c]) if c in stats[m] else "-" for c in cols] for m in methods]
+        parts.append(f"### {title}\n\n" + tabulate(rows, headers=["method"] + cols, tablefmt=fmt))
+    rows = []
+    for m in methods:
+        if m == BASELINE or OVERALL not in stats[m]:
+            continue
+        n = stats[m][OVERALL].lossless
+        status = "unchecked" if not any(n.values()) else "OK" if n[MISMATCH] == 0 else "MISMATCH"
+        rows.append([m, n[EXACT], n[TIE], n[MISMATCH], status])
+    sampled = logprob_stats(run)
+    if sampled:  # T > 0: outputs differ from AR's by design; the token check gives way to a distributional one
+        parts.append(
+            "### Distributional check vs AR (temperature > 0; replaces the token-for-token lossless check)\n\n"
+            "Mean target log-probability per emitted token under the sampling distribution (95% bootstrap CI "
+            "over questions) and its NLL ratio to AR on the same questions (paired CI); a lossless method "
+            "matches AR up to sampling noise.\n\n"
+            + tabulate(logprob_table_rows(sampled), headers=["method", "mean log-prob", "NLL ratio vs AR", "status"],
+                       tablefmt=fmt)
+        )
+    elif rows:
+        parts.append(
+            "### Lossless check vs AR (fp32 token ids)\n\n"
+            + tabulate(rows, headers=["method", "exact", "numerical tie", "MISMATCH", "status"], tablefmt=fmt)
+        )
+    parts += _budget_sections(run, stats, fmt)
+    parts += _metric_sections(run, stats, categories, fmt)
+    return "\n\n".join(parts) + "\n"
+
+
+def _budget_sections(run: Run, stats: dict[str, dict[str, Cell]], fmt: str) -> list[str]:
+    """Default vs ``budget=auto`` side by side, and the cost model's prediction when the run used a profile."""
+    tables = [auto_vs_default_table(run, stats)]
+    if (run.path / PROFILE_FILE).is_file():
+        tables.append(prediction_table(run, load_profile(run.path / PROFILE_FILE)))
+    return [f"### {t.title}\n\n" + tabulate(t.rows, headers=t.headers, tablefmt=fmt) for t in tables if t and t.rows]
+
+
+def _metric_sections(run: Run, stats: dict[str, dict[str, Cell]], categories: dict[str, dict[str, Cell]],
+                     fmt: str) -> list[str]:
+    rows = [(m, m, stats[m]) for m in run.methods()]
+    overheads = {m: method_overhead(run.manifest, m) for m in run.methods()}
+    cat_names = list(dict.fromkeys(c for cells in categories.values() for c in cells))
+    tables: list[Table | None] = [
+        MT.decode_throughput_table(rows, run.subtasks()),
+        MT.latency_table(rows, overheads),
+        MT.position_table(rows),
+        MT.histogram_table(rows),
+        MT.category_table([(m, m, categories[m]) for m in run.methods() if m in categories], cat_names),
+    ]
+    parts = [f"### {t.title}\n\n" + tabulate(t.rows, headers=t.headers, tablefmt=fmt) for t in tables if t is not None]
+    hist = MT.text_histograms(rows)
+    if hist:
+        parts.append(f"### Accepted-length histogram per method\n\n```\n{hist}\n```")
+    return parts
+
+
+FORMATS = ("md", "json", "csv")
+REPORT_FILE = "report.md"
+
+
+def write_report(run_dir: str | Path, fmt: str = "md") -> str:
+    """Write ``report.md``, ``summary.json`` and ``summary.csv`` into the run folder; return the text of
+    ``fmt`` (``md`` = the report, ``json`` / ``csv`` = the summary files). A folder that cannot be written
+    (read-only, full) costs only the files, said on stderr (``jsonfile.write_outputs``)."""
+    if fmt not in FORMATS:
+        raise ValueError(f"unknown report format {fmt!r}; expected one of {', '.join(FORMATS)}")
+    run = load_run(run_dir)
+    stats, categories = run_stats(run), category_stats(run)
+    text = f"# specbench report\n\n{render(run, stats=stats, categories=categories)}"
+    if not run.records:
+        write_outputs(run.path, {REPORT_FILE: text})
+        return text
+    summary = build_summary(run, stats=stats, categories=categories)
+    out = {"md": text, "json": summary_text(summary), "csv": summary_csv(summary)}
+    write_outputs(run.path, {REPORT_FILE: text, SUMMARY_JSON: out["json"], SUMMARY_CSV: out["csv"]})
+    return out[fmt]

@@ -1,0 +1,182 @@
+"""The lossless regression check of a run folder (``specbench check RUN_DIR`` prints it; exit 1 on any MISMATCH).
+
+For each mismatching record it prints the question, turn, repeat, the first divergent position, the AR
+top-2 margin there, and both token windows around the divergence (decoded with the run's tokenizer
+when it can be loaded offline, else raw ids). Ties (near-equal AR logits) are listed but do not fail
+unless ``--strict``. A sampling run (temperature > 0) cannot match AR token for token: it is checked in
+distribution instead (``specbench.results.logprob_check``): a method whose interval excludes AR's is flagged
+(exit 1 only with ``--strict``: one sampled generation per question makes the flag a signal, not a proof).
+
+A run missing records its manifest's plan expects (an interrupted or crashed run) fails, naming them,
+unless ``--partial``; records that do not belong to the run are refused when it is read
+(``specbench.results.validation``), token ids beyond the vocabulary included (for manifests from before the
+vocabulary size was recorded: the run's tokenizer's, when it can be loaded).
+"""
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+from typing import Any
+
+from specbench.catalog import BASELINE
+from specbench.engine.sampling_config import manifest_sampling
+from specbench.errors import UserError
+from specbench.results.logprob_check import logprob_stats, logprob_table_rows
+from specbench.results.lossless import (EXACT, LOSSLESS_CLASSES, MISMATCH, TIE, classify, default_tie_threshold,
+                                        first_divergence)
+from specbench.results.record import Record, Unit
+from specbench.results.run import load_run
+from specbench.results.run_folder import read_numbered_records
+from specbench.results.validation import missing_records, validate_records
+
+BEFORE, AFTER = 8, 8  # window of tokens shown around the divergence
+MISSING_SHOWN = 5  # missing records named in the failure line
+
+
+def load_run_tokenizer(manifest: dict[str, Any]) -> Any | None:
+    """The run's tokenizer from local files only (embedded model cache, a directory, or the HF cache)."""
+    name = (manifest.get("config") or {}).get("model") or (manifest.get("model") or {}).get("id")
+    if not name:
+        return None
+    try:
+        from transformers import AutoTokenizer
+
+        if name == "embedded":
+            from specbench.models.embedded import embedded_dir
+
+            path = embedded_dir()
+            return AutoTokenizer.from_pretrained(str(path)) if (path / "tokenizer_config.json").is_file() else None
+        return AutoTokenizer.from_pretrained(str(name), local_files_only=True)
+    except Exception:  # any failure just means ids are shown instead of text
+        return None
+
+
+def _show(ids: list[int], tokenizer: Any | None) -> str:
+    if tokenizer is None:
+        return str(ids)
+    return f"{tokenizer.decode(ids)!r} {ids}"
+
+
+def describe(rec: Record, ar: Record | None, tokenizer: Any | None) -> list[str]:
+    """Lines describing one non-exact record against its AR reference."""
+    pos = rec.first_divergence
+    margin_txt = f"{rec.ar_margin:.3g}" if rec.ar_margin is not None else "n/a"
+    head = (f"{(rec.lossless_class or '').upper()} {rec.method} {rec.task}/{rec.question_id} "
+            f"turn {rec.turn} repeat {rec.repeat}: first divergence at token {pos}, "
+            f"AR top-2 margin {margin_txt}")
+    lines = [head]
+    if ar is None or pos is None:
+        lines.append("  (no AR reference record in this run)")
+        return lines
+    a, m = ar.output_ids, rec.output_ids
+    lo = max(0, pos - BEFORE)
+    lines.append(f"  common : {_show(a[lo:pos], tokenizer)}")
+    lines.append(f"  {BASELINE:<7}: {_show(a[pos:pos + AFTER], tokenizer)}")
+    lines.append(f"  {rec.method[:7]:<7}: {_show(m[pos:pos + AFTER], tokenizer)}")
+    return lines
+
+
+def rederive(rec: Record, ar: Record | None, threshold: float) -> Record:
+    """``rec`` with its lossless class derived again from the output ids (the stored label is not trusted).
+
+    The AR margin cannot be recomputed without the model, so the stored margin counts only where it was
+    measured at the divergence found now; anything else that differs is a mismatch.
+    """
+    if ar is None:
+        return dataclasses.replace(rec, lossless=None, lossless_class=None)
+    pos = first_divergence(ar.output_ids, rec.output_ids)
+    stored = rec.ar_margin if pos is not None and pos == rec.first_divergence else None
+    result = classify(ar.output_ids, rec.output_ids, lambda _i: stored, threshold)
+    return dataclasses.replace(rec, **result.as_record())
+
+
+def check_ids_against_tokenizer(run: Any) -> None:
+    """For a manifest without ``model.vocab_size``: every token id below the run's tokenizer's vocabulary."""
+    tokenizer = load_run_tokenizer(run.manifest)
+    if tokenizer is not None:
+        manifest = {**run.manifest, "model": {**(run.manifest.get("model") or {}), "vocab_size": len(tokenizer)}}
+        validate_records(run.path, manifest, read_numbered_records(run.path))
+
+
+def completeness(run: Any, partial: bool) -> tuple[int, list[str]]:
+    """(1 unless ``partial``, lines) when records the manifest's plan expects are missing, else (0, [])."""
+    missing = missing_records(run.manifest, run.records)
+    if not missing:
+        return 0, []
+    shown = ", ".join(f"{m} {u}" for m, u in missing[:MISSING_SHOWN]) + (", ..." if len(missing) > MISSING_SHOWN else "")
+    if partial:
+        return 0, [f"PARTIAL: {len(missing)} expected record(s) missing, not checked: {shown}"]
+    return 1, [f"FAIL: {len(missing)} expected record(s) missing: {shown} (an interrupted run? re-run its command to "
+               "resume it, or pass --partial to check only the records there)"]
+
+
+def check_run(run_dir: str | Path, strict: bool = False, decode: bool = True,
+              partial: bool = False) -> tuple[int, list[str]]:
+    """(exit code, report lines): 1 if any record is a mismatch (or a tie with ``strict``), or records the
+    manifest expects are missing (unless ``partial``), else 0."""
+    run = load_run(run_dir)
+    if run.manifest.get("imported"):
+        raise UserError(f"{run_dir}: {run.manifest['imported'].get('note')}")
+    if not run.records:
+        raise FileNotFoundError(f"run folder has no records: {run_dir}")
+    if decode and not (run.manifest.get("model") or {}).get("vocab_size"):
+        check_ids_against_tokenizer(run)
+    incomplete, missing_lines = completeness(run, partial)
+    if not manifest_sampling(run.manifest).greedy:
+        code, lines = check_sampled(run, strict)
+        return max(code, incomplete), _verdict_last(lines, missing_lines)
+    ar: dict[Unit, Record] = {r.unit: r for r in run.records if r.method == BASELINE and r.repeat == 0}
+    config = run.manifest.get("config") or {}
+    threshold = config.get("tie_threshold") or default_tie_threshold(config.get("dtype", "float32"))
+    lines = []
+    records = []
+    for r in run.records:
+        if r.method != BASELINE:
+            derived = rederive(r, ar.get(r.unit.reference()), threshold)
+            if derived.lossless_class != r.lossless_class:
+                lines.append(f"RELABELLED {r.method} {r.unit}: stored {r.lossless_class}, output ids say "
+                             f"{derived.lossless_class or 'unchecked (no AR reference)'}")
+            r = derived
+        records.append(r)
+    counts: dict[str, dict[str, int]] = {}
+    bad = [r for r in records if r.lossless_class in (MISMATCH, TIE)]
+    for r in records:
+        if r.method != BASELINE:
+            c = counts.setdefault(r.method, dict.fromkeys((*LOSSLESS_CLASSES, "unchecked"), 0))
+            c[r.lossless_class or "unchecked"] += 1
+    tokenizer = load_run_tokenizer(run.manifest) if decode and bad else None
+    for r in sorted(bad, key=lambda r: (r.lossless_class != MISMATCH, r.method, r.task, r.question_id)):
+        lines += describe(r, ar.get(r.unit.reference()), tokenizer)
+    for method, c in counts.items():
+        lines.append(f"{method}: {c[EXACT]} exact, {c[TIE]} tie, {c[MISMATCH]} mismatch"
+                     + (f", {c['unchecked']} unchecked" if c["unchecked"] else ""))
+    failed = sum(c[MISMATCH] + (c[TIE] if strict else 0) for c in counts.values())
+    lines.append(f"FAIL: {failed} record(s) not lossless" if failed else "OK: every method reproduces ar")
+    return max(1 if failed else 0, incomplete), _verdict_last(lines, missing_lines)
+
+
+def _verdict_last(lines: list[str], missing: list[str]) -> list[str]:
+    """The completeness line goes before the verdict; a failing one becomes the verdict."""
+    if not missing:
+        return lines
+    if missing[0].startswith("FAIL"):
+        return lines + missing
+    return lines[:-1] + missing + lines[-1:]
+
+
+def check_sampled(run: Any, strict: bool = False) -> tuple[int, list[str]]:
+    """The distributional sanity check of a sampling run: flags methods whose NLL-ratio interval excludes
+    AR's; exit 1 for a flag only with ``strict``.
+
+    A flag is a signal, not a proof: each question has one sampled generation per method, and every method
+    is compared with the same AR draws, so one unlucky AR draw flags several methods at once. Losslessness
+    in distribution is what ``tests/test_sampling_lossless.py`` proves on exact distributions.
+    """
+    cells = logprob_stats(run)
+    lines = [f"{m}: mean log-prob {mean}, NLL ratio vs AR {ratio}: {status}"
+             for m, mean, ratio, status in logprob_table_rows(cells)]
+    flagged = [m for m, c in cells.items() if c.flagged]
+    lines.append((f"{'FAIL' if strict else 'FLAG'}: {', '.join(flagged)} outside AR's interval (temperature > 0, "
+                  "distributional sanity check; one sampled generation per question)") if flagged
+                 else "OK: no method's interval excludes AR (temperature > 0, distributional check)")
+    return (1 if flagged and strict else 0), lines

@@ -1,0 +1,88 @@
+"""Checks a run makes before it writes or times anything: the folder holds the same work (config and
+model weights), and every prompt plus its generation fits the model's context.
+
+>>> context_limit(type("M", (), {"config": type("C", (), {"max_position_embeddings": 2048})()})())
+2048
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from specbench.engine.loop import DRAFT_HEADROOM
+from specbench.errors import ConfigError
+from specbench.results.run_folder import MANIFEST_FILE, RECORDS_FILE, read_manifest
+
+NAME_MAX = 255  # bytes of one path component on the common file systems
+
+
+def check_run_folder(run_dir: Path) -> None:
+    """The run folder is a folder or does not exist yet, its parents are folders, and its name fits the file
+    system: a one-line ``ConfigError`` before anything loads, never an OS error halfway."""
+    if run_dir.is_symlink() and not run_dir.exists():
+        raise ConfigError(f"{run_dir} is a dangling symbolic link; delete it or pick another --run-name")
+    if run_dir.exists() and not run_dir.is_dir():
+        raise ConfigError(f"{run_dir} exists and is not a folder; delete it or pick another --run-name")
+    if len(run_dir.name.encode()) > NAME_MAX:
+        raise ConfigError(f"run folder name is {len(run_dir.name.encode())} bytes long, more than the {NAME_MAX} a "
+                          "file system allows; pick a shorter --run-name")
+    for parent in run_dir.parents:
+        if parent.exists() or parent.is_symlink():
+            if not parent.is_dir():
+                raise ConfigError(f"{parent} (in --out-dir) is not a folder")
+            break
+
+
+def check_same_config(run_dir: Path, digest: str) -> None:
+    """A folder with records is resumed only under the configuration (digest) its manifest names."""
+    has_records = (run_dir / RECORDS_FILE).is_file() and (run_dir / RECORDS_FILE).stat().st_size > 0
+    if not (run_dir / MANIFEST_FILE).is_file():
+        if has_records:
+            raise ConfigError(f"{run_dir} holds records but no {MANIFEST_FILE}, so its configuration cannot be "
+                              "checked; pick another --run-name or delete that folder")
+        return
+    if read_manifest(run_dir).get("config_digest") != digest:
+        raise ConfigError(f"{run_dir} holds a run with a different configuration; pick another --run-name "
+                          "or delete that folder")
+
+
+def check_same_model(run_dir: Path, model_hash: str) -> None:
+    """Records of a resumed run must come from the same weights as the records already there."""
+    if not (run_dir / MANIFEST_FILE).is_file():
+        return
+    old = (read_manifest(run_dir).get("model") or {}).get("hash")
+    if old is not None and old != model_hash:
+        raise ConfigError(f"{run_dir} was run with model weights {old}, but the model now hashes to {model_hash}; "
+                          "the weights changed: pick another --run-name or delete that folder")
+
+
+def check_same_prompts(run_dir: Path, template: dict[str, Any]) -> None:
+    """A resumed run must build the same prompt text as its first part (a tokenizer's template can change
+    under the same model id): the hash of the first question's prompt is compared."""
+    if not (run_dir / MANIFEST_FILE).is_file():
+        return
+    old = read_manifest(run_dir).get("chat_template") or {}
+    if old.get("first_prompt_sha256") not in (None, template["first_prompt_sha256"]):
+        raise ConfigError(f"{run_dir} was run with other prompt text (template {old.get('name')}, first prompt "
+                          f"{old.get('first_prompt_sha256')}; now {template['name']}, {template['first_prompt_sha256']}): "
+                          "pick another --run-name or delete that folder")
+
+
+def context_limit(model: Any) -> int | None:
+    """The model's maximum sequence length from its config, or None when it names none."""
+    cfg = getattr(model, "config", None)
+    for attr in ("max_position_embeddings", "n_positions", "max_sequence_length", "seq_length"):
+        value = getattr(cfg, attr, None)
+        if isinstance(value, int) and value > 0:
+            return value
+    return None
+
+
+def check_context(model: Any, prompt_tokens: int, max_new_tokens: int, where: str = "") -> None:
+    """Prompt + max_new_tokens + the engine's draft headroom must fit the model's context."""
+    limit = context_limit(model)
+    need = prompt_tokens + max_new_tokens + DRAFT_HEADROOM
+    if limit is not None and need > limit:
+        raise ConfigError(f"{where + ': ' if where else ''}prompt ({prompt_tokens} tokens) + --max-new-tokens "
+                          f"({max_new_tokens}) + draft headroom ({DRAFT_HEADROOM}) = {need} exceeds the model's "
+                          f"context of {limit} tokens; lower --max-new-tokens or --limit the questions")

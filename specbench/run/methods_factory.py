@@ -1,0 +1,39 @@
+"""Building a registered method's drafter from options (CLI ``--method-opt``/YAML) and a ``MethodEnv``.
+
+Methods are named by labels (``rest``, ``rest@auto``: ``specbench.config.method_labels``); a label's
+options fill the method's frozen config dataclass, the generic ``budget`` key aside.
+
+>>> method_config("pld@short", {"num_draft": "4"}).num_draft
+4
+"""
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from specbench.config.coerce import from_dict
+from specbench.config.method_labels import BUDGET_KEY, budget_of, split_label
+from specbench.engine.budget import AUTO
+from specbench.engine.drafter import Drafter
+from specbench.plugins.registry import METHODS
+from specbench.run.method_env import MethodEnv
+
+
+def method_config(name: str, options: dict[str, Any] | None = None) -> Any:
+    """The frozen config dataclass of method (or label) ``name`` filled from ``options`` (unknown keys raise;
+    the generic ``budget`` key is checked by ``budget_of``, not passed on)."""
+    base, _ = split_label(name)
+    spec = METHODS.get(base)
+    budget_of(name, options)
+    opts = {k: v for k, v in (options or {}).items() if k != BUDGET_KEY}
+    return from_dict(spec.config_cls, opts, where=f"{name}.")
+
+
+def build_drafter(name: str, options: dict[str, Any] | None, env: MethodEnv) -> tuple[Drafter | None, dict[str, Any]]:
+    """Return (drafter or None for AR, config as a dict for the manifest, ``budget`` included when auto)."""
+    config = method_config(name, options)
+    drafter = METHODS.get(split_label(name)[0]).factory(config, env)
+    out = dataclasses.asdict(config)
+    if budget_of(name, options) == AUTO:
+        out[BUDGET_KEY] = AUTO
+    return drafter, out

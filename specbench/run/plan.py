@@ -1,0 +1,174 @@
+"""What a run will do, resolved before the model loads: methods, tasks, questions, shard, folder name.
+
+``make_plan`` validates every name and option (raising ``ConfigError``/``UnknownNameError``), puts the
+baseline first, expands ``--tasks all``, takes each task's ``--split`` (``specbench.prompts.task``: eval = all but
+the last ceil(10%) questions, dev = those, all), its first ``--limit`` questions, then the shard; ``jobs``
+lists the work in the order the runner times it; ``run_dir_for`` names the run folder from the config and
+its digest (``_T1`` marks a sampling run, ``_dev`` / ``_all`` a split other than eval).
+
+>>> parse_shard("2/4")
+(2, 4)
+>>> shard_slice(["a", "b", "c", "d", "e"], (2, 2))
+['b', 'd']
+"""
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterator, Sequence, TypeVar
+
+from specbench.catalog import ALL_TASKS, BASELINE
+from specbench.config.method_labels import expand_budget, label_options, split_label
+from specbench.config.run_config import MAX_NAME, RunConfig
+from specbench.errors import ConfigError
+from specbench.paths import resolve_data_dir
+from specbench.plugins.registry import METHODS, make_task
+from specbench.prompts.task import DEFAULT_SPLIT, Question, Task
+from specbench.prompts.templates import check_template_name, template_file_digest
+from specbench.results.lossless import default_tie_threshold
+from specbench.results.record import Unit
+from specbench.run.methods_factory import method_config
+
+T = TypeVar("T")
+
+
+@dataclass
+class Plan:
+    """What a run will do, resolved and validated before the model is loaded."""
+
+    config: RunConfig
+    methods: list[str]
+    tasks: dict[str, Task]
+    questions: dict[str, list[Question]]
+    data_dir: Path | None
+    shard: tuple[int, int] | None = None
+    options: dict[str, dict[str, Any]] = field(default_factory=dict)  # per method label, its resolved options
+
+    def options_of(self, label: str) -> dict[str, Any]:
+        """The options of method ``label``: its method's overlaid with its variant's (``methods_factory``)."""
+        return self.options.get(label, {})
+
+    def jobs(self) -> Iterator[tuple[Unit, Question, str]]:
+        """(unit, question, method): per question and turn every method (baseline first) and repeat, so
+        machine drift hits all methods alike and turn 2 finds the baseline's turn-1 answer."""
+        for task, qs in self.questions.items():
+            for q in qs:
+                for turn in range(1, len(q.turns) + 1):
+                    for rep in range(self.config.repeats):
+                        for method in self.methods:
+                            yield Unit(task, q.question_id, turn, rep), q, method
+
+
+def parse_shard(text: str | None) -> tuple[int, int] | None:
+    """``"2/4"`` -> (2, 4): this machine runs the 2nd of 4 deterministic slices (1-based)."""
+    if not text:
+        return None
+    try:
+        k, n = (int(x) for x in text.split("/"))
+    except ValueError:
+        raise ConfigError(f"--shard expects k/N (e.g. 1/4), got {text!r}") from None
+    if not 1 <= k <= n:
+        raise ConfigError(f"--shard {text}: need 1 <= k <= N")
+    return k, n
+
+
+def shard_slice(items: Sequence[T], shard: tuple[int, int], start: int = 0) -> list[T]:
+    """Round-robin slice ``k`` of ``n`` of ``items``, counting positions from ``start``."""
+    k, n = shard
+    return [x for i, x in enumerate(items, start) if i % n == k - 1]
+
+
+def _method_names(config: RunConfig) -> list[str]:
+    """The run's method labels, baseline first (``NAME@VARIANT`` labels and ``--budget`` expanded)."""
+    methods = expand_budget([m.strip() for m in config.methods if m.strip()], config.budget)
+    for m in methods:
+        METHODS.get(split_label(m)[0])  # unknown names raise with a suggestion
+        method_config(m, label_options(m, config.method_options))  # bad options raise now, before loading the model
+    known = set(methods) | {split_label(m)[0] for m in methods}
+    unknown_opts = sorted(set(config.method_options) - known)
+    if unknown_opts:
+        raise ConfigError(f"--method-opt given for method(s) not in --methods: {', '.join(unknown_opts)}")
+    return [BASELINE] + [m for m in dict.fromkeys(methods) if m != BASELINE]
+
+
+def _task_names(config: RunConfig) -> list[str]:
+    names: list[str] = []
+    for t in config.tasks:
+        names.extend(ALL_TASKS if t == "all" else [t.strip()])
+    names = list(dict.fromkeys(n for n in names if n))
+    if not names:
+        raise ConfigError("--tasks is empty")
+    return names
+
+
+def make_plan(config: RunConfig, shard: tuple[int, int] | None = None) -> Plan:
+    """Resolve names (``all``, baseline first), load and slice questions; raises on any bad input."""
+    if config.tie_threshold is None:
+        config = dataclasses.replace(config, tie_threshold=default_tie_threshold(config.dtype))
+    check_template_name(config.chat_template)
+    methods = _method_names(config)
+    tasks = {n: make_task(n) for n in _task_names(config)}
+    data_dir = resolve_data_dir(config.data_dir)
+    if data_dir is not None and not data_dir.is_dir():
+        raise ConfigError(f"--data-dir not found: {data_dir}")
+    questions = {}
+    index = 0  # shards slice (task, question) pairs round-robin; all methods of a pair stay together
+    for name, task in tasks.items():
+        loaded = task.load(data_dir)
+        dups = sorted(i for i, n in Counter(q.question_id for q in loaded).items() if n > 1)  # over every split
+        if dups:
+            raise ConfigError(f"task {name}: duplicate question id(s) {', '.join(dups[:5])} in its data; each "
+                              "question needs its own id")
+        qs = task.split(loaded, config.split)[: config.limit]
+        questions[name] = shard_slice(qs, shard, index) if shard else qs
+        index += len(qs)
+    options = {m: label_options(m, config.method_options) for m in methods}
+    return Plan(config, methods, tasks, questions, data_dir, shard, options)
+
+
+def config_digest(plan: Plan) -> str:
+    """Hash of everything that changes the work of a run (not its name or output folder)."""
+    cfg = dataclasses.asdict(plan.config)
+    for k in ("out_dir", "run_name", "allow_mismatch", "verify"):  # (verify: how inputs are checked, not the work)
+        cfg.pop(k, None)
+    if cfg.get("budget") == "default":  # runs from before --budget existed keep their digests
+        cfg.pop("budget")
+    if plan.config.sampling.greedy:  # greedy runs keep the digests they had before sampling existed
+        for k in ("temperature", "top_p", "top_k"):
+            cfg.pop(k, None)
+    if plan.config.split == DEFAULT_SPLIT:  # eval runs keep the digests they had before splits existed
+        cfg.pop("split", None)
+    if cfg.get("chat_template") == "auto":  # runs from before templates existed keep their digests
+        cfg.pop("chat_template")
+    elif template_file_digest(plan.config.chat_template):  # a template file: its content, not only its name
+        cfg["chat_template_sha256"] = template_file_digest(plan.config.chat_template)
+    if cfg.get("preset") is None:  # (the preset's values are in the other fields; its name only labels them)
+        cfg.pop("preset", None)
+    cfg.update(methods=plan.methods, tasks=list(plan.tasks), shard=plan.shard)
+    sourced = {n: t.version for n, t in plan.tasks.items() if ":" in n}  # jsonl:/hf: tasks: their content hash
+    if sourced:  # (only then, so the digests of runs of built-in tasks stay what they were)
+        cfg["task_content"] = sourced
+    return hashlib.sha256(json.dumps(cfg, sort_keys=True, default=str).encode()).hexdigest()[:8]
+
+
+def run_dir_for(plan: Plan) -> Path:
+    """``out_dir/run_name``, or a name made of methods, tasks, limit, tokens, dtype, shard and digest."""
+    c = plan.config
+    if c.run_name:
+        name = c.run_name
+    else:
+        tasks = "all" if list(plan.tasks) == list(ALL_TASKS) else "-".join(t.slug for t in plan.tasks.values())
+        name = f"{'-'.join(plan.methods)}_{tasks}_l{c.limit or 'full'}_n{c.max_new_tokens}_{c.dtype}"
+        if not c.sampling.greedy:
+            name += f"_T{c.temperature:g}"
+        if c.split != DEFAULT_SPLIT:
+            name += f"_{c.split}"
+        if plan.shard:
+            name += f"_shard{plan.shard[0]}of{plan.shard[1]}"
+        # many methods or custom tasks can make it longer than a file name may be: the digest keeps it unique
+        name = f"{name[: MAX_NAME - 9]}_{config_digest(plan)}"
+    return Path(c.out_dir) / name
