@@ -161,7 +161,7 @@ def test_select_batch_is_the_best_padded_cut() -> None:
 
 def _tiny_run(tmp_path, **kw):
     model_dir = save_tiny_model(tmp_path / "model")
-    cfg = RunConfig(methods=("pld",), tasks=("mt_bench", "gsm8k"), limit=3, max_new_tokens=10, warmup=0,
+    cfg = RunConfig(methods=kw.pop("methods", ("pld",)), tasks=("mt_bench", "gsm8k"), limit=3, max_new_tokens=10, warmup=0,
                     model=str(model_dir), out_dir=str(tmp_path / "res"), split="all", **kw)
     return make_plan(cfg)
 
@@ -187,7 +187,7 @@ def test_batch_jobs_and_expected_records(tmp_path) -> None:
 def test_batched_run_end_to_end_and_resume(tmp_path, monkeypatch) -> None:
     """``--batch-size 1,2``: records per size, each checked against AR alone, the report's batch tables and
     plot, summary.json keyed by size (schema-valid), ``check`` passing; an interrupted run resumes whole jobs."""
-    plan = _tiny_run(tmp_path, batch_size=(1, 2))
+    plan = _tiny_run(tmp_path, batch_size=(1, 2), methods=("pld", "suffix", "recycling"))
     run_dir = run_dir_for(plan)
     original, calls = RecordWriter.write, {"n": 0}
 
@@ -204,7 +204,7 @@ def test_batched_run_end_to_end_and_resume(tmp_path, monkeypatch) -> None:
     assert Runner(plan, run_dir, progress=False).run() == 0
     recs = read_records(run_dir)
     keys = [r.key for r in recs]
-    assert len(keys) == len(set(keys)) == 2 * 2 * (3 * 2 + 3)  # 2 methods x 2 sizes x (MT-Bench 2 turns + GSM8K)
+    assert len(keys) == len(set(keys)) == 4 * 2 * (3 * 2 + 3)  # 4 methods x 2 sizes x (MT-Bench 2 turns + GSM8K)
     batched = [r for r in recs if r.batch_size == 2]
     assert all(r.lossless_class == "exact" for r in batched)  # AR's batched outputs included
     assert all(r.batch_wall_time_s >= r.wall_time_s > 0 for r in batched)
@@ -216,3 +216,26 @@ def test_batched_run_end_to_end_and_resume(tmp_path, monkeypatch) -> None:
     assert load_run(run_dir).batch_sizes() == [1, 2] and {r.unit.batch for r in load_run(run_dir).records} == {1}
     code, lines = check_run(run_dir, decode=False)
     assert code == 0 and any("pld at batch 2: " in line for line in lines), lines
+
+
+def test_batched_learning_resumes_as_if_uninterrupted(tmp_path, monkeypatch) -> None:
+    """SuffixDecoding learns earlier answers: an interrupted batched run, resumed, drafts its later batches
+    from the same state (the pool replays the records), so its records equal an uninterrupted run's."""
+    whole = _tiny_run(tmp_path / "a", batch_size=(2,), methods=("suffix",))
+    Runner(whole, run_dir_for(whole), progress=False).run()
+    cut = _tiny_run(tmp_path / "b", batch_size=(2,), methods=("suffix",))
+    original, calls = RecordWriter.write, {"n": 0}
+
+    def flaky(self, rec):
+        if rec.method == "suffix" and rec.batch_size == 2 and calls["n"] >= 2:
+            raise KeyboardInterrupt
+        calls["n"] += rec.method == "suffix" and rec.batch_size == 2
+        original(self, rec)
+
+    monkeypatch.setattr(RecordWriter, "write", flaky)
+    with pytest.raises(KeyboardInterrupt):
+        Runner(cut, run_dir_for(cut), progress=False).run()
+    monkeypatch.setattr(RecordWriter, "write", original)
+    Runner(cut, run_dir_for(cut), progress=False).run()
+    steps = lambda plan: {r.key: r.accept_lengths for r in read_records(run_dir_for(plan)) if r.method == "suffix"}  # noqa: E731
+    assert steps(whole) == steps(cut) and len(steps(whole)) == 9

@@ -33,7 +33,7 @@ from specbench.engine.budget import DraftBudget
 from specbench.engine.draft_step import Draft, keep_nodes
 from specbench.engine.drafter import Drafter
 from specbench.engine.generation import Generation
-from specbench.engine.loop import DRAFT_HEADROOM, Engine, _Decoding
+from specbench.engine.loop import DRAFT_HEADROOM, Engine, _Decoding, _row_topk
 from specbench.engine.sampling import Sampler, accept_sampled, first_token
 from specbench.engine.sampling_config import SamplingConfig
 from specbench.engine.tree import CompiledTree, compile_tree
@@ -215,9 +215,10 @@ class BatchDecoder:
         self._sync()
         verify_s = now() - t
         # 5. emit; each slot's drafter and the budget learn what was accepted
-        for slot, d, ver, logits, ds, drafted in zip(slots, drafts, vers, logits_all, draft_s, drafting):
+        for slot, c, d, ver, logits, ds, drafted in zip(slots, compiled, drafts, vers, logits_all, draft_s, drafting):
             st = slot.st
             st.gen.add_pass(d.tree, d.aux_rows, ds, verify_s)
             engine._emit(st, ver, logits, self.record_margins)
-            engine._feedback(st, slot.drafter, self.budget if drafted else None, d.tree, ver)
+            topk = _row_topk(slot.drafter, logits, c.tree_rows) if drafted else None
+            engine._feedback(st, slot.drafter, self.budget if drafted else None, d.tree, ver, topk)
             st.gen.step_times_s.append(now() - t_step)

@@ -17,14 +17,15 @@ from specbench.profiling.profile import load_profile, save_profile
 from specbench.results.run_folder import BATCH_PROFILE_FILE, PROFILE_FILE
 
 
-def build_budgets(runner: Any, configs: dict[str, Any]) -> tuple[dict[tuple[str, str], DraftBudget], Any, str | None]:
-    """(budgets by (method label, task), the batch cost function or None, the profile's file or None) of
+def build_budgets(runner: Any, configs: dict[str, Any]) -> tuple[dict[tuple[str, str], DraftBudget], Any, Any,
+                                                                  str | None]:
+    """(budgets by (method label, task), their cost function, the batch cost function, the profile's file) of
     ``runner``'s run: a budget per (auto method, task), its acceptance learned over that method's
     generations on that task; the machine's cost profile measured once (cached) and copied into the run
     folder (validated by the load: a damaged cached profile never reaches the run folder)."""
     auto = [m for m in runner.plan.methods if configs[m].get(BUDGET_KEY) == AUTO]
     if not auto:
-        return {}, None, None
+        return {}, None, None, None
     kept = runner.run_dir / PROFILE_FILE
     if kept.is_file():  # a resumed run keeps pricing drafts with the profile its first part used
         profile, path = load_profile(kept), kept
@@ -33,7 +34,7 @@ def build_budgets(runner: Any, configs: dict[str, Any]) -> tuple[dict[tuple[str,
         save_profile(profile, kept)
     cost = cost_function(profile)
     budgets = {(m, t): DraftBudget(cost) for m in auto for t in runner.plan.tasks}
-    return budgets, _batch_costs(runner, Path(path), cost), str(path)
+    return budgets, cost, _batch_costs(runner, Path(path), cost), str(path)
 
 
 def _batch_costs(runner: Any, profile_path: Path, cost: Any) -> Any:

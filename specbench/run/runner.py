@@ -2,7 +2,10 @@
 
 Order of work: for each task, question and turn, every method runs (``ar`` first) before the next
 question, so machine drift hits all methods alike. Each method gets warm-up generations before any
-timing. At temperature > 0 every generation samples with a seed derived from ``--seed`` and its unit
+timing, on drafters (and draft budgets) built for the warm-up alone, so nothing a drafter learns across
+generations comes from them. After each timed generation the drafter of that (method, task) may
+``learn`` from its finished output; a resumed run replays that from the records in plan order
+(``drafter_state.py``). At temperature > 0 every generation samples with a seed derived from ``--seed`` and its unit
 (``specbench.engine.sampling_config.generation_seed``), the token-for-token lossless check is skipped (outputs differ
 legitimately) and each record carries its mean target log-probability per token instead. Records are appended and fsynced one by one; re-running the same command skips the records
 already present. MT-Bench turn 2 is prompted with the AR baseline's turn-1 answer for every method.
@@ -38,6 +41,7 @@ from specbench.results.validation import read_validated_records
 from specbench.run.batch_jobs import batch_jobs
 from specbench.run.batch_runner import BatchRuns
 from specbench.run.budgets import build_budgets
+from specbench.run.drafter_state import first_pending, learn, replay
 from specbench.run.guards import (check_context, check_run_folder, check_same_config, check_same_model,
                                   check_same_prompts)
 from specbench.run.lock import RunLock
@@ -63,24 +67,29 @@ class Runner:
         self.budgets: dict[tuple[str, str], DraftBudget] = {}  # (method label, task) -> its budget=auto state
         self.batch_cost: Any = None  # budget=auto at batch sizes above 1: T_A(m) (profiling/batch_profile.py)
         self.profile_path: str | None = None
+        self._cost: Any = None  # the cost function the budgets price drafts with (warm-up budgets share it)
         self.digest: str | None = None
         self._template: ChatTemplate | None = None
 
     # -- setup -------------------------------------------------------------------------------
     def _build_drafters(self) -> tuple[dict[tuple[str, str], Any], dict[str, Any], dict[str, Any]]:
-        lm = self.loaded
         drafters: dict[tuple[str, str], Any] = {}
         configs: dict[str, Any] = {}
         artifacts: dict[str, Any] = {}
         for method in self.plan.methods:
             for task in self.plan.tasks:
-                env = MethodEnv.for_task(lm, self.plan.data_dir, cache_dir(), task)
-                drafter, cfg = build_drafter(method, self.plan.options_of(method), env)
+                drafter, cfg, env = self._build_one(method, task)
                 drafters[(method, task)] = drafter
                 configs[method] = cfg
                 if env.artifacts:
                     artifacts.setdefault(method, {})[task] = env.artifacts
         return drafters, configs, artifacts
+
+    def _build_one(self, method: str, task: str) -> tuple[Any, dict[str, Any], MethodEnv]:
+        """A fresh drafter of ``method`` for ``task`` (None for AR), its config and the env its factory filled."""
+        env = MethodEnv.for_task(self.loaded, self.plan.data_dir, cache_dir(), task)
+        drafter, cfg = build_drafter(method, self.plan.options_of(method), env)
+        return drafter, cfg, env
 
     def _write_manifest(self, digest: str, configs: dict, artifacts: dict) -> None:
         lm = self.loaded
@@ -183,7 +192,7 @@ class Runner:
         self.run_dir.mkdir(parents=True, exist_ok=True)
         drafters, configs, artifacts = self._build_drafters()
         self.drafters = drafters
-        self.budgets, self.batch_cost, self.profile_path = build_budgets(self, configs)
+        self.budgets, self._cost, self.batch_cost, self.profile_path = build_budgets(self, configs)
         self._write_manifest(digest, configs, artifacts)
 
         existing = read_validated_records(self.run_dir, read_manifest(self.run_dir))
@@ -196,20 +205,24 @@ class Runner:
 
         jobs = list(self.plan.jobs())
         todo = [(unit, q, method) for unit, q, method in jobs if (method, unit) not in done]
-        batched = BatchRuns(self)
+        batched = BatchRuns(self, {r.key: r for r in existing})
         pending = batched.pending(done)
         if not todo and not pending:
             return self.mismatches
+        replay(drafters, jobs, {r.key: r for r in existing}, self.prompt_for)
         total = len(jobs) + sum(len(j.units) for j in batch_jobs(self.plan))
         left = len(todo) + sum(sum((j.method, u) not in done for u in j.units) for j in pending)
         bar = tqdm(total=total, initial=total - left, desc="bench", unit="gen", disable=not self.progress,
                    file=sys.stderr, dynamic_ncols=True)
         with RecordWriter(self.run_dir) as writer:
             if todo:
-                self._warm_up(drafters, todo)
+                self._warm_up(todo)
             for unit, q, method in todo:
                 bar.set_postfix_str(f"{unit.task}/{unit.question_id} t{unit.turn} {method}", refresh=False)
-                writer.write(self._one(drafters[(method, unit.task)], unit, q, method))
+                drafter, prompt = drafters[(method, unit.task)], self.prompt_for(unit, q)
+                rec = self._one(drafter, unit, q, method, prompt)
+                writer.write(rec)
+                learn(drafter, prompt, rec.output_ids)
                 bar.update(1)
             if pending:
                 batched.warm_up(pending)
@@ -227,22 +240,28 @@ class Runner:
                 prompt = self.prompt_for(Unit(task, q.question_id, 1), q)
                 check_context(self.loaded.model, len(prompt), self.cfg.max_new_tokens, f"{task}/{q.question_id}")
 
-    def _warm_up(self, drafters: dict, todo: list[tuple[Unit, Question, str]]) -> None:
-        """Warm every drafter left to time (each task's own: first calls, caches and kernels happen here,
-        not inside a timed generation), on the turn-1 prompt of that task's first pending question."""
-        first: dict[str, tuple[Unit, Question]] = {}
-        for unit, q, _method in todo:
-            first.setdefault(unit.task, (unit, q))
-        for task, (unit, q) in first.items():
-            prompt = self.prompt_for(Unit(task, unit.question_id, 1), q)
+    def _warm_up(self, todo: list[tuple[Unit, Question, str]]) -> None:
+        """Warm every method left to time on every task (first calls, caches and kernels happen here, not
+        inside a timed generation), on the turn-1 prompt of that task's first pending question.
+
+        The warm-up runs on drafters built for it alone, the same way as the timed ones (their artifacts are
+        not recorded again), and on fresh draft budgets: a drafter or budget that learns across generations
+        would otherwise have seen the first timed question's answer before it is timed, and a resumed run,
+        whose warm-up is on another question, would not give the same records. Dropped after each task."""
+        if not self.cfg.warmup:
+            return
+        for task, q in first_pending(todo).items():
+            prompt = self.prompt_for(Unit(task, q.question_id, 1), q)
+            drafters = {m: self._build_one(m, task)[0] for m in self.plan.methods}
+            budgets = {m: DraftBudget(self._cost) for m in self.plan.methods if (m, task) in self.budgets}
             for _ in range(self.cfg.warmup):
                 for method in self.plan.methods:
-                    self.engine.generate(prompt, drafters[(method, task)], self.cfg.max_new_tokens,
+                    self.engine.generate(prompt, drafters[method], self.cfg.max_new_tokens,
                                          record_margins=method == BASELINE and self.sampling.greedy,
-                                         sampling=self.sampling, draft_budget=self.budgets.get((method, task)))
+                                         sampling=self.sampling, draft_budget=budgets.get(method))
 
-    def _one(self, drafter: Any, unit: Unit, q: Question, method: str) -> Record:
-        prompt = self.prompt_for(unit, q)  # tokenisation outside the timed window
+    def _one(self, drafter: Any, unit: Unit, q: Question, method: str, prompt: list[int]) -> Record:
+        # ``prompt``: ``prompt_for(unit, q)``, tokenised outside the timed window
         check_context(self.loaded.model, len(prompt), self.cfg.max_new_tokens, str(unit))
         greedy = self.sampling.greedy
         seed = generation_seed(self.cfg.seed, unit.task, unit.question_id, unit.turn, unit.repeat)
