@@ -137,13 +137,13 @@ class Engine:
         return _Decoding(gen, list(prompt_ids) + [root], len(prompt_ids), root, hidden[-1], [hidden], sampler)
 
     def _draft_step(self, st: "_Decoding", drafter: Drafter, room: int, budget: DraftBudget | None,
-                    started: float) -> Draft:
+                    started: float, select: bool = True) -> Draft:
         """Step 1: the drafter proposes from the context it may read (``draft_step.py`` shapes the proposal)."""
         unseen = st.fresh[0] if len(st.fresh) == 1 else torch.cat(st.fresh)
         st.fresh = []
         max_depth = room - 1 if budget is None else min(room - 1, budget.depth_hint(len(st.tokens)))
         ctx = DraftContext(st.tokens, st.prompt_len, st.last_hidden, self.model, max_depth, unseen, sampler=st.sampler)
-        return draft_step(drafter, ctx, room, budget, started)
+        return draft_step(drafter, ctx, room, budget, started, select)
 
     def _emit(self, st: "_Decoding", ver: Verification, logits: torch.Tensor, record_margins: bool) -> list[int]:
         """Step 5: append the accepted tokens and the bonus (cut after a stop token); the bonus is the next root."""

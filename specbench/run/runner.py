@@ -21,8 +21,7 @@ from typing import Any
 from tqdm import tqdm
 
 from specbench.catalog import BASELINE
-from specbench.config.method_labels import BUDGET_KEY
-from specbench.engine.budget import AUTO, DraftBudget
+from specbench.engine.budget import DraftBudget
 from specbench.engine.generation import Generation
 from specbench.engine.loop import Engine
 from specbench.engine.margins import recorded_or_recomputed
@@ -32,15 +31,16 @@ from specbench.files.jsonfile import write_json_atomic
 from specbench.models.device import synchronize
 from specbench.models.loading import LoadedModel, load_model, stop_token_ids, vocab_size
 from specbench.paths import cache_dir
-from specbench.profiling.cost_profile import cached_cost_profile, cost_function
 from specbench.profiling.memory import peak_memory, reset_peak
-from specbench.profiling.profile import load_profile, save_profile
 from specbench.prompts.task import Question
 from specbench.prompts.templates import PROBE, ChatTemplate, resolve_template
 from specbench.results.lossless import MISMATCH, classify
 from specbench.results.record import Record, Unit
 from specbench.results.run_folder import MANIFEST_FILE, PROFILE_FILE, RecordWriter, read_manifest
 from specbench.results.validation import read_validated_records
+from specbench.run.batch_jobs import batch_jobs
+from specbench.run.batch_runner import BatchRuns
+from specbench.run.budgets import build_budgets
 from specbench.run.drafter_state import first_pending, learn, replay
 from specbench.run.guards import (check_context, check_run_folder, check_same_config, check_same_model,
                                   check_same_prompts)
@@ -65,6 +65,7 @@ class Runner:
         self.mismatches = 0
         self.sampling = plan.config.sampling
         self.budgets: dict[tuple[str, str], DraftBudget] = {}  # (method label, task) -> its budget=auto state
+        self.batch_cost: Any = None  # budget=auto at batch sizes above 1: T_A(m) (profiling/batch_profile.py)
         self.profile_path: str | None = None
         self._cost: Any = None  # the cost function the budgets price drafts with (warm-up budgets share it)
         self.digest: str | None = None
@@ -89,24 +90,6 @@ class Runner:
         env = MethodEnv.for_task(self.loaded, self.plan.data_dir, cache_dir(), task)
         drafter, cfg = build_drafter(method, self.plan.options_of(method), env)
         return drafter, cfg, env
-
-    def _build_budgets(self, configs: dict[str, Any]) -> dict[tuple[str, str], DraftBudget]:
-        """A ``DraftBudget`` per (auto method, task), its acceptance learned over that method's generations
-        on that task; the machine's cost profile is measured once (cached) and copied into the run folder."""
-        auto = [m for m in self.plan.methods if configs[m].get(BUDGET_KEY) == AUTO]
-        if not auto:
-            return {}
-        kept = self.run_dir / PROFILE_FILE
-        if kept.is_file():  # a resumed run keeps pricing drafts with the profile its first part used
-            profile, path = load_profile(kept), kept
-        else:  # (validated by the load: a damaged cached profile never reaches the run folder)
-            profile, path = cached_cost_profile(self.loaded, self.engine.backend.name, cache_dir())
-        cost = cost_function(profile)
-        if not kept.is_file():
-            save_profile(profile, kept)
-        self.profile_path = str(path)
-        self._cost = cost
-        return {(m, t): DraftBudget(cost) for m in auto for t in self.plan.tasks}
 
     def _write_manifest(self, digest: str, configs: dict, artifacts: dict) -> None:
         lm = self.loaded
@@ -208,26 +191,32 @@ class Runner:
         self.target = self.engine.target  # the AR-margin forward of the lossless check runs on the same backend
         self.run_dir.mkdir(parents=True, exist_ok=True)
         drafters, configs, artifacts = self._build_drafters()
-        self.budgets = self._build_budgets(configs)
+        self.drafters = drafters
+        self.budgets, self._cost, self.batch_cost, self.profile_path = build_budgets(self, configs)
         self._write_manifest(digest, configs, artifacts)
 
         existing = read_validated_records(self.run_dir, read_manifest(self.run_dir))
         done = {r.key for r in existing}
         for r in existing:
-            if r.method == BASELINE and r.repeat == 0:
+            if r.method == BASELINE and r.unit == r.unit.reference():
                 self.ar_outputs[r.unit] = r.output_ids
                 self.ar_margins[r.unit] = r.token_margins
             self.mismatches += r.lossless_class == MISMATCH
 
         jobs = list(self.plan.jobs())
         todo = [(unit, q, method) for unit, q, method in jobs if (method, unit) not in done]
-        if not todo:
+        batched = BatchRuns(self, {r.key: r for r in existing})
+        pending = batched.pending(done)
+        if not todo and not pending:
             return self.mismatches
         replay(drafters, jobs, {r.key: r for r in existing}, self.prompt_for)
-        self._warm_up(todo)
-        bar = tqdm(total=len(jobs), initial=len(jobs) - len(todo), desc="bench", unit="gen",
-                   disable=not self.progress, file=sys.stderr, dynamic_ncols=True)
+        total = len(jobs) + sum(len(j.units) for j in batch_jobs(self.plan))
+        left = len(todo) + sum(sum((j.method, u) not in done for u in j.units) for j in pending)
+        bar = tqdm(total=total, initial=total - left, desc="bench", unit="gen", disable=not self.progress,
+                   file=sys.stderr, dynamic_ncols=True)
         with RecordWriter(self.run_dir) as writer:
+            if todo:
+                self._warm_up(todo)
             for unit, q, method in todo:
                 bar.set_postfix_str(f"{unit.task}/{unit.question_id} t{unit.turn} {method}", refresh=False)
                 drafter, prompt = drafters[(method, unit.task)], self.prompt_for(unit, q)
@@ -235,6 +224,12 @@ class Runner:
                 writer.write(rec)
                 learn(drafter, prompt, rec.output_ids)
                 bar.update(1)
+            if pending:
+                batched.warm_up(pending)
+            for job in pending:
+                bar.set_postfix_str(f"batch {job.size} {job.units[0].task} t{job.units[0].turn} {job.method}",
+                                    refresh=False)
+                bar.update(batched.run(job, done, writer))
         bar.close()
         return self.mismatches
 
@@ -277,16 +272,20 @@ class Runner:
                                      category=q.category, prompt_tokens=len(prompt), wall_time_s=wall,
                                      memory=(memory_kind, memory_peak), sampling=self.sampling.as_dict(),
                                      config_digest=self.digest)
-        if method == BASELINE:
-            if unit.repeat == 0:
-                self.ar_outputs[unit] = gen.output_ids
-                self.ar_margins[unit] = rec.token_margins
+        return self.checked(rec, unit, prompt)
+
+    def checked(self, rec: Record, unit: Unit, prompt: list[int]) -> Record:
+        """``rec`` with its lossless verdict against AR's output of ``unit.reference()`` (greedy runs); an AR
+        record at batch size 1, repeat 0 becomes that reference instead."""
+        if rec.method == BASELINE and unit == unit.reference():
+            self.ar_outputs[unit] = rec.output_ids
+            self.ar_margins[unit] = rec.token_margins
             return rec
-        if not greedy:  # sampled outputs differ from AR's by design: checked in distribution instead
-            return rec
+        if not self.sampling.greedy or (rec.method == BASELINE and unit.batch == 1):
+            return rec  # sampled outputs differ from AR's by design: checked in distribution instead
         ref_unit = unit.reference()
         ref = self.ar_outputs[ref_unit]
         margin = recorded_or_recomputed(self.ar_margins.get(ref_unit), self.target, prompt, ref)
-        result = classify(ref, gen.output_ids, margin, self.cfg.tie_threshold)
+        result = classify(ref, rec.output_ids, margin, self.cfg.tie_threshold)
         self.mismatches += result.lossless_class == MISMATCH
         return dataclasses.replace(rec, **result.as_record())
