@@ -122,7 +122,7 @@ def _loss(heads: HydraHeads, embed: torch.nn.Module, data: DistillData, batch: l
     teacher = where = None
     if cfg.loss == "teacher":  # the target's distributions (renormalised over the draft vocabulary), each position
         need = torch.unique(ahead[:, :k_all])  # once: in a run of rows, head k's position is head k+1's one row later
-        where = torch.searchsorted(need, ahead[:, :k_all])  # [n, K] -> rows of ``teacher``
+        where = torch.searchsorted(need, ahead[:, :k_all].contiguous())  # [n, K] -> rows of ``teacher``
         with torch.no_grad():
             teacher = F.softmax(sub(data.hidden[need].float().to(device)).float(), -1)  # [U, V']
     x, total = c, torch.zeros((), device=device)
