@@ -27,14 +27,14 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator, Sequence
+from typing import Any, Sequence
 
 import numpy as np
 import torch
 import torch.nn.functional as F
 
 from methods.eagle.layer import LayerShape
-from methods.eagle.train import choose_vocab, runs
+from methods.eagle.train import choose_vocab, pack_runs, runs
 from methods.hydra.checkpoint import ARCHS, save_heads
 from methods.hydra.heads import HydraHeads, SubHead
 from specbench.api import (ConfigError, DistillData, collect_cached, draft_dtype, optimizer_step, stop_token_ids,
@@ -89,19 +89,6 @@ def recipe_for(head: str) -> HydraTrainConfig:
     if head == "mlp":
         return HydraTrainConfig(head="mlp", num_layers=1, loss="lm", dropout=0.0)
     return HydraTrainConfig()
-
-
-def _batches(windows: list[tuple[int, int]], rows: int, order: list[int]) -> Iterator[list[tuple[int, int]]]:
-    batch: list[tuple[int, int]] = []
-    n = 0
-    for w in order:
-        if batch and n + windows[w][1] > rows:
-            yield batch
-            batch, n = [], 0
-        batch.append(windows[w])
-        n += windows[w][1]
-    if batch:
-        yield batch
 
 
 def _loss(heads: HydraHeads, embed: torch.nn.Module, data: DistillData, batch: list[tuple[int, int]],
@@ -192,7 +179,7 @@ def train_hydra(target: torch.nn.Module, tokenizer: Any, corpora: Sequence[str],
     embed = target.get_input_embeddings()
     opt = _optimizer(heads, cfg)
     windows = runs(data.train_starts, cfg.window)
-    per_epoch = len(list(_batches(windows, cfg.batch_size, list(range(len(windows))))))
+    per_epoch = len(list(pack_runs(windows, cfg.batch_size, list(range(len(windows))))))
     total = per_epoch * cfg.epochs
     warmup = max(1, total // 20)
     t1 = time.perf_counter()
@@ -200,7 +187,7 @@ def train_hydra(target: torch.nn.Module, tokenizer: Any, corpora: Sequence[str],
     step = 0
     for epoch in range(cfg.epochs):
         order = torch.randperm(len(windows), generator=torch.Generator().manual_seed(cfg.seed + epoch)).tolist()
-        for batch in _batches(windows, cfg.batch_size, order):
+        for batch in pack_runs(windows, cfg.batch_size, order):
             frac = (step - warmup) / max(1, total - warmup)
             scale = (step + 1) / warmup if step < warmup else cfg.final_lr + (1 - cfg.final_lr) * 0.5 * (1 + math.cos(math.pi * frac))
             for g in opt.param_groups:
@@ -217,7 +204,7 @@ def train_hydra(target: torch.nn.Module, tokenizer: Any, corpora: Sequence[str],
     if held:
         hits, n = torch.zeros(cfg.num_heads), 0
         with torch.no_grad(), _autocast(cfg, target):
-            for batch in _batches(held, cfg.batch_size, list(range(len(held)))):
+            for batch in pack_runs(held, cfg.batch_size, list(range(len(held)))):
                 _, h, k = _loss(heads, embed, data, batch, cfg, device)
                 hits, n = hits + h, n + k
         metrics["heldout_top1"] = [round(float(v) / max(n, 1), 4) for v in hits]  # teacher-forced, per head
