@@ -4,7 +4,7 @@ A ``Unit`` is the unit of work every part of specbench pairs on: (task, question
 1-based, repeats 0-based. A ``Record`` is what the runner writes per (method, unit); ``stats``,
 ``check``, ``merge`` and the tests read the same type back.
 
-Fields (``SCHEMA_VERSION`` 6):
+Fields (``SCHEMA_VERSION`` 7):
 - identity: ``method, task, subtask, task_version, question_id, category, turn, repeat``
 - work: ``prompt_tokens, new_tokens, output_ids``
 - timing: ``wall_time_s`` (whole generation incl. prefill, tokenisation excluded), ``draft_time_s``,
@@ -25,13 +25,17 @@ Fields (``SCHEMA_VERSION`` 6):
   processed sampling distribution, the distributional sanity statistic; such records have no token check)
 - ``config_digest`` (schema 6): the digest of the configuration that produced it (the manifest's), so readers
   refuse records of another run mixed into a file (``specbench.results.validation``); null before schema 6
+- ``context_length`` (schema 7): the input length (tokens) a long-input task was asked for (``long_low@2k``:
+  2048; ``prompt_tokens`` is what the prompt has, less when the length was cut to fit the model); null for
+  tasks without one
 - memory: ``peak_memory_bytes`` and ``peak_memory_kind`` (``specbench.profiling.memory``: CUDA max allocated, or the
   CPU peak RSS), reset before each generation
 
 Schema 2 -> 3 added only the optional AR margins and peak memory (null when absent); 3 -> 4 only the
 optional per-pass depths and verify / step times and the prefill time (null when absent: reports show
 ``-`` for the latency and per-position figures of such records); 4 -> 5 only the optional sampling fields
-(null when absent: greedy); 5 -> 6 only the optional ``config_digest`` (null when absent: not checked).
+(null when absent: greedy); 5 -> 6 only the optional ``config_digest`` (null when absent: not checked); 6 -> 7
+only the optional ``context_length`` (null when absent: a task without an input length).
 
 Schema 1 (before the typed record) allowed an integer ``question_id`` and left ``repeat``,
 ``forward_passes``, the time sums and ``subtask`` optional; ``from_json`` fills them as the readers of
@@ -42,8 +46,8 @@ schema 1 did, so old runs report identically.
 ...     "draft_sizes": [0, 0], "output_ids": [5, 6]})
 >>> rec.unit, rec.subtask, rec.forward_passes
 (Unit(task='gsm8k', question_id='7', turn=1, repeat=0), 'GSM8K', 2)
->>> rec.to_json()["schema_version"], rec.prefill_time_s
-(6, None)
+>>> rec.to_json()["schema_version"], rec.prefill_time_s, rec.context_length
+(7, None, None)
 """
 from __future__ import annotations
 
@@ -53,8 +57,8 @@ from typing import Any, Sequence
 
 from specbench.catalog import task_label
 
-SCHEMA_VERSION = 6
-READABLE_VERSIONS = (1, 2, 3, 4, 5, 6)  # 2 to 5 read as is: every field they lack is optional
+SCHEMA_VERSION = 7
+READABLE_VERSIONS = (1, 2, 3, 4, 5, 6, 7)  # 2 to 6 read as is: every field they lack is optional
 
 
 @dataclass(frozen=True, order=True)
@@ -125,6 +129,7 @@ class Record:
     sampling: dict[str, Any] | None = None
     target_logprob: float | None = None
     config_digest: str | None = None
+    context_length: int | None = None
 
     @property
     def unit(self) -> Unit:
@@ -151,7 +156,8 @@ class Record:
     @classmethod
     def from_generation(cls, gen: Any, *, method: str, unit: Unit, subtask: str, task_version: str, category: str,
                         prompt_tokens: int, wall_time_s: float, memory: tuple[str | None, int | None],
-                        sampling: dict[str, Any] | None, config_digest: str | None) -> "Record":
+                        sampling: dict[str, Any] | None, config_digest: str | None,
+                        context_length: int | None = None) -> "Record":
         """The record of one ``engine.generation.Generation`` (its lossless verdict is added by the runner).
 
         Per-pass times are rounded to 0.1 us; ``target_logprob`` is the mean per emitted token when the
@@ -170,6 +176,7 @@ class Record:
             verify_times_s=rounded(gen.verify_times_s), step_times_s=rounded(gen.step_times_s),
             draft_depths=gen.draft_depths, aux_sizes=gen.aux_sizes if any(gen.aux_sizes) else None, sampling=sampling,
             target_logprob=round(sum(logprobs) / len(logprobs), 7) if logprobs else None, config_digest=config_digest,
+            context_length=context_length,
         )
 
     def to_json(self) -> dict[str, Any]:

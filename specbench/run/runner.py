@@ -46,6 +46,8 @@ from specbench.run.method_env import MethodEnv
 from specbench.run.methods_factory import build_drafter
 from specbench.run.plan import Plan, config_digest
 
+TURN_ALLOWANCE = 64  # tokens a turn's chat-template markup may add around its text (only sizes the cost profile)
+
 
 class Runner:
     """Executes a ``Plan`` into ``run_dir`` (resuming when records exist)."""
@@ -64,6 +66,7 @@ class Runner:
         self.profile_path: str | None = None
         self.digest: str | None = None
         self._template: ChatTemplate | None = None
+        self.longest_context = 0  # cached tokens the longest generation reaches (prompt, later turns, answers)
 
     # -- setup -------------------------------------------------------------------------------
     def _build_drafters(self) -> tuple[dict[tuple[str, str], Any], dict[str, Any], dict[str, Any]]:
@@ -91,7 +94,8 @@ class Runner:
         if kept.is_file():  # a resumed run keeps pricing drafts with the profile its first part used
             profile, path = load_profile(kept), kept
         else:  # (validated by the load: a damaged cached profile never reaches the run folder)
-            profile, path = cached_cost_profile(self.loaded, self.engine.backend.name, cache_dir())
+            profile, path = cached_cost_profile(self.loaded, self.engine.backend.name, cache_dir(),
+                                                longest=self.longest_context)
         cost = cost_function(profile)
         if not kept.is_file():
             save_profile(profile, kept)
@@ -121,6 +125,10 @@ class Runner:
             sampling=self.sampling.as_dict(),
             chat_template=self.template_record(),
         )
+        lengths = {t: {"requested": task.context_length, "prompt_tokens": task.prompt_tokens}
+                   for t, task in self.plan.tasks.items() if task.context_length is not None}
+        if lengths:  # long-input tasks: the length asked for and the prompt length built (cut to fit the model)
+            manifest["context_lengths"] = lengths
         if self.budgets:
             manifest["cost_profile"] = {"file": PROFILE_FILE, "cached": self.profile_path}
         path = self.run_dir / MANIFEST_FILE
@@ -225,11 +233,15 @@ class Runner:
         return self.mismatches
 
     def _check_turn1_context(self) -> None:
-        # later turns also carry earlier answers; those are checked again in ``_one`` before they run
+        """Every turn-1 prompt fits the model (later turns also carry earlier answers: they are checked again
+        in ``_one`` before they run); notes the longest context the run will reach (the cost profile's)."""
+        tok, per_turn = self.loaded.tokenizer, self.cfg.max_new_tokens + TURN_ALLOWANCE
         for task, qs in self.plan.questions.items():
             for q in qs:
                 prompt = self.prompt_for(Unit(task, q.question_id, 1), q)
                 check_context(self.loaded.model, len(prompt), self.cfg.max_new_tokens, f"{task}/{q.question_id}")
+                later = sum(len(tok(t, add_special_tokens=False)["input_ids"]) for t in q.turns[1:])
+                self.longest_context = max(self.longest_context, len(prompt) + later + per_turn * len(q.turns))
 
     def _warm_up(self, drafters: dict, todo: list[tuple[Unit, Question, str]]) -> None:
         """Warm every drafter left to time (each task's own: first calls, caches and kernels happen here,
@@ -256,7 +268,7 @@ class Runner:
         rec = Record.from_generation(gen, method=method, unit=unit, subtask=task.subtask_for(q), task_version=task.version,
                                      category=q.category, prompt_tokens=len(prompt), wall_time_s=wall,
                                      memory=(memory_kind, memory_peak), sampling=self.sampling.as_dict(),
-                                     config_digest=self.digest)
+                                     config_digest=self.digest, context_length=task.context_length)
         if method == BASELINE:
             if unit.repeat == 0:
                 self.ar_outputs[unit] = gen.output_ids
