@@ -1,7 +1,8 @@
 """What a run will do, resolved before the model loads: methods, tasks, questions, shard, folder name.
 
 ``make_plan`` validates every name and option (raising ``ConfigError``/``UnknownNameError``), puts the
-baseline first, expands ``--tasks all``, takes each task's ``--split`` (``specbench.prompts.task``: eval = all but
+baseline first, expands ``--tasks all`` and each long-input task into one task per ``--context-length``
+(``long_low@2k``, its prompts cut to fit the model's context), takes each task's ``--split`` (``specbench.prompts.task``: eval = all but
 the last ceil(10%) questions, dev = those, all), its first ``--limit`` questions, then the shard; ``jobs``
 lists the work in the order the runner times it; ``run_dir_for`` names the run folder from the config and
 its digest (``_T1`` marks a sampling run, ``_dev`` / ``_all`` a split other than eval).
