@@ -174,6 +174,37 @@ def test_end_to_end_on_a_tiny_model(tmp_path):
     assert main(argv) == 0 and len(read_records(run_dir)) == len(recs)
 
 
+def test_budget_both_profiles_up_to_the_longest_context(tmp_path, monkeypatch):
+    """``--budget both`` on long inputs: the cost profile reaches the run's longest context (its curves injected:
+    nothing is timed) and the report predicts each length's speedup."""
+    import specbench.profiling.cost_profile as cost_profile
+    import specbench.run.runner as runner_mod
+
+    contexts: list[int] = []
+    real = runner_mod.cached_cost_profile
+
+    def fake(model, context, sizes, repeats, backend="auto"):
+        contexts.append(context)
+        return {n: 0.01 * (1 + context / 2048) + 0.002 * n for n in sizes}
+
+    monkeypatch.setattr(cost_profile, "measure_forward_curve", fake)
+    monkeypatch.setattr(runner_mod, "cached_cost_profile",
+                        lambda lm, backend, _root, quiet=False, longest=None: real(lm, backend, tmp_path / "cache",
+                                                                                   quiet=True, longest=longest))
+    model = save_tiny_model(tmp_path / "m", context=2048)
+    argv = ["run", "--model", str(model), "--tasks", "long_high", "--context-length", "512,1k", "--limit", "1",
+            "--methods", "pld", "--budget", "both", "--max-new-tokens", "6", "--warmup", "0", "--out-dir",
+            str(tmp_path / "runs"), "--no-progress", "--device", "cpu"]
+    assert main(argv) == 0
+    assert contexts == [128, 512, 1024, 2048 - 128]  # the longest: a 1024-token prompt, its answer, a turn's markup
+    (run_dir,) = (tmp_path / "runs").iterdir()
+    assert list(json.loads((run_dir / "profile.json").read_text())["latency_by_context_s"]) == ["128", "512", "1024",
+                                                                                               "1920"]
+    report = (run_dir / "report.md").read_text()
+    table = report.split("### Cost model by input length")[1].split("###")[0]
+    assert "| Long-high | 1k " in table and table.count("%)") == 4  # pld and pld@auto at both lengths
+
+
 def test_docstring_examples():
     import specbench.config.context_length
     import specbench.results.context_lengths
