@@ -35,9 +35,11 @@ def records() -> list[Record]:
     out = []
     for q in ("0", "1"):
         # 1k: AR 8 tokens in 8 passes (prefill 1 s + 7 x 0.1 s); pld 8 tokens in 4 passes (prefill 1 s + 3 x 0.1 s)
-        out += [rec("ar", q, 1024, 1024, 1.7, 1.0, [1] * 8), rec("pld", q, 1024, 1024, 1.3, 1.0, [1, 3, 2, 2], [0, 4, 4, 4])]
+        out += [rec("ar", q, 1024, 1024, 1.7, 1.0, [1] * 8),
+                rec("pld", q, 1024, 1024, 1.3, 1.0, [1, 3, 2, 2], [0, 4, 4, 4])]
         # 8k cut to 7936 tokens: the prefill is 8 s, decode steps 0.2 s
-        out += [rec("ar", q, 8192, 7936, 9.4, 8.0, [1] * 8), rec("pld", q, 8192, 7936, 8.6, 8.0, [1, 3, 2, 2], [0, 4, 4, 4])]
+        out += [rec("ar", q, 8192, 7936, 9.4, 8.0, [1] * 8),
+                rec("pld", q, 8192, 7936, 8.6, 8.0, [1, 3, 2, 2], [0, 4, 4, 4])]
     return out
 
 
@@ -46,14 +48,15 @@ def test_groups_and_tables_by_input_length():
     run = Run(path=None, manifest={"config": {"methods": ["ar", "pld"]}}, records=recs)
     stats = run_stats(run, n_boot=100)
     groups = length_groups(recs)
-    assert [(g.tier, g.length, g.prompt_tokens) for g in groups] == [("Long-low", 1024, 1024), ("Long-low", 8192, 7936)]
+    assert [(g.tier, g.length, g.prompt_tokens) for g in groups] == [("Long-low", 1024, 1024),
+                                                                     ("Long-low", 8192, 7936)]
     assert groups[0].ar_prefill_share == pytest.approx(1.0 / 1.7)
     speed, decode, tau, ttft = length_tables(groups, ["ar", "pld"], stats)
     assert speed.headers == ["tier", "length", "prompt tokens", "AR prefill share", "pld"]
     assert speed.rows[1][:4] == ["Long-low", "8k", "7936", "85%"] and speed.rows[0][4].startswith("1.31x")
     assert decode_speedup(stats, "pld", groups[0]) == pytest.approx((7 / 0.3) / (7 / 0.7))
     assert decode.rows[1][2] == "2.33x" and tau.rows[0][2:] == ["1.00", "2.00"] and ttft.rows[1][2:] == ["8000", "8000"]
-    cost = lambda n, context=None: np.where(np.asarray(n) == 1, 0.1, 0.1) * (1 + np.asarray(context) / 8192)  # noqa: E731
+    cost = lambda n, context=None: 0.1 * np.ones_like(n, dtype=float) * (1 + np.asarray(context) / 8192)  # noqa: E731
     pred = length_prediction_table(groups, ["ar", "pld"], cost)
     assert pred.headers == ["tier", "length", "pld"] and all("/" in r[2] and "%)" in r[2] for r in pred.rows)
     assert length_figure(groups, ["ar", "pld"], stats)[:4] == b"\x89PNG"
@@ -80,7 +83,8 @@ def test_cost_is_piecewise_linear_in_the_context():
     three = {**two, "latency_by_context_s": {**two["latency_by_context_s"], "2048": {"1": 0.08, "16": 0.12}}}
     c2, c3 = cost_function(two), cost_function(three)
     assert c2(16, 320) == pytest.approx(0.055) == c3(16, 320) and c2(16) == 0.05
-    assert c3(16, 1280) == pytest.approx(0.09) and c3(1, 4096) == pytest.approx(0.08 + 0.04 * 2048 / 1536)  # past the last: its slope
+    assert c3(16, 1280) == pytest.approx(0.09)
+    assert c3(1, 4096) == pytest.approx(0.08 + 0.04 * 2048 / 1536)  # past the last context: its segment's slope
     assert c2(16, 1280) == pytest.approx(0.05 + 0.01 * (1280 - 128) / 384)  # two curves: as before (one segment)
     assert c3(np.array([1, 16]), 2048).tolist() == pytest.approx([0.08, 0.12])
     assert c3(np.array([1, 16, 16]), np.array([128, 512, 2048])).tolist() == pytest.approx([0.04, 0.06, 0.12])

@@ -2,8 +2,9 @@
 
 ``make_plan`` validates every name and option (raising ``ConfigError``/``UnknownNameError``), puts the
 baseline first, expands ``--tasks all`` and each long-input task into one task per ``--context-length``
-(``long_low@2k``, its prompts cut to fit the model's context), takes each task's ``--split`` (``specbench.prompts.task``: eval = all but
-the last ceil(10%) questions, dev = those, all), its first ``--limit`` questions, then the shard; ``jobs``
+(``long_low@2k``, its prompts cut to fit the model's context), takes each task's ``--split``
+(``specbench.prompts.task``: eval = all but the last ceil(10%) questions, dev = those, all), its first
+``--limit`` questions, then the shard; ``jobs``
 lists the work in the order the runner times it; ``run_dir_for`` names the run folder from the config and
 its digest (``_T1`` marks a sampling run, ``_dev`` / ``_all`` a split other than eval).
 
@@ -15,6 +16,7 @@ its digest (``_T1`` marks a sampling run, ``_dev`` / ``_all`` a split other than
 from __future__ import annotations
 
 import dataclasses
+import functools
 import hashlib
 import json
 from collections import Counter
@@ -113,7 +115,7 @@ def _make_tasks(config: RunConfig) -> dict[str, Task]:
     """The run's tasks by name; a long-input task once per input length, as ``NAME@LENGTH`` (``long_low@2k``,
     or just the length a name already gives), its prompts as long as the model's context allows."""
     tasks: dict[str, Task] = {}
-    limit: list[int | None] = []  # the model's context, read once and only when a long-input task needs it
+    model_context = functools.cache(lambda: declared_context(config.model))  # read once, if a long task needs it
     for name in _task_names(config):
         base_name, at, given = name.partition("@")
         task = make_task(base_name if at and ":" not in name else name)
@@ -122,13 +124,12 @@ def _make_tasks(config: RunConfig) -> dict[str, Task]:
                 raise ConfigError(f"--tasks {name}: task {base_name} has no input length")
             tasks[name] = task
             continue
-        if not limit:
-            limit.append(declared_context(config.model))
         for length in (parse_length(given),) if at else config.context_length or DEFAULT_LENGTHS:
-            fitted = fitted_length(length, limit[0], config.max_new_tokens)
+            fitted = fitted_length(length, model_context(), config.max_new_tokens)
             if fitted < MIN_LENGTH:
-                raise ConfigError(f"--context-length {length_label(length)}: the model's context ({limit[0]} tokens) "
-                                  f"leaves {fitted} tokens for a prompt after --max-new-tokens and the draft headroom")
+                raise ConfigError(f"--context-length {length_label(length)}: the model's context ({model_context()} "
+                                  f"tokens) leaves {fitted} tokens for a prompt after --max-new-tokens and the draft "
+                                  "headroom")
             tasks[f"{base_name}@{length_label(length)}"] = task.at_context_length(length, fitted)
     if config.context_length and not any(t.takes_context_length for t in tasks.values()):
         raise ConfigError("--context-length applies to long-input tasks (long_low, long_mixed, long_high); "

@@ -268,7 +268,8 @@ class Runner:
         rec = Record.from_generation(gen, method=method, unit=unit, subtask=task.subtask_for(q), task_version=task.version,
                                      category=q.category, prompt_tokens=len(prompt), wall_time_s=wall,
                                      memory=(memory_kind, memory_peak), sampling=self.sampling.as_dict(),
-                                     config_digest=self.digest, context_length=task.context_length)
+                                     config_digest=self.digest,
+                                     context_length=task.context_length)
         if method == BASELINE:
             if unit.repeat == 0:
                 self.ar_outputs[unit] = gen.output_ids

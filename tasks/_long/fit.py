@@ -36,9 +36,10 @@ class PromptFitter:
 
     def fit(self, render: Callable[[str], str], material: str, target: int, keep: str = HEAD,
             what: str = "question") -> str:
-        """``render(part)`` for the part of ``material`` (its head or tail) whose prompt has exactly ``target`` tokens."""
+        """``render(part)`` for the part of ``material`` (head or tail) whose prompt has exactly ``target`` tokens."""
         spans = self.tokenizer(material, add_special_tokens=False, return_offsets_mapping=True)["offset_mapping"]
-        # char position of the cut keeping n tokens: a prefix ends where token n-1 ends, a suffix starts at token len-n
+        # char position of the cut keeping n tokens: a prefix ends where token n-1 ends, a suffix starts at
+        # token len-n
         cuts = [0] + [e for _, e in spans] if keep == HEAD else [len(material)] + [s for s, _ in reversed(spans)]
 
         def part(cut: int) -> str:
