@@ -178,7 +178,7 @@ def test_budget_both_profiles_up_to_the_longest_context(tmp_path, monkeypatch):
     """``--budget both`` on long inputs: the cost profile reaches the run's longest context (its curves injected:
     nothing is timed) and the report predicts each length's speedup."""
     import specbench.profiling.cost_profile as cost_profile
-    import specbench.run.runner as runner_mod
+    import specbench.run.budgets as runner_mod
 
     contexts: list[int] = []
     real = runner_mod.cached_cost_profile

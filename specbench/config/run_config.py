@@ -63,6 +63,8 @@ class RunConfig:
     chat_template: str = "auto"  # how turns become prompt text: auto, model, vicuna, llama-2, raw or a file (chat_templates.py)
     preset: str | None = None  # a named protocol whose values filled the unset settings (presets.py), e.g. spec-bench
     context_length: tuple[int, ...] = ()  # input lengths (tokens) of long-input tasks; () = their defaults (context_length.py)
+    batch_size: tuple[int, ...] = (1,)  # sequences decoded together; several = each size side by side (batch_loop.py)
+    refill: bool = False  # batches refilled from the queue as sequences finish (continuous batching), not static
 
     def validate(self) -> None:
         if self.limit is not None and self.limit < 1:
@@ -96,6 +98,12 @@ class RunConfig:
         for n in self.context_length:
             if isinstance(n, bool) or not isinstance(n, int) or n < MIN_LENGTH:
                 raise ConfigError(f"--context-length: each length must be an integer of at least {MIN_LENGTH} tokens, got {n!r}")
+        if not self.batch_size or any(b < 1 for b in self.batch_size):
+            raise ConfigError(f"--batch-size must be positive integers, got {','.join(map(str, self.batch_size))}")
+        if len(set(self.batch_size)) != len(self.batch_size):
+            raise ConfigError(f"--batch-size lists a size twice: {','.join(map(str, self.batch_size))}")
+        if self.refill and max(self.batch_size) == 1:
+            raise ConfigError("--refill needs --batch-size above 1 (it refills a batch's finished slots)")
         self.sampling.validate()
 
     @property

@@ -1,7 +1,7 @@
 """The result record: one generation of one method on one unit of work, and its JSON form.
 
-A ``Unit`` is the unit of work every part of specbench pairs on: (task, question, turn, repeat), turns
-1-based, repeats 0-based. A ``Record`` is what the runner writes per (method, unit); ``stats``,
+A ``Unit`` is the unit of work every part of specbench pairs on: (task, question, turn, repeat, batch),
+turns 1-based, repeats 0-based, ``batch`` the batch size it was decoded at (1 unless ``--batch-size``). A ``Record`` is what the runner writes per (method, unit); ``stats``,
 ``check``, ``merge`` and the tests read the same type back.
 
 Fields (``SCHEMA_VERSION`` 7):
@@ -28,6 +28,10 @@ Fields (``SCHEMA_VERSION`` 7):
 - ``context_length`` (schema 7): the input length (tokens) a long-input task was asked for (``long_low@2k``:
   2048; ``prompt_tokens`` is what the prompt has, less when the length was cut to fit the model); null for
   tasks without one
+- batching (schema 7; null = batch size 1): ``batch_size``; ``batch_wall_time_s`` (the whole batch's wall
+  time: ``wall_time_s`` is its equal share, so pooled time over a batch's records is the batch's time and
+  pooled tokens over time its throughput); ``admitted_s`` / ``finished_s``, seconds from the batch's start
+  to the sequence's admission (0 unless it refilled a finished one's slot) and to its last token
 - memory: ``peak_memory_bytes`` and ``peak_memory_kind`` (``specbench.profiling.memory``: CUDA max allocated, or the
   CPU peak RSS), reset before each generation
 
@@ -35,7 +39,8 @@ Schema 2 -> 3 added only the optional AR margins and peak memory (null when abse
 optional per-pass depths and verify / step times and the prefill time (null when absent: reports show
 ``-`` for the latency and per-position figures of such records); 4 -> 5 only the optional sampling fields
 (null when absent: greedy); 5 -> 6 only the optional ``config_digest`` (null when absent: not checked); 6 -> 7
-only the optional ``context_length`` (null when absent: a task without an input length).
+only the optional ``context_length`` (null when absent: a task without an input length) and the batching
+fields (null when absent: batch size 1).
 
 Schema 1 (before the typed record) allowed an integer ``question_id`` and left ``repeat``,
 ``forward_passes``, the time sums and ``subtask`` optional; ``from_json`` fills them as the readers of
@@ -45,7 +50,7 @@ schema 1 did, so old runs report identically.
 ...     "turn": 1, "prompt_tokens": 3, "new_tokens": 2, "wall_time_s": 0.5, "accept_lengths": [1, 1],
 ...     "draft_sizes": [0, 0], "output_ids": [5, 6]})
 >>> rec.unit, rec.subtask, rec.forward_passes
-(Unit(task='gsm8k', question_id='7', turn=1, repeat=0), 'GSM8K', 2)
+(Unit(task='gsm8k', question_id='7', turn=1, repeat=0, batch=1), 'GSM8K', 2)
 >>> rec.to_json()["schema_version"], rec.prefill_time_s, rec.context_length
 (7, None, None)
 """
@@ -63,23 +68,28 @@ READABLE_VERSIONS = (1, 2, 3, 4, 5, 6, 7)  # 2 to 6 read as is: every field they
 
 @dataclass(frozen=True, order=True)
 class Unit:
-    """One unit of work: a question's turn (1-based) in one repeat (0-based).
+    """One unit of work: a question's turn (1-based) in one repeat (0-based), decoded at a batch size.
 
-    >>> str(Unit("mt_bench", "81", 2, 1))
-    'mt_bench/81 turn 2 repeat 1'
+    >>> str(Unit("mt_bench", "81", 2, 1)), str(Unit("gsm8k", "3", 1, 0, batch=4))
+    ('mt_bench/81 turn 2 repeat 1', 'gsm8k/3 turn 1 repeat 0 batch 4')
+    >>> Unit("gsm8k", "3", 1, 2, batch=4).reference()
+    Unit(task='gsm8k', question_id='3', turn=1, repeat=0, batch=1)
     """
 
     task: str
     question_id: str
     turn: int
     repeat: int = 0
+    batch: int = 1
 
     def __str__(self) -> str:
-        return f"{self.task}/{self.question_id} turn {self.turn} repeat {self.repeat}"
+        return f"{self.task}/{self.question_id} turn {self.turn} repeat {self.repeat}" + (
+            f" batch {self.batch}" if self.batch != 1 else "")
 
     def reference(self) -> "Unit":
-        """The unit whose AR output is the lossless reference (and the prompt of later turns): repeat 0."""
-        return dataclasses.replace(self, repeat=0)
+        """The unit whose AR output is the lossless reference (and the prompt of later turns): repeat 0 at
+        batch size 1 (a batched run always decodes AR alone too)."""
+        return dataclasses.replace(self, repeat=0, batch=1)
 
 
 def accepted_tokens(accept_lengths: Sequence[int]) -> int:
@@ -130,10 +140,14 @@ class Record:
     target_logprob: float | None = None
     config_digest: str | None = None
     context_length: int | None = None
+    batch_size: int | None = None
+    batch_wall_time_s: float | None = None
+    admitted_s: float | None = None
+    finished_s: float | None = None
 
     @property
     def unit(self) -> Unit:
-        return Unit(self.task, self.question_id, self.turn, self.repeat)
+        return Unit(self.task, self.question_id, self.turn, self.repeat, self.batch_size or 1)
 
     @property
     def key(self) -> tuple[str, Unit]:
@@ -157,12 +171,15 @@ class Record:
     def from_generation(cls, gen: Any, *, method: str, unit: Unit, subtask: str, task_version: str, category: str,
                         prompt_tokens: int, wall_time_s: float, memory: tuple[str | None, int | None],
                         sampling: dict[str, Any] | None, config_digest: str | None,
-                        context_length: int | None = None) -> "Record":
+                        context_length: int | None = None, batch_wall_time_s: float | None = None) -> "Record":
         """The record of one ``engine.generation.Generation`` (its lossless verdict is added by the runner).
 
         Per-pass times are rounded to 0.1 us; ``target_logprob`` is the mean per emitted token when the
-        generation sampled; ``aux_sizes`` is kept only when a pass verified auxiliary rows.
+        generation sampled; ``aux_sizes`` is kept only when a pass verified auxiliary rows; the batching
+        fields only when ``unit.batch`` is above 1.
         """
+        batched = unit.batch != 1
+        times = (lambda t: None if t is None else round(t, 7)) if batched else (lambda t: None)
         rounded = lambda times: [round(t, 7) for t in times]  # noqa: E731
         logprobs = gen.token_logprobs
         return cls(
@@ -177,6 +194,8 @@ class Record:
             draft_depths=gen.draft_depths, aux_sizes=gen.aux_sizes if any(gen.aux_sizes) else None, sampling=sampling,
             target_logprob=round(sum(logprobs) / len(logprobs), 7) if logprobs else None, config_digest=config_digest,
             context_length=context_length,
+            batch_size=unit.batch if batched else None, batch_wall_time_s=batch_wall_time_s if batched else None,
+            admitted_s=times(gen.admitted_s), finished_s=times(gen.finished_s),
         )
 
     def to_json(self) -> dict[str, Any]:
