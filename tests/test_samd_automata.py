@@ -211,3 +211,18 @@ def test_auxiliary_rule_threshold_and_bias() -> None:
     assert retrieval_chain(dyn, (d4[0], 4), static, (s[0], 9), 40, 5, 5, 100) == (None, "auxiliary")
     assert retrieval_chain(dyn, d4, static, s, 40, 5, 5, 100)[1] == "dynamic"  # 5 >= 10 - 5: the dynamic one
     assert len(retrieval_chain(dyn, d4, None, (0, 0), 40, 5, 5, 3)[0]) == 3  # max_depth
+
+
+def test_top_children_of_a_frequent_token_equal_a_full_sort() -> None:
+    """The partition shortcut for states with many continuations keeps the full sort's order (ties by token id)."""
+    rng = np.random.default_rng(3)
+    corpus = []
+    for _ in range(600):
+        corpus += [0, int(rng.integers(1, 60)) if rng.random() < 0.7 else int(rng.integers(1, 5))]
+    sam = StaticSAM.from_tokens(corpus, 64)
+    state = sam.child(0, 0)
+    lo, hi = int(sam.edge_off[state]), int(sam.edge_off[state + 1])
+    assert hi - lo > 32
+    full = sorted(zip(sam.edge_tok[lo:hi].tolist(), sam.edge_dst[lo:hi].tolist()), key=lambda e: (-int(sam.count[e[1]]), e[0]))
+    for k in (1, 3, 8):
+        assert sam.top_children(state, k) == full[:k]

@@ -11,9 +11,11 @@ every position the target computed, also on the steps where retrieval drafted: t
 hidden states and hands them over on the auxiliary's next turn, as the reference's tree model is
 updated every step.
 
-Example: ``--methods samd,samd@eagle --method-opt samd@eagle.auxiliary=eagle``. On a step whose context
-ends ``... the cat sat on the`` with the root ``mat`` that occurred 5 tokens earlier, ``samd@eagle`` drafts
-the 39 tokens that followed ``mat`` then; on a step with no match of 5 tokens it drafts EAGLE's tree.
+Example: ``--methods samd,samd@eagle --method-opt samd@eagle.auxiliary=eagle``. With the context
+``the cat sat on the mat . the cat`` (one token per word) and the root ``sat``, the dynamic match is
+``the cat sat`` (3 tokens): unless the corpus matches more, ``samd`` drafts the ``min(40, 1 + 4 * 3) - 1
+= 12`` tokens after its first occurrence (``on the mat . the cat``, all there is); ``samd@eagle`` drafts
+EAGLE's tree (3 < ``len_threshold``).
 """
 from __future__ import annotations
 

@@ -89,5 +89,11 @@ class StaticSAM:
         """(token, state) of the ``k`` most frequent continuations, most frequent first; ties by token id."""
         lo, hi = int(self.edge_off[state]), int(self.edge_off[state + 1])
         dst = self.edge_dst[lo:hi]
-        best = np.argsort(-self.count[dst], kind="stable")[:k]
+        counts = self.count[dst]
+        if len(counts) > 4 * k:  # a frequent token has thousands of continuations: keep those tying the k-th
+            kth = np.partition(counts, len(counts) - k)[len(counts) - k]
+            cand = np.flatnonzero(counts >= kth)  # ascending positions, i.e. ascending token ids
+        else:
+            cand = np.arange(len(counts))
+        best = cand[np.argsort(-counts[cand], kind="stable")[:k]]
         return [(int(self.edge_tok[lo + j]), int(dst[j])) for j in best]
