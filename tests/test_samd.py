@@ -10,6 +10,7 @@ from conftest import make_tiny_model
 from methods.samd.method import SamdConfig, SamdDrafter
 from methods.samd.static_sam import StaticSAM
 from specbench.engine.drafter import BaseDrafter, DraftContext
+from specbench.engine.batch_loop import BatchDecoder, Request
 from specbench.engine.loop import Engine
 from specbench.engine.tree import DraftTree
 from specbench.errors import USER_ERRORS
@@ -146,3 +147,56 @@ def test_bad_options_are_one_line_errors(tiny, options: dict, message: str) -> N
     env = MethodEnv(model, tok, "tiny", torch.device("cpu"), default_data_dir(), cache, "synthetic")
     with pytest.raises(USER_ERRORS, match=message):
         build_drafter("samd", options, env)
+
+
+@pytest.mark.parametrize("family", ["llama", "neox"])
+def test_samd_in_the_batched_engine(family: str) -> None:
+    """``--batch-size 2``: each slot's samd drafter (alone with a corpus automaton, and with an auxiliary that
+    checks it is handed every position's hidden state once) proposes per sequence; outputs equal AR alone."""
+    model = make_tiny_model(family, seed=3)
+    prompts, refs = _prompts_and_refs(model, n=4)
+    corpus = [t for p, r in zip(prompts[:2], refs[:2]) for t in p + r]
+    engine = Engine(model, set())
+    alone = [SamdDrafter(SamdConfig(), StaticSAM.from_tokens(corpus, 64), None) for _ in range(2)]
+    auxes = [RowCheckingAux() for _ in range(2)]
+    with_aux = [SamdDrafter(SamdConfig(auxiliary="eagle", len_threshold=2), None, a) for a in auxes]
+    for drafters in (alone, with_aux):
+        gens = BatchDecoder(engine, 40).generate([Request(p) for p in prompts], drafters, 2, True)
+        assert [g.output_ids for g in gens] == refs
+        assert sum(sum(g.accept_lengths) - g.forward_passes for g in gens) > 10  # retrieval drafts accepted
+    assert sum(d.sources["static"] for d in alone) > 0 and sum(d.sources["dynamic"] for d in alone) > 0
+    assert sum(a.proposed for a in auxes) == sum(d.sources["auxiliary"] for d in with_aux) > 0
+
+
+class LearningAux(RowCheckingAux):
+    """Asks for each verified row's top-3 ids and records what it is taught across generations."""
+
+    row_topk = 3
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.learned: list[tuple[list[int], list[int]]] = []
+        self.topk_rows = 0
+
+    def observe(self, result) -> None:
+        super().observe(result)
+        assert result.tree is not None and result.row_topk.shape == (1 + len(result.tree), 3)
+        self.topk_rows += 1
+
+    def learn(self, prompt_ids: list[int], output_ids: list[int]) -> None:
+        self.learned.append((prompt_ids, output_ids))
+
+
+def test_the_auxiliary_gets_row_topk_and_learns_across_generations() -> None:
+    """A composed auxiliary keeps its optional capabilities: ``row_topk`` on its own steps (Token Recycling's
+    update) and ``learn`` after each generation (the runner calls samd's)."""
+    model = make_tiny_model("llama", seed=3)
+    prompts, refs = _prompts_and_refs(model)
+    aux = LearningAux()
+    drafter = SamdDrafter(SamdConfig(auxiliary="recycling", len_threshold=2), None, aux)
+    assert drafter.row_topk == 3
+    for p, ref in zip(prompts, refs):
+        assert Engine(model, set()).generate(p, drafter, 40).output_ids == ref
+        drafter.learn(p, ref)
+    assert aux.topk_rows == aux.observed == drafter.sources["auxiliary"] > 0
+    assert aux.learned == list(zip(prompts, refs))

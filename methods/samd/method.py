@@ -97,6 +97,8 @@ class SamdDrafter(BaseDrafter):
     def __init__(self, config: SamdConfig, static: StaticSAM | None, aux: Drafter | None) -> None:
         self.config, self.static, self.aux = config, static, aux
         self.sources: Counter[str] = Counter()
+        # an auxiliary that learns from verified rows' top-k (Token Recycling) gets them on its own steps
+        self.row_topk = int(getattr(aux, "row_topk", 0) or 0)
         self._reset()
 
     def _reset(self) -> None:
@@ -142,6 +144,12 @@ class SamdDrafter(BaseDrafter):
     def observe(self, result: StepResult) -> None:
         if self.turn == "auxiliary" and self.aux is not None:
             self.aux.observe(result)  # only its own steps: a retrieval step's tree is not its proposal
+
+    def learn(self, prompt_ids: list[int], output_ids: list[int]) -> None:
+        """Cross-generation state is the auxiliary's alone (both automata are per generation or fixed)."""
+        learn = getattr(self.aux, "learn", None)
+        if learn is not None:
+            learn(prompt_ids, output_ids)
 
 
 def open_static(config: SamdConfig, env: MethodEnv) -> StaticSAM:
