@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from conftest import make_tiny_model
-from methods.samd.method import SamdConfig, SamdDrafter
+from methods.samd.method import SamdConfig, SamdDrafter, aux_options
 from methods.samd.static_sam import StaticSAM
 from specbench.engine.drafter import BaseDrafter, DraftContext
 from specbench.engine.batch_loop import BatchDecoder, Request
@@ -200,3 +200,17 @@ def test_the_auxiliary_gets_row_topk_and_learns_across_generations() -> None:
         drafter.learn(p, ref)
     assert aux.topk_rows == aux.observed == drafter.sources["auxiliary"] > 0
     assert aux.learned == list(zip(prompts, refs))
+
+
+def test_spec_bench_preset_runs_samd_eagle_as_eval_sh() -> None:
+    """``--preset spec-bench``: SAMD[EAGLE2] as Spec-Bench's eval.sh ran it, EAGLE's published draft as its tree model."""
+    from specbench.config.presets import preset_values
+
+    options = preset_values("spec-bench", "lmsys/vicuna-7b-v1.3", "cpu")["method_options"]["samd@eagle"]
+    config = SamdConfig(**options)
+    config.validate()
+    assert not config.uses_static and (config.n_predicts, config.len_threshold, config.len_bias) == (40, 5, 5)
+    assert aux_options(config.aux_options) == {"tree": "dynamic", "top_k": "8", "depth": "5", "total_tokens": "62",
+                                               "checkpoint": "yuhuili/EAGLE-Vicuna-7B-v1.3"}
+    plain = preset_values("spec-bench", "gpt2", "cpu")["method_options"]["samd@eagle"]
+    assert "checkpoint" not in aux_options(plain["aux_options"])
