@@ -226,3 +226,14 @@ def test_top_children_of_a_frequent_token_equal_a_full_sort() -> None:
     full = sorted(zip(sam.edge_tok[lo:hi].tolist(), sam.edge_dst[lo:hi].tolist()), key=lambda e: (-int(sam.count[e[1]]), e[0]))
     for k in (1, 3, 8):
         assert sam.top_children(state, k) == full[:k]
+
+
+def test_doctests() -> None:
+    """The worked examples in the docstrings are checked, not only read."""
+    import doctest
+    import importlib
+
+    for name in ("draft", "method", "dyn_sam", "static_sam", "static_build", "store"):
+        mod = importlib.import_module(f"methods.samd.{name}")
+        result = doctest.testmod(mod)
+        assert result.failed == 0 and result.attempted > 0, mod.__name__
