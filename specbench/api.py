@@ -65,6 +65,7 @@ from specbench.models.loading import load_model, stop_token_ids
 
 # datastores and corpora
 from specbench.datastore.build import build_lock, build_rest_datastore, cached_rest_datastore, parse_corpora
+from specbench.datastore.contamination import prompt_probes, test_prompts  # keeping benchmark prompts out of stores
 from specbench.datastore.corpora import PAIR_LOADERS, iter_pairs, read_gz_jsonl, sharegpt_conversations
 from specbench.datastore.ngram_store import DB as NGRAM_STORE_FILE
 from specbench.datastore.ngram_store import FORMAT_VERSION as NGRAM_STORE_VERSION
@@ -95,7 +96,8 @@ __all__ = [
     "resolve_backend", "PreallocatedCache", "draft_dtype", "pack_for_inference", "DTYPES", "is_hub_id",
     "resolve_checkpoint", "load_model", "stop_token_ids", "embedded_tokenizer",
     "build_lock", "build_rest_datastore", "cached_rest_datastore", "parse_corpora", "PAIR_LOADERS", "iter_pairs",
-    "read_gz_jsonl", "sharegpt_conversations", "NGRAM_STORE_FILE", "NGRAM_STORE_VERSION", "NgramStore", "write_ngram_store", "TokenDatastore",
+    "read_gz_jsonl", "sharegpt_conversations", "prompt_probes", "test_prompts", "NGRAM_STORE_FILE",
+    "NGRAM_STORE_VERSION", "NgramStore", "write_ngram_store", "TokenDatastore",
     "DEFAULT_CHUNK_TOKENS", "dir_bytes", "tokenizer_hash", "query_tree",
     "default_dir", "load_or_train", "DEFAULT_CORPORA", "DistillData", "collect_cached", "interleave", "sequence_ids",
     "optimizer_step", "trainable", "add_common_arguments", "corpora_and_recipe",
