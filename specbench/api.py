@@ -27,7 +27,8 @@ A method in 15 lines (prompt lookup of one token, for illustration)::
 
 Groups: the drafter contract (what ``propose`` gets and returns); registration; errors and config
 helpers; the target and checkpoints (loading, hub ids, hashes); datastores (REST's suffix arrays,
-CREST's n-gram store, corpora); training (the shared self-distillation data and trainer steps); tasks.
+CREST's n-gram store, corpora); training (the shared self-distillation data and trainer steps); tasks (and the
+embedded tokenizer and input-length labels of the long-input tasks).
 """
 from __future__ import annotations
 
@@ -44,7 +45,8 @@ from specbench.plugins.registry import (DatastoreAction, PluginCommand, register
                                         register_task_source, register_trainer)
 
 # errors, configuration and argument helpers
-from specbench.catalog import MT_BENCH_CATEGORIES
+from specbench.catalog import MT_BENCH_CATEGORIES, task_label
+from specbench.config.context_length import MIN_LENGTH, length_label
 from specbench.config.argtypes import int_at_least, positive_float, positive_int
 from specbench.config.coerce import from_dict, parse_settings
 from specbench.errors import ConfigError, DatastoreError, ModelLoadError, TaskDataError, UserError
@@ -57,12 +59,14 @@ from specbench.engine.backends import resolve_backend
 from specbench.engine.kv_cache import PreallocatedCache
 from specbench.engine.packed_linear import draft_dtype, pack_for_inference
 from specbench.models.dtypes import DTYPES
+from specbench.models.embedded import embedded_tokenizer
 from specbench.models.hub import is_hub_id, resolve_checkpoint
 from specbench.models.loading import load_model, stop_token_ids
 
 # datastores and corpora
 from specbench.datastore.build import build_lock, build_rest_datastore, cached_rest_datastore, parse_corpora
-from specbench.datastore.corpora import PAIR_LOADERS, iter_pairs, read_gz_jsonl
+from specbench.datastore.contamination import prompt_probes, test_prompts  # keeping benchmark prompts out of stores
+from specbench.datastore.corpora import PAIR_LOADERS, iter_pairs, read_gz_jsonl, sharegpt_conversations
 from specbench.datastore.ngram_store import DB as NGRAM_STORE_FILE
 from specbench.datastore.ngram_store import FORMAT_VERSION as NGRAM_STORE_VERSION
 from specbench.datastore.ngram_store import NgramStore, write_ngram_store
@@ -85,14 +89,15 @@ __all__ = [
     "build_drafter",
     "DatastoreAction", "PluginCommand", "register_corpus", "register_datastore_action", "register_datastore_builder",
     "register_method", "register_task", "register_task_source", "register_trainer",
-    "MT_BENCH_CATEGORIES", "int_at_least", "positive_float", "positive_int", "from_dict", "parse_settings",
+    "MT_BENCH_CATEGORIES", "task_label", "MIN_LENGTH", "length_label", "int_at_least", "positive_float", "positive_int", "from_dict", "parse_settings",
     "ConfigError", "DatastoreError", "ModelLoadError", "TaskDataError", "UserError",
     "ContentMismatch", "file_sha256", "verify_checkpoint", "verify_sha256", "parse_jsonl", "strict_json",
     "resolve_data_dir",
     "resolve_backend", "PreallocatedCache", "draft_dtype", "pack_for_inference", "DTYPES", "is_hub_id",
-    "resolve_checkpoint", "load_model", "stop_token_ids",
+    "resolve_checkpoint", "load_model", "stop_token_ids", "embedded_tokenizer",
     "build_lock", "build_rest_datastore", "cached_rest_datastore", "parse_corpora", "PAIR_LOADERS", "iter_pairs",
-    "read_gz_jsonl", "NGRAM_STORE_FILE", "NGRAM_STORE_VERSION", "NgramStore", "write_ngram_store", "TokenDatastore",
+    "read_gz_jsonl", "sharegpt_conversations", "prompt_probes", "test_prompts", "NGRAM_STORE_FILE",
+    "NGRAM_STORE_VERSION", "NgramStore", "write_ngram_store", "TokenDatastore",
     "DEFAULT_CHUNK_TOKENS", "dir_bytes", "tokenizer_hash", "query_tree",
     "default_dir", "load_or_train", "DEFAULT_CORPORA", "DistillData", "collect_cached", "interleave", "sequence_ids",
     "optimizer_step", "trainable", "add_common_arguments", "corpora_and_recipe",

@@ -7,9 +7,12 @@ classes included), so the order in ``--tasks all``, in reports and in leaderboar
 ('CNN/DM', 'my_task')
 >>> order_subtasks({"GSM8K", "Zeta", "MT-Bench"})
 ['MT-Bench', 'GSM8K', 'Zeta']
+>>> order_subtasks({"Long-high 1k", "Long-low 8k", "Long-low 1k", "Long-low 1500", "SPEED/coding"})
+['Long-low 1k', 'Long-low 1500', 'Long-low 8k', 'Long-high 1k', 'SPEED/coding']
 """
 from __future__ import annotations
 
+import re
 from typing import Iterable
 
 BASELINE = "ar"
@@ -22,8 +25,13 @@ _TASKS = (
     ("nq_rag", "NQ-RAG"), ("wmt", "WMT"), ("nq", "NQ"),
 )
 ALL_TASKS = tuple(name for name, _ in _TASKS if name != "nq")
-TASK_LABELS = dict(_TASKS)
+# long-input tasks in SPEED-Bench's entropy tiers (a report column per tier and input length: "Long-low 2k"),
+# and SPEED-Bench's qualitative split (a column per category: "SPEED/coding"); none is in ``--tasks all``
+LONG_TIERS = (("long_low", "Long-low"), ("long_mixed", "Long-mixed"), ("long_high", "Long-high"))
+SPEED_BENCH = ("speed_bench", "SPEED-Bench")
+TASK_LABELS = dict(_TASKS + LONG_TIERS + (SPEED_BENCH,))
 SUBTASK_ORDER = tuple(label for _, label in _TASKS)
+_TIER_ORDER = tuple(label for _, label in LONG_TIERS)
 
 
 # MT-Bench's categories in Spec-Bench's question-file order (per-category tables follow it)
@@ -45,7 +53,18 @@ def task_label(task: str) -> str:
     return TASK_LABELS.get(task, task)
 
 
+def _tier_length(name: str) -> tuple[int, int] | None:
+    """(tier position, tokens) of a long-input label such as ``Long-mixed 2k``, else None."""
+    m = re.fullmatch(r"(\S+) (\d+)(k?)", name)
+    if m is None or m.group(1) not in _TIER_ORDER:
+        return None
+    return _TIER_ORDER.index(m.group(1)), int(m.group(2)) * (1024 if m.group(3) else 1)
+
+
 def order_subtasks(names: Iterable[str]) -> list[str]:
-    """Known labels in Spec-Bench order, then unknown ones alphabetically."""
+    """Known labels in Spec-Bench order, then the long-input tiers (low, mixed, high) by input length, then
+    the others alphabetically."""
     names = set(names)
-    return [s for s in SUBTASK_ORDER if s in names] + sorted(names - set(SUBTASK_ORDER))
+    tiers = sorted((n for n in names if _tier_length(n)), key=_tier_length)
+    rest = names - set(SUBTASK_ORDER) - set(tiers)
+    return [s for s in SUBTASK_ORDER if s in names] + tiers + sorted(rest)

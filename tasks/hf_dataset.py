@@ -50,7 +50,7 @@ class HFSpec:
         return cls(*parts)
 
 
-def _is_saved_dataset(path: Path) -> bool:
+def is_saved_dataset(path: Path) -> bool:
     return path.is_dir() and any((path / f).is_file() for f in ("dataset_dict.json", "state.json", "dataset_info.json"))
 
 
@@ -59,7 +59,7 @@ def load_split(spec: HFSpec) -> Any:
     import datasets
 
     local = Path(spec.dataset).expanduser()
-    if _is_saved_dataset(local):
+    if is_saved_dataset(local):
         if spec.config is not None:
             raise TaskDataError(f"{local}: a saved dataset has no configs; use hf:{spec.dataset}:SPLIT:FIELD")
         try:

@@ -67,9 +67,9 @@ def test_budget_both_run_end_to_end(embedded, tmp_path, monkeypatch):
     measured, curves = [], []
     original = runner_mod.cached_cost_profile
 
-    def in_tmp(lm, backend, _root, quiet=False):
+    def in_tmp(lm, backend, _root, quiet=False, longest=None):
         measured.append(backend)
-        return original(lm, backend, tmp_path / "cache", quiet=True)
+        return original(lm, backend, tmp_path / "cache", quiet=True, longest=longest)
 
     def no_timing(model, context_len, sizes, repeats, backend="auto"):  # never time the embedded model in a test
         curves.append(context_len)

@@ -38,6 +38,7 @@ TINY_OPTIONS: dict[str, dict[str, str]] = {
     "medusa": {"checkpoint": "random"},
     "eagle": {"checkpoint": "random"},
     "hydra": {"checkpoint": "random"},
+    "samd": {"corpus": ECHO_CORPUS},
 }
 SKIPS: dict[str, str] = {}
 

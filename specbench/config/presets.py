@@ -41,6 +41,10 @@ SPEC_BENCH_METHODS: dict[str, dict[str, Any]] = {
     "lookahead": {"ngram": 5, "window": 7, "guess": 7},  # eval.sh: --level 5 --window 7 --guess 7
     "rest": {"c": 64, "n_max": 16},  # --num-draft 64, --max-token-span 16
     "recycling": {"topk": 8, "tree_version": "2.2.2"},  # inference_recycling.py: --output-id-topk 8, --tree_version 2.2.2
+    # eval.sh: --samd_n_predicts 40 --samd_len_threshold 5 --samd_len_bias 5 --tree_method eagle2, no static
+    # automaton; its EAGLE-2 tree model's defaults (top-8, depth 5, 63 tokens with the root)
+    "samd@eagle": {"auxiliary": "eagle", "n_predicts": 40, "len_threshold": 5, "len_bias": 5, "static": "false",
+                   "aux_options": "tree=dynamic;top_k=8;depth=5;total_tokens=62"},
 }
 
 # known targets -> published drafters (hub ids), as Spec-Bench's eval.sh points to them
@@ -86,6 +90,9 @@ def preset_values(name: str, model: str, device: str) -> dict[str, Any]:
     options = {m: dict(v) for m, v in SPEC_BENCH_METHODS.items()}
     for method, drafter in KNOWN_TARGETS.get(known_target(model) or "", {}).items():
         options.setdefault(method, {}).update(drafter)
+        if method == "eagle" and "samd@eagle" in options:  # SAMD[EAGLE2]'s tree model is the same EAGLE draft
+            aux = options["samd@eagle"]["aux_options"]
+            options["samd@eagle"]["aux_options"] = f"{aux};checkpoint={drafter['checkpoint']}"
     values: dict[str, Any] = {
         "preset": name, "tasks": list(SPEC_BENCH_TASKS), "split": "all", "max_new_tokens": 1024,
         "dtype": "float16" if cuda else "float32", "temperature": 0.0, "method_options": options,

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from specbench.config.coerce import short_repr
+from specbench.config.context_length import MIN_LENGTH
 from specbench.engine.backends import BACKEND_CHOICES
 from specbench.engine.budget import RUN_BUDGETS
 from specbench.engine.sampling_config import SamplingConfig
@@ -61,6 +62,7 @@ class RunConfig:
     verify: bool = True  # stream every weight and datastore file against its reference hash (--no-verify: trust it)
     chat_template: str = "auto"  # how turns become prompt text: auto, model, vicuna, llama-2, raw or a file (chat_templates.py)
     preset: str | None = None  # a named protocol whose values filled the unset settings (presets.py), e.g. spec-bench
+    context_length: tuple[int, ...] = ()  # input lengths (tokens) of long-input tasks; () = their defaults (context_length.py)
     batch_size: tuple[int, ...] = (1,)  # sequences decoded together; several = each size side by side (batch_loop.py)
     refill: bool = False  # batches refilled from the queue as sequences finish (continuous batching), not static
 
@@ -93,6 +95,9 @@ class RunConfig:
                 raise ConfigError(f"method_options.{method}: expected a mapping of options, got {opts!r}")
         if self.tie_threshold is not None and not 0 <= self.tie_threshold < 1:
             raise ConfigError(f"--tie-threshold must be in [0, 1), got {self.tie_threshold}")
+        for n in self.context_length:
+            if isinstance(n, bool) or not isinstance(n, int) or n < MIN_LENGTH:
+                raise ConfigError(f"--context-length: each length must be an integer of at least {MIN_LENGTH} tokens, got {n!r}")
         if not self.batch_size or any(b < 1 for b in self.batch_size):
             raise ConfigError(f"--batch-size must be positive integers, got {','.join(map(str, self.batch_size))}")
         if len(set(self.batch_size)) != len(self.batch_size):

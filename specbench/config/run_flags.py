@@ -14,6 +14,7 @@ from typing import Any
 from specbench.catalog import ALL_TASKS
 from specbench.config.argtypes import non_negative_int, positive_int
 from specbench.config.coerce import from_dict, load_yaml
+from specbench.config.context_length import parse_lengths
 from specbench.config.run_config import RunConfig
 from specbench.engine.backends import BACKEND_CHOICES
 from specbench.engine.budget import RUN_BUDGETS
@@ -38,6 +39,10 @@ def add_run_arguments(parser: argparse.ArgumentParser, omit: tuple[str, ...] = (
     p.add_argument("--methods", help="comma-separated methods (ar is always added as the baseline); default ar,pld")
     p.add_argument("--tasks", help=f"comma-separated tasks, or 'all' = {','.join(ALL_TASKS)} (also: nq); your own "
                    "prompts: jsonl:PATH or hf:DATASET[:CONFIG]:SPLIT:FIELD; default all")
+    p.add_argument("--context-length", metavar="1k,2k,...",
+                   help="input lengths of the long-input tasks (long_low, long_mixed, long_high): comma-separated "
+                        "token counts, k = 1024 (default 1k,2k,4k,8k); a length past the model's context is cut to "
+                        "fit it with --max-new-tokens and the draft headroom")
     p.add_argument("--limit", type=positive_int, help="first N questions of each task's split (default: all)")
     p.add_argument("--split", choices=SPLITS, help="questions of each task: eval (default) = all but the last "
                    "ceil(10%%), dev = those last ones (calibration, as `specbench sweep` uses), all")
@@ -102,6 +107,8 @@ def config_from_args(args: argparse.Namespace) -> RunConfig:
     for name in ("methods", "tasks"):
         if isinstance(values.get(name), str):
             values[name] = values[name].split(",")
+    if values.get("context_length") is not None:  # YAML: "1k,2k" or a list such as [1k, 2048]
+        values["context_length"] = parse_lengths(values["context_length"])
     flags = {
         # (an empty --methods '' is a list of nothing, refused, not the default)
         "methods": args.methods.split(",") if getattr(args, "methods", None) is not None else None,
@@ -125,6 +132,7 @@ def config_from_args(args: argparse.Namespace) -> RunConfig:
         "seed": args.seed,
         "budget": args.budget,
         "chat_template": getattr(args, "chat_template", None),
+        "context_length": parse_lengths(args.context_length) if getattr(args, "context_length", None) is not None else None,
         "batch_size": args.batch_size.split(",") if getattr(args, "batch_size", None) is not None else None,
     }
     values.update({k: v for k, v in flags.items() if v is not None})

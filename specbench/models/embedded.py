@@ -22,6 +22,7 @@ import importlib.util
 import json
 import sys
 import time
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -120,6 +121,14 @@ def embedded_model_dir() -> Path:
     (out / STAMP).write_text(json.dumps({**source, "weights_sha256": {WEIGHTS: digest}, "pinned": pinned,
                                          "converted_with": versions}), encoding="utf-8")
     return out
+
+
+@lru_cache(maxsize=1)
+def embedded_tokenizer() -> Any:
+    """The embedded model's tokenizer, without its weights (long-input tasks count their prompts with it)."""
+    from transformers import AutoTokenizer
+
+    return AutoTokenizer.from_pretrained(str(embedded_model_dir()))
 
 
 def _text(versions: dict[str, str]) -> str:

@@ -1,20 +1,28 @@
-"""This machine's cost profile T(n, context), measured once per model x dtype x backend x device and cached.
+"""This machine's cost profile T(n, context), measured per model x dtype x backend x device and cached.
 
 ``budget=auto`` (``specbench/engine/budget.py``) needs T(n), the seconds of one target forward of
 ``n`` new tokens, to weigh a bigger draft against its verification cost. A wide forward also attends
 over the whole KV cache, so T(n)/T(1) grows with the context (measured on this project's CPU: T(16)/T(1)
 about 1.27 after 128 cached tokens, 1.45-1.5 after 512). So the curve is measured with the engine's own
-forward (``measure.measure_forward_curve``) after each of ``CONTEXTS`` cached tokens, and T at another
-context is interpolated linearly between them (attention's cost is linear in the context), extrapolated
-past them. It is stored as a ``specbench profile`` file (``latency_s``: the curve at the first context;
-``latency_by_context_s``: every curve) under ``$SPECBENCH_CACHE/profiles/<key>.json``; the key hashes
-the model's weights hash, dtype, backend, device and the hardware fingerprint (CPU model, cores and
-threads, GPU, torch version), so another machine, backend or precision is measured anew. Delete the
-file to re-measure (for instance after it was taken on a busy machine); each run copies the profile it
-used into its folder (``profile.json``), so reports predict from the same numbers.
+forward (``measure.measure_forward_curve``) after each of a run's ``contexts_for``: 128 and 512 cached
+tokens, then doubling (1024, 2048, ...) up to the longest context the run uses (its longest prompt plus
+its generation), the last one cut so that it and the widest forward fit the model. T at another context
+is interpolated linearly between the two measured contexts around it (attention's cost is linear in the
+context), extrapolated past the ends along the nearest segment. It is stored as a ``specbench profile``
+file (``latency_s``: the curve at the first context; ``latency_by_context_s``: every curve) under
+``$SPECBENCH_CACHE/profiles/<key>.json``; the key hashes the model's weights hash, dtype, backend, device
+and the hardware fingerprint (CPU model, cores and threads, GPU, torch version), so another machine,
+backend or precision is measured anew. A run that needs a longer context than the cached file holds
+measures only the contexts missing and adds them to it. Delete the file to re-measure (for instance after
+it was taken on a busy machine); each run copies the profile it used into its folder (``profile.json``),
+so reports predict from the same numbers.
 
 Example: with T(1) = 40 ms at both contexts and T(16) = 50 ms after 128 tokens, 60 ms after 512,
-``cost_function(profile)(16, 320)`` is 55 ms and ``cost_function(profile)(16)`` (no context) 50 ms.
+``cost_function(profile)(16, 320)`` is 55 ms and ``cost_function(profile)(16)`` (no context) 50 ms; with a
+third curve of T(16) = 80 ms after 1024 tokens, ``cost(16, 768)`` is 70 ms.
+
+>>> contexts_for(300), contexts_for(3000), contexts_for(8064, limit=8192), contexts_for(900, limit=1024)
+((128, 512), (128, 512, 1024, 2048, 4096), (128, 512, 1024, 2048, 4096, 8064), (128, 512, 896))
 """
 from __future__ import annotations
 
@@ -31,6 +39,7 @@ from specbench.profiling.measure import measure_forward_curve
 from specbench.profiling.profile import load_profile, make_profile, save_profile
 
 CONTEXTS = (128, 512)  # cached tokens before the timed forwards: a short prompt; a long prompt plus its answer
+# ... then doubling from 1024 up to the longest context a run uses (``contexts_for``)
 SIZES = (1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128)
 REPEATS = 9
 FORMAT = 2  # 2: curves per context (format 1 had one curve after 512 tokens)
@@ -45,25 +54,49 @@ def profile_key(model: dict[str, Any], backend: str, hardware: dict[str, Any]) -
     return hashlib.sha256(blob.encode()).hexdigest()[:12]
 
 
-def cached_cost_profile(lm: Any, backend: str, cache_root: Path, quiet: bool = False) -> tuple[dict[str, Any], Path]:
-    """(profile, its file) for the loaded model ``lm`` on ``backend``: read from the cache, else measured now."""
+def contexts_for(longest: int | None = None, limit: int | None = None) -> tuple[int, ...]:
+    """The contexts a run's profile measures: ``CONTEXTS``, then doublings until one reaches ``longest`` cached
+    tokens; none past ``limit - max(SIZES)`` (a forward of every size must fit the model), the last one cut to it."""
+    out = list(CONTEXTS)
+    while longest is not None and out[-1] < longest:
+        out.append(out[-1] * 2)
+    if limit is not None and limit > max(SIZES):
+        out = sorted({min(c, limit - max(SIZES)) for c in out})
+    return tuple(out)
+
+
+def cached_cost_profile(lm: Any, backend: str, cache_root: Path, quiet: bool = False,
+                        longest: int | None = None) -> tuple[dict[str, Any], Path]:
+    """(profile, its file) for the loaded model ``lm`` on ``backend``, covering contexts up to ``longest`` cached
+    tokens: read from the cache, with the contexts it lacks (all, the first time) measured now and added."""
+    from specbench.models.context import config_context
     from specbench.profiling.fingerprint import hardware_fingerprint
 
     hardware = hardware_fingerprint(lm.device)
     hardware.pop("timestamp", None)
     model = {"name": lm.model_id, "id": lm.model_id, "hash": lm.model_hash, "dtype": lm.dtype}
     path = cache_root / "profiles" / f"{profile_key(model, backend, _stable(hardware))}.json"
+    prof = None
     if path.is_file():
         try:
-            return load_profile(path), path
+            prof = load_profile(path)
         except ConfigError as e:
             raise ConfigError(f"{e}; delete it to measure the profile again") from None
+    have = {int(c) for c in (prof or {}).get("latency_by_context_s") or {}}
+    missing = [c for c in contexts_for(longest, config_context(getattr(lm.model, "config", None))) if c not in have]
+    if prof is not None and (not missing or "latency_by_context_s" not in prof):
+        return prof, path  # (a format-1 file of one curve is used as it is)
     if not quiet:
-        print(f"[specbench] measuring this machine's cost profile T(n) for budget=auto (once; cached in {path})",
-              file=sys.stderr)
-    curves = {c: measure_forward_curve(lm.model, c, SIZES, REPEATS, backend=backend) for c in CONTEXTS}
-    prof = make_profile(curves[CONTEXTS[0]], model, CONTEXTS[0], hardware, {backend: curves[CONTEXTS[0]]})
-    prof["latency_by_context_s"] = {str(c): {str(n): t for n, t in sorted(curve.items())} for c, curve in curves.items()}
+        print(f"[specbench] measuring this machine's cost profile T(n) for budget=auto after "
+              f"{', '.join(map(str, missing))} cached tokens (once; cached in {path})", file=sys.stderr)
+    curves = {c: measure_forward_curve(lm.model, c, SIZES, REPEATS, backend=backend) for c in missing}
+    if prof is None:
+        first = min(curves)
+        prof = make_profile(curves[first], model, first, hardware, {backend: curves[first]})
+        prof["latency_by_context_s"] = {}
+    by = prof["latency_by_context_s"]
+    by.update({str(c): {str(n): t for n, t in sorted(curve.items())} for c, curve in curves.items()})
+    prof["latency_by_context_s"] = {k: by[k] for k in sorted(by, key=int)}
     path.parent.mkdir(parents=True, exist_ok=True)
     save_profile(prof, path)
     return prof, path
@@ -91,19 +124,24 @@ def _curve(points: dict[str, float]) -> Callable[[np.ndarray], np.ndarray]:
 
 def cost_function(profile: dict[str, Any]) -> Cost:
     """``cost(n, context=None)``: seconds of a forward of ``n`` new tokens after ``context`` cached ones
-    (scalars or arrays). Without a context, or for a profile of one curve, the profile's first curve."""
+    (scalars or arrays, broadcast together). Without a context, or for a profile of one curve, the
+    profile's first curve; else linear between the measured contexts around ``context``."""
     base = _curve(profile["latency_s"])
     by = sorted((int(c), _curve(points)) for c, points in (profile.get("latency_by_context_s") or {}).items())
+    at = np.array([c for c, _ in by], dtype=float)
 
     def cost(n: Any, context: Any = None) -> Any:
         n = np.asarray(n, dtype=float)
         if context is None or len(by) < 2:
             t = base(n)
         else:
-            (c0, lo), (c1, hi) = by[0], by[-1]
-            t0 = lo(n)
-            w = (np.asarray(context, dtype=float) - c0) / (c1 - c0)
-            t = np.maximum(t0 + w * (hi(n) - t0), 0.25 * t0)  # far below the first context: never near zero
+            n, ctx = np.broadcast_arrays(n, np.asarray(context, dtype=float))
+            curves = np.stack([curve(n) for _, curve in by])  # [contexts, *shape]: T(n) at each measured context
+            j = np.clip(np.searchsorted(at, ctx, side="right") - 1, 0, len(by) - 2)  # segment [at[j], at[j+1]]
+            lo = np.take_along_axis(curves, j[None], 0)[0]
+            hi = np.take_along_axis(curves, j[None] + 1, 0)[0]
+            w = (ctx - at[j]) / (at[j + 1] - at[j])
+            t = np.maximum(lo + w * (hi - lo), 0.25 * curves[0])  # far below the first context: never near zero
         return float(t) if t.ndim == 0 else t
 
     return cost

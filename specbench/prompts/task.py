@@ -42,11 +42,25 @@ class Question:
 
 
 class Task:
-    """Base class for registered tasks. ``version`` changes whenever prompts or data change."""
+    """Base class for registered tasks. ``version`` changes whenever prompts or data change.
+
+    A task that builds its prompts at a requested input length (``takes_context_length``, the long-input
+    tasks) is run once per ``--context-length``: the plan asks ``at_context_length`` for an instance per
+    length, named ``NAME@LENGTH`` (``long_low@2k``), whose records carry ``context_length``.
+    """
 
     name: ClassVar[str] = ""
     subtask: ClassVar[str] = ""  # column label in reports; default: specbench.catalog.task_label(name)
     version: ClassVar[str] = "1"
+    content_versioned: ClassVar[bool] = False  # version = a hash of the loaded prompts (the run digest carries it)
+    takes_context_length: ClassVar[bool] = False
+    context_length: int | None = None  # this instance's requested input length in tokens (None: the task has none)
+    prompt_tokens: int | None = None  # the prompt length it builds for that (less when cut to fit the model)
+
+    def at_context_length(self, requested: int, tokens: int) -> "Task":
+        """This task with prompts of exactly ``tokens`` tokens, standing for the requested length ``requested``
+        (``tokens`` is less when ``requested`` does not fit the model: ``specbench.run.guards.fitted_length``)."""
+        raise TaskDataError(f"task {self.name} has no input length (--context-length applies to long-input tasks)")
 
     def load(self, data_dir: Path | None) -> list[Question]:
         """All questions in a fixed order (``--limit N`` takes the first N of the chosen split)."""

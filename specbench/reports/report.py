@@ -4,7 +4,9 @@ Speedup of a method on a subtask = (its tokens / its seconds) / (AR tokens / AR 
 the (question, turn, repeat) units both have, with a 95% paired-bootstrap CI over questions ("1.42x
 ±0.05"); tokens are ``len(output_ids)`` on both sides. tau = emitted tokens / forward passes. Then the
 metric tables of ``specbench.reports.metric_tables`` (latency and memory, per-position acceptance, accepted-length
-histogram, MT-Bench categories). ``write_report`` also writes ``summary.json`` / ``summary.csv``.
+histogram, MT-Bench categories); a run with long-input tasks adds the tables against input length
+(``specbench.reports.long_context``). ``write_report`` also writes ``summary.json`` / ``summary.csv`` and, for
+such a run, ``long_context.png``.
 """
 from __future__ import annotations
 
@@ -16,16 +18,20 @@ from tabulate import tabulate
 from specbench.catalog import BASELINE, OVERALL
 from specbench.engine.sampling_config import manifest_sampling
 from specbench.files.jsonfile import write_outputs
+from specbench.profiling.cost_profile import cost_function
 from specbench.profiling.profile import load_profile
 from specbench.reports import batch_report as BR
 from specbench.reports.batch_report import batch_stats
 from specbench.reports import metric_tables as MT
 from specbench.reports.budget_report import auto_vs_default_table, prediction_table
 from specbench.reports.labels import backend_label, ran_on_cpu
+from specbench.reports.long_context import length_prediction_table, length_tables
+from specbench.reports.long_context_plot import PLOT_FILE, write_length_figure
 from specbench.reports.numfmt import fmt_num
 from specbench.reports.summary import (SUMMARY_CSV, SUMMARY_JSON, build_summary, method_overhead, summary_csv,
                                        summary_text)
 from specbench.reports.table import Table
+from specbench.results.context_lengths import length_groups
 from specbench.results.logprob_check import logprob_stats, logprob_table_rows
 from specbench.results.lossless import EXACT, MISMATCH, TIE
 from specbench.results.run import Run, load_run
@@ -53,6 +59,12 @@ def _header(manifest: dict[str, Any]) -> list[str]:
         lines.append(f"Preset: `{cfg['preset']}` (its values fill every setting not given explicitly; see the config).")
     if manifest.get("imported"):  # Spec-Bench answers: their token counts and timings, no lossless check
         lines.append(str(manifest["imported"].get("note")))
+    lengths = manifest.get("context_lengths") or {}
+    cut = [f"{t} {v.get('prompt_tokens')} tokens" for t, v in lengths.items()
+           if isinstance(v, dict) and v.get("prompt_tokens") != v.get("requested")]
+    if cut:
+        lines.append("Input lengths cut to fit the model's context with --max-new-tokens and the draft headroom: "
+                     + ", ".join(cut) + ".")
     versions = manifest.get("task_versions") or {}
     if versions:
         lines.append("Task versions: " + ", ".join(f"{t} v{v}" for t, v in versions.items()) + ".")
@@ -108,6 +120,7 @@ def render(run: Run, fmt: str = "github", stats: dict[str, dict[str, Cell]] | No
             + tabulate(rows, headers=["method", "exact", "numerical tie", "MISMATCH", "status"], tablefmt=fmt)
         )
     parts += _budget_sections(run, stats, fmt)
+    parts += _length_sections(run, stats, fmt)
     parts += _metric_sections(run, stats, categories, fmt)
     return "\n\n".join(parts) + "\n"
 
@@ -118,6 +131,20 @@ def _budget_sections(run: Run, stats: dict[str, dict[str, Cell]], fmt: str) -> l
     if (run.path / PROFILE_FILE).is_file():
         tables.append(prediction_table(run, load_profile(run.path / PROFILE_FILE)))
     return [f"### {t.title}\n\n" + tabulate(t.rows, headers=t.headers, tablefmt=fmt) for t in tables if t and t.rows]
+
+
+def _length_sections(run: Run, stats: dict[str, dict[str, Cell]], fmt: str) -> list[str]:
+    """Speedup, decode-only speedup, tau and TTFT against input length (long-input tasks), the cost model's
+    prediction at each length when the run has a profile, and the figure ``write_report`` draws."""
+    groups = length_groups(run.records)
+    if not groups:
+        return []
+    tables = length_tables(groups, run.methods(), stats)
+    if (run.path / PROFILE_FILE).is_file():
+        tables.append(length_prediction_table(groups, run.methods(),
+                                              cost_function(load_profile(run.path / PROFILE_FILE))))
+    parts = [f"### {t.title}\n\n" + tabulate(t.rows, headers=t.headers, tablefmt=fmt) for t in tables if t and t.rows]
+    return parts + [f"![speedup and tau against input length]({PLOT_FILE})"]
 
 
 def _metric_sections(run: Run, stats: dict[str, dict[str, Cell]], categories: dict[str, dict[str, Cell]],
@@ -177,6 +204,9 @@ def write_report(run_dir: str | Path, fmt: str = "md") -> str:
     if not run.records:
         write_outputs(run.path, {REPORT_FILE: text})
         return text
+    groups = length_groups(run.records)
+    if groups and run.path.is_dir():
+        write_length_figure(run.path, groups, run.methods(), stats)
     summary = build_summary(run, stats=stats, categories=categories)
     out = {"md": text, "json": summary_text(summary), "csv": summary_csv(summary)}
     write_outputs(run.path, {REPORT_FILE: text, SUMMARY_JSON: out["json"], SUMMARY_CSV: out["csv"]})

@@ -25,6 +25,9 @@ Fields (``SCHEMA_VERSION`` 7):
   processed sampling distribution, the distributional sanity statistic; such records have no token check)
 - ``config_digest`` (schema 6): the digest of the configuration that produced it (the manifest's), so readers
   refuse records of another run mixed into a file (``specbench.results.validation``); null before schema 6
+- ``context_length`` (schema 7): the input length (tokens) a long-input task was asked for (``long_low@2k``:
+  2048; ``prompt_tokens`` is what the prompt has, less when the length was cut to fit the model); null for
+  tasks without one
 - batching (schema 7; null = batch size 1): ``batch_size``; ``batch_wall_time_s`` (the whole batch's wall
   time: ``wall_time_s`` is its equal share, so pooled time over a batch's records is the batch's time and
   pooled tokens over time its throughput); ``admitted_s`` / ``finished_s``, seconds from the batch's start
@@ -35,8 +38,9 @@ Fields (``SCHEMA_VERSION`` 7):
 Schema 2 -> 3 added only the optional AR margins and peak memory (null when absent); 3 -> 4 only the
 optional per-pass depths and verify / step times and the prefill time (null when absent: reports show
 ``-`` for the latency and per-position figures of such records); 4 -> 5 only the optional sampling fields
-(null when absent: greedy); 5 -> 6 only the optional ``config_digest`` (null when absent: not checked);
-6 -> 7 only the optional batching fields (null when absent: batch size 1).
+(null when absent: greedy); 5 -> 6 only the optional ``config_digest`` (null when absent: not checked); 6 -> 7
+only the optional ``context_length`` (null when absent: a task without an input length) and the batching
+fields (null when absent: batch size 1).
 
 Schema 1 (before the typed record) allowed an integer ``question_id`` and left ``repeat``,
 ``forward_passes``, the time sums and ``subtask`` optional; ``from_json`` fills them as the readers of
@@ -47,8 +51,8 @@ schema 1 did, so old runs report identically.
 ...     "draft_sizes": [0, 0], "output_ids": [5, 6]})
 >>> rec.unit, rec.subtask, rec.forward_passes
 (Unit(task='gsm8k', question_id='7', turn=1, repeat=0, batch=1), 'GSM8K', 2)
->>> rec.to_json()["schema_version"], rec.prefill_time_s
-(7, None)
+>>> rec.to_json()["schema_version"], rec.prefill_time_s, rec.context_length
+(7, None, None)
 """
 from __future__ import annotations
 
@@ -135,6 +139,7 @@ class Record:
     sampling: dict[str, Any] | None = None
     target_logprob: float | None = None
     config_digest: str | None = None
+    context_length: int | None = None
     batch_size: int | None = None
     batch_wall_time_s: float | None = None
     admitted_s: float | None = None
@@ -166,7 +171,7 @@ class Record:
     def from_generation(cls, gen: Any, *, method: str, unit: Unit, subtask: str, task_version: str, category: str,
                         prompt_tokens: int, wall_time_s: float, memory: tuple[str | None, int | None],
                         sampling: dict[str, Any] | None, config_digest: str | None,
-                        batch_wall_time_s: float | None = None) -> "Record":
+                        context_length: int | None = None, batch_wall_time_s: float | None = None) -> "Record":
         """The record of one ``engine.generation.Generation`` (its lossless verdict is added by the runner).
 
         Per-pass times are rounded to 0.1 us; ``target_logprob`` is the mean per emitted token when the
@@ -188,6 +193,7 @@ class Record:
             verify_times_s=rounded(gen.verify_times_s), step_times_s=rounded(gen.step_times_s),
             draft_depths=gen.draft_depths, aux_sizes=gen.aux_sizes if any(gen.aux_sizes) else None, sampling=sampling,
             target_logprob=round(sum(logprobs) / len(logprobs), 7) if logprobs else None, config_digest=config_digest,
+            context_length=context_length,
             batch_size=unit.batch if batched else None, batch_wall_time_s=batch_wall_time_s if batched else None,
             admitted_s=times(gen.admitted_s), finished_s=times(gen.finished_s),
         )

@@ -30,7 +30,7 @@ BATCH_PROFILE_FILE = "batch_profile.json"  # its batched forwards' costs (budget
 # the manifest keys readers look into, and their JSON types (None is allowed for each: older manifests)
 MANIFEST_TYPES: dict[str, type | tuple[type, ...]] = {
     **dict.fromkeys(("config", "model", "hardware", "versions", "questions", "turns", "task_versions", "subtasks",
-                     "method_configs", "artifacts", "sampling", "backend", "imported", "cost_profile"), dict),
+                     "method_configs", "artifacts", "sampling", "backend", "imported", "cost_profile", "context_lengths"), dict),
     **dict.fromkeys(("resumed", "merged_from", "shard", "verified_files"), list),
     **dict.fromkeys(("run_name", "config_digest", "timestamp", "command", "git_commit"), str),
 }

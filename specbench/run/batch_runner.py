@@ -119,7 +119,7 @@ class BatchRuns:
                                          task_version=task.version, category=q.category, prompt_tokens=len(prompt),
                                          wall_time_s=wall / len(job.units), memory=memory,
                                          sampling=r.sampling.as_dict(), config_digest=r.digest,
-                                         batch_wall_time_s=wall)
+                                         batch_wall_time_s=wall, context_length=task.context_length)
             writer.write(r.checked(rec, unit, prompt))
             done.add((job.method, unit))
             written += 1

@@ -11,6 +11,7 @@ from typing import Any
 
 from specbench.engine.loop import DRAFT_HEADROOM
 from specbench.errors import ConfigError
+from specbench.models.context import config_context
 from specbench.results.run_folder import MANIFEST_FILE, RECORDS_FILE, read_manifest
 
 NAME_MAX = 255  # bytes of one path component on the common file systems
@@ -70,12 +71,19 @@ def check_same_prompts(run_dir: Path, template: dict[str, Any]) -> None:
 
 def context_limit(model: Any) -> int | None:
     """The model's maximum sequence length from its config, or None when it names none."""
-    cfg = getattr(model, "config", None)
-    for attr in ("max_position_embeddings", "n_positions", "max_sequence_length", "seq_length"):
-        value = getattr(cfg, attr, None)
-        if isinstance(value, int) and value > 0:
-            return value
-    return None
+    return config_context(getattr(model, "config", None))
+
+
+def fitted_length(requested: int, limit: int | None, max_new_tokens: int) -> int:
+    """The prompt length a long-input task builds for ``requested`` tokens: ``requested``, or when that and its
+    generation do not fit the model's context ``limit``, the longest prompt that does (``check_context``'s rule).
+
+    >>> fitted_length(4096, 8192, 128), fitted_length(8192, 8192, 128), fitted_length(8192, None, 128)
+    (4096, 7936, 8192)
+    """
+    if limit is None:
+        return requested
+    return min(requested, limit - max_new_tokens - DRAFT_HEADROOM)
 
 
 def check_context(model: Any, prompt_tokens: int, max_new_tokens: int, where: str = "") -> None:

@@ -1,6 +1,7 @@
 """The run manifest: hardware fingerprint, software versions, model, and the full configuration."""
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import platform
 import subprocess
@@ -10,7 +11,11 @@ from typing import Any
 
 import torch
 
+from specbench.files.content_hash import verified_files
+from specbench.files.jsonfile import write_json_atomic
+from specbench.models.loading import vocab_size
 from specbench.profiling.fingerprint import hardware
+from specbench.results.run_folder import MANIFEST_FILE, PROFILE_FILE, read_manifest
 
 # the manifest's own format; records carry theirs (``specbench.results.record.SCHEMA_VERSION``)
 MANIFEST_SCHEMA_VERSION = 1
@@ -55,3 +60,43 @@ def build_manifest(device: torch.device | str | None = None, **fields: Any) -> d
         "git_commit": git_commit(),
         **fields,
     }
+
+
+def write_run_manifest(runner: Any, digest: str, configs: dict, artifacts: dict) -> None:
+    """Write (or, resuming, note a resumption in) the run's ``manifest.json``: everything a reader checks
+    records against and every reader labels the run with (``runner``: a ``run.runner.Runner``)."""
+    lm = runner.loaded
+    manifest = build_manifest(
+        device=lm.device,
+        run_name=runner.run_dir.name,
+        config_digest=digest,
+        config=dataclasses.asdict(runner.cfg) | {"methods": runner.plan.methods, "tasks": list(runner.plan.tasks)},
+        shard=list(runner.plan.shard) if runner.plan.shard else None,
+        model={"id": lm.model_id, "hash": lm.model_hash, "dtype": lm.dtype, "tf32": lm.tf32,
+               "device": str(lm.device), "class": type(lm.model).__name__, "vocab_size": vocab_size(lm.model),
+               "verified": lm.verification},
+        verified_files=verified_files(),
+        backend=runner.engine.backend.describe(lm.model),
+        method_configs=configs,
+        artifacts=artifacts,
+        data_dir=str(runner.plan.data_dir) if runner.plan.data_dir else None,
+        questions={t: [q.question_id for q in qs] for t, qs in runner.plan.questions.items()},
+        turns={t: [len(q.turns) for q in qs] for t, qs in runner.plan.questions.items()},
+        task_versions={t: task.version for t, task in runner.plan.tasks.items()},
+        subtasks={t: task.subtask for t, task in runner.plan.tasks.items()},
+        sampling=runner.sampling.as_dict(),
+        chat_template=runner.template_record(),
+    )
+    lengths = {t: {"requested": task.context_length, "prompt_tokens": task.prompt_tokens}
+               for t, task in runner.plan.tasks.items() if task.context_length is not None}
+    if lengths:  # long-input tasks: the length asked for and the prompt length built (cut to fit the model)
+        manifest["context_lengths"] = lengths
+    if runner.budgets:
+        manifest["cost_profile"] = {"file": PROFILE_FILE, "cached": runner.profile_path}
+    path = runner.run_dir / MANIFEST_FILE
+    if path.is_file():  # a resumed run keeps its first manifest and notes each resumption
+        old = read_manifest(runner.run_dir)
+        keep = ("timestamp", "git_commit", "hardware", "verified_files")
+        old.setdefault("resumed", []).append({k: manifest[k] for k in keep} | {"model_verified": lm.verification})
+        manifest = old
+    write_json_atomic(path, manifest, indent=2)

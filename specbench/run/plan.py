@@ -1,8 +1,10 @@
 """What a run will do, resolved before the model loads: methods, tasks, questions, shard, folder name.
 
 ``make_plan`` validates every name and option (raising ``ConfigError``/``UnknownNameError``), puts the
-baseline first, expands ``--tasks all``, takes each task's ``--split`` (``specbench.prompts.task``: eval = all but
-the last ceil(10%) questions, dev = those, all), its first ``--limit`` questions, then the shard; ``jobs``
+baseline first, expands ``--tasks all`` and each long-input task into one task per ``--context-length``
+(``long_low@2k``, its prompts cut to fit the model's context), takes each task's ``--split``
+(``specbench.prompts.task``: eval = all but the last ceil(10%) questions, dev = those, all), its first
+``--limit`` questions, then the shard; ``jobs``
 lists the work in the order the runner times it; ``run_dir_for`` names the run folder from the config and
 its digest (``_T1`` marks a sampling run, ``_dev`` / ``_all`` a split other than eval).
 
@@ -14,6 +16,7 @@ its digest (``_T1`` marks a sampling run, ``_dev`` / ``_all`` a split other than
 from __future__ import annotations
 
 import dataclasses
+import functools
 import hashlib
 import json
 from collections import Counter
@@ -22,15 +25,18 @@ from pathlib import Path
 from typing import Any, Iterator, Sequence, TypeVar
 
 from specbench.catalog import ALL_TASKS, BASELINE
+from specbench.config.context_length import DEFAULT_LENGTHS, MIN_LENGTH, length_label, parse_length
 from specbench.config.method_labels import expand_budget, label_options, split_label
 from specbench.config.run_config import MAX_NAME, RunConfig
 from specbench.errors import ConfigError
+from specbench.models.context import declared_context
 from specbench.paths import resolve_data_dir
 from specbench.plugins.registry import METHODS, make_task
 from specbench.prompts.task import DEFAULT_SPLIT, Question, Task
 from specbench.prompts.templates import check_template_name, template_file_digest
 from specbench.results.lossless import default_tie_threshold
 from specbench.results.record import Unit
+from specbench.run.guards import fitted_length
 from specbench.run.methods_factory import method_config
 
 T = TypeVar("T")
@@ -107,13 +113,39 @@ def _task_names(config: RunConfig) -> list[str]:
     return names
 
 
+def _make_tasks(config: RunConfig) -> dict[str, Task]:
+    """The run's tasks by name; a long-input task once per input length, as ``NAME@LENGTH`` (``long_low@2k``,
+    or just the length a name already gives), its prompts as long as the model's context allows."""
+    tasks: dict[str, Task] = {}
+    model_context = functools.cache(lambda: declared_context(config.model))  # read once, if a long task needs it
+    for name in _task_names(config):
+        base_name, at, given = name.partition("@")
+        task = make_task(base_name if at and ":" not in name else name)
+        if not task.takes_context_length:
+            if at and ":" not in name:
+                raise ConfigError(f"--tasks {name}: task {base_name} has no input length")
+            tasks[name] = task
+            continue
+        for length in (parse_length(given),) if at else config.context_length or DEFAULT_LENGTHS:
+            fitted = fitted_length(length, model_context(), config.max_new_tokens)
+            if fitted < MIN_LENGTH:
+                raise ConfigError(f"--context-length {length_label(length)}: the model's context ({model_context()} "
+                                  f"tokens) leaves {fitted} tokens for a prompt after --max-new-tokens and the draft "
+                                  "headroom")
+            tasks[f"{base_name}@{length_label(length)}"] = task.at_context_length(length, fitted)
+    if config.context_length and not any(t.takes_context_length for t in tasks.values()):
+        raise ConfigError("--context-length applies to long-input tasks (long_low, long_mixed, long_high); "
+                          "none is in --tasks")
+    return tasks
+
+
 def make_plan(config: RunConfig, shard: tuple[int, int] | None = None) -> Plan:
     """Resolve names (``all``, baseline first), load and slice questions; raises on any bad input."""
     if config.tie_threshold is None:
         config = dataclasses.replace(config, tie_threshold=default_tie_threshold(config.dtype))
     check_template_name(config.chat_template)
     methods = _method_names(config)
-    tasks = {n: make_task(n) for n in _task_names(config)}
+    tasks = _make_tasks(config)
     data_dir = resolve_data_dir(config.data_dir)
     if data_dir is not None and not data_dir.is_dir():
         raise ConfigError(f"--data-dir not found: {data_dir}")
@@ -150,11 +182,14 @@ def config_digest(plan: Plan) -> str:
         cfg["chat_template_sha256"] = template_file_digest(plan.config.chat_template)
     if cfg.get("preset") is None:  # (the preset's values are in the other fields; its name only labels them)
         cfg.pop("preset", None)
+    if not cfg.get("context_length"):  # runs from before input lengths existed keep their digests
+        cfg.pop("context_length", None)
     if tuple(cfg.get("batch_size") or (1,)) == (1,) and not cfg.get("refill"):  # unbatched runs keep their digests
         cfg.pop("batch_size", None)
         cfg.pop("refill", None)
     cfg.update(methods=plan.methods, tasks=list(plan.tasks), shard=plan.shard)
-    sourced = {n: t.version for n, t in plan.tasks.items() if ":" in n}  # jsonl:/hf: tasks: their content hash
+    # jsonl:/hf: tasks and the built ones (long-input, SPEED-Bench): their content hash
+    sourced = {n: t.version for n, t in plan.tasks.items() if ":" in n or t.content_versioned}
     if sourced:  # (only then, so the digests of runs of built-in tasks stay what they were)
         cfg["task_content"] = sourced
     return hashlib.sha256(json.dumps(cfg, sort_keys=True, default=str).encode()).hexdigest()[:8]

@@ -26,17 +26,16 @@ from specbench.engine.generation import Generation
 from specbench.engine.loop import Engine
 from specbench.engine.margins import recorded_or_recomputed
 from specbench.engine.sampling_config import generation_seed
-from specbench.files.content_hash import skipping_verification, verified_files
-from specbench.files.jsonfile import write_json_atomic
+from specbench.files.content_hash import skipping_verification
 from specbench.models.device import synchronize
-from specbench.models.loading import LoadedModel, load_model, stop_token_ids, vocab_size
+from specbench.models.loading import LoadedModel, load_model, stop_token_ids
 from specbench.paths import cache_dir
 from specbench.profiling.memory import peak_memory, reset_peak
 from specbench.prompts.task import Question
 from specbench.prompts.templates import PROBE, ChatTemplate, resolve_template
 from specbench.results.lossless import MISMATCH, classify
 from specbench.results.record import Record, Unit
-from specbench.results.run_folder import MANIFEST_FILE, PROFILE_FILE, RecordWriter, read_manifest
+from specbench.results.run_folder import RecordWriter, read_manifest
 from specbench.results.validation import read_validated_records
 from specbench.run.batch_jobs import batch_jobs
 from specbench.run.batch_runner import BatchRuns
@@ -45,10 +44,12 @@ from specbench.run.drafter_state import first_pending, learn, replay
 from specbench.run.guards import (check_context, check_run_folder, check_same_config, check_same_model,
                                   check_same_prompts)
 from specbench.run.lock import RunLock
-from specbench.run.manifest import build_manifest
+from specbench.run.manifest import write_run_manifest
 from specbench.run.method_env import MethodEnv
 from specbench.run.methods_factory import build_drafter
 from specbench.run.plan import Plan, config_digest
+
+TURN_ALLOWANCE = 64  # tokens a turn's chat-template markup may add around its text (only sizes the cost profile)
 
 
 class Runner:
@@ -70,6 +71,7 @@ class Runner:
         self._cost: Any = None  # the cost function the budgets price drafts with (warm-up budgets share it)
         self.digest: str | None = None
         self._template: ChatTemplate | None = None
+        self.longest_context = 0  # cached tokens the longest generation reaches (prompt, later turns, answers)
 
     # -- setup -------------------------------------------------------------------------------
     def _build_drafters(self) -> tuple[dict[tuple[str, str], Any], dict[str, Any], dict[str, Any]]:
@@ -90,39 +92,6 @@ class Runner:
         env = MethodEnv.for_task(self.loaded, self.plan.data_dir, cache_dir(), task)
         drafter, cfg = build_drafter(method, self.plan.options_of(method), env)
         return drafter, cfg, env
-
-    def _write_manifest(self, digest: str, configs: dict, artifacts: dict) -> None:
-        lm = self.loaded
-        manifest = build_manifest(
-            device=lm.device,
-            run_name=self.run_dir.name,
-            config_digest=digest,
-            config=dataclasses.asdict(self.cfg) | {"methods": self.plan.methods, "tasks": list(self.plan.tasks)},
-            shard=list(self.plan.shard) if self.plan.shard else None,
-            model={"id": lm.model_id, "hash": lm.model_hash, "dtype": lm.dtype, "tf32": lm.tf32,
-                   "device": str(lm.device), "class": type(lm.model).__name__, "vocab_size": vocab_size(lm.model),
-                   "verified": lm.verification},
-            verified_files=verified_files(),
-            backend=self.engine.backend.describe(lm.model),
-            method_configs=configs,
-            artifacts=artifacts,
-            data_dir=str(self.plan.data_dir) if self.plan.data_dir else None,
-            questions={t: [q.question_id for q in qs] for t, qs in self.plan.questions.items()},
-            turns={t: [len(q.turns) for q in qs] for t, qs in self.plan.questions.items()},
-            task_versions={t: task.version for t, task in self.plan.tasks.items()},
-            subtasks={t: task.subtask for t, task in self.plan.tasks.items()},
-            sampling=self.sampling.as_dict(),
-            chat_template=self.template_record(),
-        )
-        if self.budgets:
-            manifest["cost_profile"] = {"file": PROFILE_FILE, "cached": self.profile_path}
-        path = self.run_dir / MANIFEST_FILE
-        if path.is_file():  # a resumed run keeps its first manifest and notes each resumption
-            old = read_manifest(self.run_dir)
-            keep = ("timestamp", "git_commit", "hardware", "verified_files")
-            old.setdefault("resumed", []).append({k: manifest[k] for k in keep} | {"model_verified": lm.verification})
-            manifest = old
-        write_json_atomic(path, manifest, indent=2)
 
     # -- timing ------------------------------------------------------------------------------
     def _timed(self, prompt: list[int], drafter: Any, record_margins: bool = False, seed: int = 0,
@@ -193,7 +162,7 @@ class Runner:
         drafters, configs, artifacts = self._build_drafters()
         self.drafters = drafters
         self.budgets, self._cost, self.batch_cost, self.profile_path = build_budgets(self, configs)
-        self._write_manifest(digest, configs, artifacts)
+        write_run_manifest(self, digest, configs, artifacts)
 
         existing = read_validated_records(self.run_dir, read_manifest(self.run_dir))
         done = {r.key for r in existing}
@@ -234,11 +203,15 @@ class Runner:
         return self.mismatches
 
     def _check_turn1_context(self) -> None:
-        # later turns also carry earlier answers; those are checked again in ``_one`` before they run
+        """Every turn-1 prompt fits the model (later turns also carry earlier answers: they are checked again
+        in ``_one`` before they run); notes the longest context the run will reach (the cost profile's)."""
+        tok, per_turn = self.loaded.tokenizer, self.cfg.max_new_tokens + TURN_ALLOWANCE
         for task, qs in self.plan.questions.items():
             for q in qs:
                 prompt = self.prompt_for(Unit(task, q.question_id, 1), q)
                 check_context(self.loaded.model, len(prompt), self.cfg.max_new_tokens, f"{task}/{q.question_id}")
+                later = sum(len(tok(t, add_special_tokens=False)["input_ids"]) for t in q.turns[1:])
+                self.longest_context = max(self.longest_context, len(prompt) + later + per_turn * len(q.turns))
 
     def _warm_up(self, todo: list[tuple[Unit, Question, str]]) -> None:
         """Warm every method left to time on every task (first calls, caches and kernels happen here, not
@@ -271,7 +244,7 @@ class Runner:
         rec = Record.from_generation(gen, method=method, unit=unit, subtask=task.subtask_for(q), task_version=task.version,
                                      category=q.category, prompt_tokens=len(prompt), wall_time_s=wall,
                                      memory=(memory_kind, memory_peak), sampling=self.sampling.as_dict(),
-                                     config_digest=self.digest)
+                                     config_digest=self.digest, context_length=task.context_length)
         return self.checked(rec, unit, prompt)
 
     def checked(self, rec: Record, unit: Unit, prompt: list[int]) -> Record:
