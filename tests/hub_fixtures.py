@@ -103,3 +103,50 @@ def medusa_reference_checkpoint(target: torch.nn.Module, out: Path, heads: int =
     (out / "config.json").write_text(json.dumps({"medusa_num_heads": heads, "medusa_num_layers": 1,
                                                  "base_model_name_or_path": "lmsys/vicuna-tiny-v1.3"}))
     return out
+
+
+def hydra_reference_checkpoint(target: torch.nn.Module, out: Path, arch: str = "prefix-mlp", heads: int = 3,
+                               layers: int = 2) -> Path:
+    """Random Hydra heads as zankner/Hydra publishes them (``ankner/hydra-vicuna-7b-v1.3``): ``hydra_lm_head.pt``
+    holding the head module's state dict under the reference's names (``hydra_mlp.{k}.{j}.linear|res_connection``,
+    the blocks after the first repeated copies of one block; ``hydra_lm_head.{k}[.1]``; Hydra++'s
+    ``prefix_embeding_layer.*``: a one-layer Llama, its unused ``embed_tokens`` included) and ``config.json``'s
+    ``hydra_*`` keys. Weights are random (not zero) so a wrong name or order changes the heads' output."""
+    from transformers import LlamaConfig, LlamaModel
+
+    c = target.config
+    h, v = int(c.hidden_size), int(c.vocab_size)
+    g = torch.Generator().manual_seed(3)
+
+    def rnd(*shape: int) -> torch.Tensor:
+        return (torch.randn(*shape, generator=g) * 0.2).to(torch.float16)  # published heads are fp16
+
+    state: dict[str, torch.Tensor] = {}
+    first = 1 if arch == "prefix-mlp" else 0  # Hydra++ puts a Dropout before every block: blocks at odd indices
+    step = 2 if arch == "prefix-mlp" else 1
+    for k in range(heads):
+        state[f"hydra_mlp.{k}.{first}.linear.weight"] = rnd(h, (k + 2) * h)
+        state[f"hydra_mlp.{k}.{first}.linear.bias"] = rnd(h)
+        state[f"hydra_mlp.{k}.{first}.res_connection.weight"] = rnd(h, (k + 2) * h)
+        state[f"hydra_mlp.{k}.{first}.res_connection.bias"] = rnd(h)
+        block_w, block_b = rnd(h, h), rnd(h)
+        for j in range(1, layers):  # one module repeated: the same values under every index
+            state[f"hydra_mlp.{k}.{first + j * step}.linear.weight"] = block_w.clone()
+            state[f"hydra_mlp.{k}.{first + j * step}.linear.bias"] = block_b.clone()
+        lm = f"hydra_lm_head.{k}.1" if arch == "prefix-mlp" else f"hydra_lm_head.{k}"
+        state[f"{lm}.weight"] = (target.get_output_embeddings().weight.detach() + rnd(v, h).float()).to(torch.float16)
+        state[f"{lm}.bias"] = rnd(v)
+    if arch == "prefix-mlp":
+        torch.manual_seed(4)
+        prefix = LlamaModel(LlamaConfig(vocab_size=v, hidden_size=h, intermediate_size=c.intermediate_size,
+                                        num_hidden_layers=1, num_attention_heads=c.num_attention_heads,
+                                        num_key_value_heads=c.num_key_value_heads, rms_norm_eps=c.rms_norm_eps,
+                                        max_position_embeddings=c.max_position_embeddings))
+        for name, value in prefix.state_dict().items():
+            state[f"prefix_embeding_layer.{name}"] = value.detach().to(torch.float16)
+    out.mkdir(parents=True, exist_ok=True)
+    torch.save(state, out / "hydra_lm_head.pt")
+    (out / "config.json").write_text(json.dumps({
+        "base_model_name_or_path": "lmsys/vicuna-tiny-v1.3", "grounded_heads": True, "hidden_state_offset": 0,
+        "hydra_head_arch": arch, "hydra_num_heads": heads, "hydra_num_layers": layers, "transformers_version": "4.33.2"}))
+    return out

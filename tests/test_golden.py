@@ -37,6 +37,7 @@ TINY_OPTIONS: dict[str, dict[str, str]] = {
     "redrafter": {"checkpoint": "random"},
     "medusa": {"checkpoint": "random"},
     "eagle": {"checkpoint": "random"},
+    "hydra": {"checkpoint": "random"},
     "samd": {"corpus": ECHO_CORPUS},
 }
 SKIPS: dict[str, str] = {}

@@ -95,7 +95,13 @@ def choose_vocab(data: DistillData, size: int, keep: set[int], vocab_size: int) 
     return np.sort(counts.topk(min(size, vocab_size)).indices.numpy()).astype(np.int64)
 
 
-def _batches(windows: list[tuple[int, int]], rows: int, order: list[int]) -> Iterator[list[tuple[int, int]]]:
+def pack_runs(windows: list[tuple[int, int]], rows: int, order: list[int]) -> Iterator[list[tuple[int, int]]]:
+    """Runs ``(start, length)`` taken in ``order``, packed greedily into batches of at most ``rows`` rows (a
+    run longer than ``rows`` gets a batch of its own); also used by Hydra's trainer.
+
+    >>> list(pack_runs([(0, 3), (10, 2), (20, 4)], 5, [0, 1, 2]))
+    [[(0, 3), (10, 2)], [(20, 4)]]
+    """
     batch: list[tuple[int, int]] = []
     n = 0
     for w in order:
@@ -162,7 +168,7 @@ def train_eagle(target: torch.nn.Module, tokenizer: Any, corpora: Sequence[str],
     opt = torch.optim.AdamW(layer.parameters(), lr=cfg.lr)
     windows = runs(data.train_starts, cfg.window)
     seq_len = sequence_lengths(data.train_starts, len(data.hidden))
-    per_epoch = len(list(_batches(windows, cfg.batch_size, list(range(len(windows))))))
+    per_epoch = len(list(pack_runs(windows, cfg.batch_size, list(range(len(windows))))))
     total = per_epoch * cfg.epochs
     warmup = max(1, total // 20)
     t1 = time.perf_counter()
@@ -170,7 +176,7 @@ def train_eagle(target: torch.nn.Module, tokenizer: Any, corpora: Sequence[str],
     step = 0
     for epoch in range(cfg.epochs):
         order = torch.randperm(len(windows), generator=torch.Generator().manual_seed(cfg.seed + epoch)).tolist()
-        for batch in _batches(windows, cfg.batch_size, order):
+        for batch in pack_runs(windows, cfg.batch_size, order):
             scale = (step + 1) / warmup if step < warmup else 0.5 * (1 + math.cos(math.pi * (step - warmup) / max(1, total - warmup)))
             for g in opt.param_groups:
                 g["lr"] = cfg.lr * scale
@@ -184,7 +190,7 @@ def train_eagle(target: torch.nn.Module, tokenizer: Any, corpora: Sequence[str],
     if held:
         with torch.no_grad():
             hits = n = 0
-            for batch in _batches(held, cfg.batch_size, list(range(len(held)))):
+            for batch in pack_runs(held, cfg.batch_size, list(range(len(held)))):
                 _, h, k = _loss(layer, head_w, ids, data, batch, cfg, device, None)
                 hits, n = hits + h, n + k
         metrics["heldout_top1"] = round(hits / max(n, 1), 4)  # teacher-forced: the draft's first token vs the target's

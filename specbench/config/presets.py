@@ -35,6 +35,7 @@ SPEC_BENCH_METHODS: dict[str, dict[str, Any]] = {
     "eagle": {"tree": "dynamic", "top_k": 10, "depth": 5, "total_tokens": 59},  # inference_eagle2: 60 with the root
     "eagle@static": {"tree": "static"},  # inference_eagle: EAGLE-1's tree
     "medusa": {"tree": "mc_sim_7b_63"},
+    "hydra": {"tree": "mc_sim_7b_63"},  # inference_hydra: --hydra-choices mc_sim_7b_63
     "sps": {"gamma": 5, "schedule": "heuristic", "min_confidence": 0.0},  # transformers' assisted generation then
     "pld": {"max_ngram": 3, "num_draft": 10},  # draft_matching_window_size=3, draft_num_candidate_tokens=10
     "lookahead": {"ngram": 5, "window": 7, "guess": 7},  # eval.sh: --level 5 --window 7 --guess 7
@@ -51,14 +52,17 @@ KNOWN_TARGETS: dict[str, dict[str, dict[str, str]]] = {
     "vicuna-7b-v1.3": {"eagle": {"checkpoint": "yuhuili/EAGLE-Vicuna-7B-v1.3"},
                        "eagle@static": {"checkpoint": "yuhuili/EAGLE-Vicuna-7B-v1.3"},
                        "medusa": {"checkpoint": "FasterDecoding/medusa-vicuna-7b-v1.3"},
+                       "hydra": {"checkpoint": "ankner/hydra-vicuna-7b-v1.3"},
                        "sps": {"draft_model": "double7/vicuna-68m"}},
     "vicuna-13b-v1.3": {"eagle": {"checkpoint": "yuhuili/EAGLE-Vicuna-13B-v1.3"},
                         "eagle@static": {"checkpoint": "yuhuili/EAGLE-Vicuna-13B-v1.3"},
                         "medusa": {"checkpoint": "FasterDecoding/medusa-vicuna-13b-v1.3"},
+                        "hydra": {"checkpoint": "ankner/hydra-vicuna-13b-v1.3"},
                         "sps": {"draft_model": "double7/vicuna-68m"}},
     "vicuna-33b-v1.3": {"eagle": {"checkpoint": "yuhuili/EAGLE-Vicuna-33B-v1.3"},
                         "eagle@static": {"checkpoint": "yuhuili/EAGLE-Vicuna-33B-v1.3"},
                         "medusa": {"checkpoint": "FasterDecoding/medusa-vicuna-33b-v1.3"},
+                        "hydra": {"checkpoint": "ankner/hydra-vicuna-33b-v1.3"},
                         "sps": {"draft_model": "double7/vicuna-68m"}},
 }
 
