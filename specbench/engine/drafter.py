@@ -42,6 +42,12 @@ class DraftContext:
     run's sampling settings (``sampler.config``), the target's processing (``sampler.probs``) and the
     generation's seeded ``sampler.generator``, so a drafter can sample its draft (and return the
     distributions it drew from as ``Proposal.draft_probs``).
+
+    ``layer_states`` (only for a drafter that declares ``feature_layers``, see ``BaseDrafter``): the
+    target's hidden states of those layers at the same rows as ``hidden_states``, ``[k, len(layers), h]``,
+    in the declared order (layer indices as ``engine/verify.py``'s ``TargetModel``: 0 the embeddings, ``i``
+    the input of decoder layer ``i``, ``L`` the final-norm state). Example: ``feature_layers = (2, 15, 27)``
+    on a 30-layer target, prompt of 40 tokens -> ``[40, 3, h]`` at the first step; None for other drafters.
     """
 
     tokens: list[int]
@@ -51,6 +57,7 @@ class DraftContext:
     max_depth: int
     hidden_states: torch.Tensor | None = None  # [k, hidden_size]
     sampler: Any = None
+    layer_states: torch.Tensor | None = None  # [k, len(feature_layers), hidden_size]
 
 
 @dataclass(frozen=True)
@@ -104,7 +111,15 @@ class Drafter(Protocol):
 
 
 class BaseDrafter:
-    """Convenience base with no-op ``begin``/``observe``; subclasses implement ``propose``."""
+    """Convenience base with no-op ``begin``/``observe``; subclasses implement ``propose``.
+
+    ``feature_layers``: the target layers whose hidden states the drafter reads (``DraftContext.layer_states``);
+    empty (the default) costs nothing: the target then runs without collecting intermediate states. Any
+    drafter, not only a ``BaseDrafter``, may declare it as an attribute; the engine reads it at the start
+    of each generation.
+    """
+
+    feature_layers: tuple[int, ...] = ()
 
     def begin(self, prompt_ids: list[int]) -> None:
         return None
