@@ -37,6 +37,7 @@ TINY_OPTIONS: dict[str, dict[str, str]] = {
     "redrafter": {"checkpoint": "random"},
     "medusa": {"checkpoint": "random"},
     "eagle": {"checkpoint": "random"},
+    "eagle3": {"checkpoint": "random"},
 }
 SKIPS: dict[str, str] = {}
 
