@@ -294,3 +294,41 @@ def test_self_distillation_learns_and_stays_lossless(tmp_path, draft_vocab: int)
     gen = Engine(target, stop_ids=set()).generate(prompt, Eagle3Drafter(layer, layers, Eagle3Config()), 30)
     assert gen.output_ids == greedy_reference(target, prompt, 30)
     assert gen.forward_passes < 15  # drafts were accepted: fewer than half as many forwards as tokens
+
+
+def test_spec_bench_preset_runs_eagle3_as_its_script() -> None:
+    """``--preset spec-bench``: inference_eagle3's tree (60 tokens with the root, depth 5, top-10) and, for
+    Vicuna-13B, the published draft eval.sh names."""
+    from test_spec_bench_preset import _config
+
+    cfg = _config("--preset", "spec-bench", "--model", "lmsys/vicuna-13b-v1.3", "--device", "cpu", "--methods", "eagle3")
+    assert cfg.method_options["eagle3"] == {"top_k": 10, "depth": 5, "total_tokens": 59,
+                                            "checkpoint": "yuhuili/EAGLE3-Vicuna1.3-13B"}
+    seven = _config("--preset", "spec-bench", "--model", "lmsys/vicuna-7b-v1.3", "--device", "cpu", "--methods", "eagle3")
+    assert "checkpoint" not in seven.method_options["eagle3"]  # no published EAGLE-3 draft for Vicuna-7B
+
+
+def test_distillation_data_keeps_the_asked_layers_and_old_caches_stay_valid(tmp_path) -> None:
+    """``collect_cached(..., layers=...)`` keeps those hidden states per position; without layers the data
+    and its ``data.json`` are as before, so the other drafters' cached collections still load."""
+    from specbench.datastore import corpora
+    from specbench.training.distill_data import collect_cached
+    from test_golden import char_tokenizer
+
+    target, tok = make_tiny_model("llama", seed=2), char_tokenizer()
+    corpora.PAIR_LOADERS.setdefault("tiny_eagle3_plain", lambda data_dir: (("", "abcabc def " * 3) for _ in range(6)))
+    args = (target, tok, ["tiny_eagle3_plain"], None, 60, 1, 40)
+    plain = collect_cached(tmp_path / "plain", *args, progress=False)
+    assert plain.layer_states is None and "layers" not in json.loads((tmp_path / "plain" / "data.json").read_text())
+    deep = collect_cached(tmp_path / "deep", *args, progress=False, layers=(2, 0, 1))
+    assert json.loads((tmp_path / "deep" / "data.json").read_text())["layers"] == [2, 0, 1]
+    assert deep.layer_states.shape == (len(deep.tokens), 3, 32) and deep.layer_states.dtype == torch.float16
+    first = deep.tokens[:33]  # the first sequence (33 tokens)
+    with torch.inference_mode():
+        states = target.base_model(input_ids=first[None], output_hidden_states=True).hidden_states
+    for j, index in enumerate((2, 0, 1)):
+        torch.testing.assert_close(deep.layer_states[:33, j].float(), states[index][0], atol=2e-3, rtol=2e-3)
+    torch.testing.assert_close(deep.layer_states[:33, 0].float(), deep.hidden[:33].float())  # index 2 = final norm
+    again = collect_cached(tmp_path / "deep", *args, progress=False, layers=(2, 0, 1))  # loaded, not collected
+    assert torch.equal(again.layer_states, deep.layer_states)
+    assert collect_cached(tmp_path / "plain", *args, progress=False).layer_states is None

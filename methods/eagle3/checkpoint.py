@@ -7,8 +7,8 @@ The layout (SafeAILab/EAGLE's EAGLE-3 drafts, e.g. ``yuhuili/EAGLE3-LLaMA3.1-Ins
   ``draft_vocab_size`` and, for a draft narrower than its target, ``target_hidden_size``;
 - ``model.safetensors`` or ``pytorch_model.bin`` (read only through ``torch.load(weights_only=True)``):
   ``fc.weight``, ``midlayer.*``, ``norm.weight``, ``lm_head.weight`` and the buffers ``d2t`` / ``t2d``
-  (absent when the draft vocabulary is the whole one); ``embed_tokens.weight`` only in some (then used, as
-  the reference's ``load_state_dict`` does).
+  (ignored, as by the reference, when the draft vocabulary is the whole one); ``embed_tokens.weight`` only
+  in some (then used, as the reference's ``load_state_dict`` does).
 
 Ours add a ``specbench`` section to ``config.json`` (the feature layers, recipe, held-out metrics and the
 weights' sha256, checked on every load), written last. A published draft reads the reference's feature
@@ -89,10 +89,10 @@ def load_draft(path: Path, target: torch.nn.Module) -> tuple[Eagle3Layer, tuple[
         raise ConfigError(f"eagle3: {path} is narrower than the target ({shape.hidden} < {target_hidden}) but has no embed_tokens")
     layer = Eagle3Layer(shape, target_hidden, vocab_size, draft_vocab, None if own_embed else embed,
                         features=int(state["fc.weight"].shape[1]) // target_hidden)
-    if "d2t" not in state:  # the reference drops the maps when the draft scores the whole vocabulary
-        if draft_vocab != vocab_size:
-            raise ConfigError(f"eagle3: {path} has a {draft_vocab}-token draft vocabulary but no d2t / t2d")
+    if draft_vocab == vocab_size:  # the reference drops (or ignores) the maps when the draft scores the whole vocabulary
         state["d2t"], state["t2d"] = layer.d2t.clone(), layer.t2d.clone()
+    elif "d2t" not in state or "t2d" not in state:
+        raise ConfigError(f"eagle3: {path} has a {draft_vocab}-token draft vocabulary but no d2t / t2d")
     try:
         DraftVocab.from_buffers(state["d2t"], state["t2d"])
     except ValueError as e:

@@ -28,9 +28,10 @@ from methods.eagle3.init import new_draft
 from methods.eagle3.layer import Eagle3Layer, reference_layers
 from methods.eagle3.ttt import Windows, ttt_loss
 from methods.eagle3.vocab import most_frequent
-from specbench.api import ConfigError, DistillData, collect_cached, optimizer_step, trainable
+from specbench.api import ConfigError, DistillData, collect_cached, draft_dtype, optimizer_step, trainable
 
 HEAD_INITS = ("target", "random")
+AUTOCASTS = ("auto", "bfloat16", "none")
 
 
 @dataclass(frozen=True)
@@ -45,6 +46,7 @@ class Eagle3TrainConfig:
     lr: float = 1e-3
     clip: float = 0.5  # the reference's gradient clipping (DeepSpeed: by global norm)
     head_init: str = "target"  # the head's rows (and its norm) start from the target's head; "random" = the reference's
+    autocast: str = "auto"  # mixed precision as the reference's fp16 autocast: auto = bfloat16 where the draft runs in it
     max_seq_len: int = 512
     heldout_every: int = 20
     seed: int = 0
@@ -58,6 +60,12 @@ class Eagle3TrainConfig:
             raise ConfigError(f"eagle3 train: head_init must be one of {', '.join(HEAD_INITS)}")
         if not 0 < self.decay <= 1:
             raise ConfigError("eagle3 train: decay must be in (0, 1]")
+        if self.autocast not in AUTOCASTS:
+            raise ConfigError(f"eagle3 train: autocast must be one of {', '.join(AUTOCASTS)}")
+
+    def mixed_precision(self, target: torch.nn.Module) -> bool:
+        """Whether the forward runs under bfloat16 autocast (fp32 master weights and optimiser either way)."""
+        return self.autocast == "bfloat16" or (self.autocast == "auto" and draft_dtype("auto", target) == torch.bfloat16)
 
 
 def _batches(windows: list[tuple[int, int]], per_batch: int, order: list[int]) -> Iterator[list[tuple[int, int]]]:
@@ -127,6 +135,7 @@ def train_eagle3(target: torch.nn.Module, tokenizer: Any, corpora: Sequence[str]
     head_w = target.get_output_embeddings().weight.detach().float()
     head_w = head_w if vocab is None else head_w[vocab.ids.to(head_w.device)]  # [N, H]
     opt = torch.optim.AdamW([p for p in layer.parameters() if p.requires_grad], lr=cfg.lr, betas=(0.9, 0.95))
+    amp = cfg.mixed_precision(target)
     windows = runs(data.train_starts, cfg.window)
     per_batch = max(1, cfg.batch_size // cfg.window)
     total = math.ceil(len(windows) / per_batch) * cfg.epochs
@@ -140,8 +149,9 @@ def train_eagle3(target: torch.nn.Module, tokenizer: Any, corpora: Sequence[str]
             scale = (step + 1) / warmup if step < warmup else 0.5 * (1 + math.cos(math.pi * (step - warmup) / max(1, total - warmup)))
             for g in opt.param_groups:
                 g["lr"] = cfg.lr * scale
-            loss, _, _ = ttt_loss(layer, gather(data, batch, cfg.window, cfg.ttt_steps, device), cfg.ttt_steps, head_w,
-                                  cfg.decay)
+            with torch.autocast(device.type, dtype=torch.bfloat16, enabled=amp):
+                loss, _, _ = ttt_loss(layer, gather(data, batch, cfg.window, cfg.ttt_steps, device), cfg.ttt_steps,
+                                      head_w, cfg.decay)
             optimizer_step(opt, loss, bar, clip=cfg.clip, clip_by="norm")
             step += 1
     bar.close()

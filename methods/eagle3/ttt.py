@@ -96,7 +96,7 @@ def ttt_loss(layer: Eagle3Layer, batch: Windows, steps: int, head_w: torch.Tenso
     """
     w, rows = batch.rows.shape[1], batch.rows
     n_rows = int(rows.sum())
-    with torch.no_grad():
+    with torch.no_grad(), torch.autocast(rows.device.type, enabled=False):  # the teacher in fp32 under mixed precision
         teacher = F.softmax(batch.teacher.float() @ head_w.T, -1)  # [B, w + steps - 1, N]
         in_vocab = layer.t2d[batch.labels]  # [B, w + steps - 1]: the target's choice has a draft id
     total = torch.zeros((), device=rows.device)
