@@ -4,7 +4,7 @@ minutes on a loaded machine; cached in a temporary cache, then reused)."""
 import numpy as np
 import pytest
 
-import specbench.run.runner as runner_mod
+import specbench.run.budgets as runner_mod
 from specbench.reports.budget_report import auto_ratios, auto_vs_default_table
 from specbench.config.run_config import RunConfig
 from specbench.run.plan import make_plan, run_dir_for

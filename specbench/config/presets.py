@@ -40,6 +40,7 @@ SPEC_BENCH_METHODS: dict[str, dict[str, Any]] = {
     "pld": {"max_ngram": 3, "num_draft": 10},  # draft_matching_window_size=3, draft_num_candidate_tokens=10
     "lookahead": {"ngram": 5, "window": 7, "guess": 7},  # eval.sh: --level 5 --window 7 --guess 7
     "rest": {"c": 64, "n_max": 16},  # --num-draft 64, --max-token-span 16
+    "recycling": {"topk": 8, "tree_version": "2.2.2"},  # inference_recycling.py: --output-id-topk 8, --tree_version 2.2.2
 }
 
 # known targets -> published drafters (hub ids), as Spec-Bench's eval.sh points to them

@@ -61,6 +61,8 @@ class RunConfig:
     verify: bool = True  # stream every weight and datastore file against its reference hash (--no-verify: trust it)
     chat_template: str = "auto"  # how turns become prompt text: auto, model, vicuna, llama-2, raw or a file (chat_templates.py)
     preset: str | None = None  # a named protocol whose values filled the unset settings (presets.py), e.g. spec-bench
+    batch_size: tuple[int, ...] = (1,)  # sequences decoded together; several = each size side by side (batch_loop.py)
+    refill: bool = False  # batches refilled from the queue as sequences finish (continuous batching), not static
 
     def validate(self) -> None:
         if self.limit is not None and self.limit < 1:
@@ -91,6 +93,12 @@ class RunConfig:
                 raise ConfigError(f"method_options.{method}: expected a mapping of options, got {opts!r}")
         if self.tie_threshold is not None and not 0 <= self.tie_threshold < 1:
             raise ConfigError(f"--tie-threshold must be in [0, 1), got {self.tie_threshold}")
+        if not self.batch_size or any(b < 1 for b in self.batch_size):
+            raise ConfigError(f"--batch-size must be positive integers, got {','.join(map(str, self.batch_size))}")
+        if len(set(self.batch_size)) != len(self.batch_size):
+            raise ConfigError(f"--batch-size lists a size twice: {','.join(map(str, self.batch_size))}")
+        if self.refill and max(self.batch_size) == 1:
+            raise ConfigError("--refill needs --batch-size above 1 (it refills a batch's finished slots)")
         self.sampling.validate()
 
     @property

@@ -76,6 +76,11 @@ def add_run_arguments(parser: argparse.ArgumentParser, omit: tuple[str, ...] = (
                    "as Spec-Bench), llama-2, raw, or a Jinja template file")
     p.add_argument("--preset", choices=PRESETS, help="a named protocol filling every setting not given explicitly: "
                    + describe().replace("%", "%%"))
+    p.add_argument("--batch-size", metavar="B[,B...]", help="sequences of a task decoded together, each with its own "
+                   "draft, verified in one forward (default 1); a list (1,2,4,8) runs every size side by side, each "
+                   "method's speedup taken against AR at the same size")
+    p.add_argument("--refill", action="store_true", help="with --batch-size: a finished sequence's slot takes the "
+                   "next question at once (continuous batching) instead of waiting for its batch to finish")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
 
 
@@ -120,12 +125,15 @@ def config_from_args(args: argparse.Namespace) -> RunConfig:
         "seed": args.seed,
         "budget": args.budget,
         "chat_template": getattr(args, "chat_template", None),
+        "batch_size": args.batch_size.split(",") if getattr(args, "batch_size", None) is not None else None,
     }
     values.update({k: v for k, v in flags.items() if v is not None})
     if args.allow_mismatch:
         values["allow_mismatch"] = True
     if getattr(args, "no_verify", False):
         values["verify"] = False
+    if getattr(args, "refill", False):
+        values["refill"] = True
     opts = values.get("method_options") or {}
     for method, kv in parse_method_opts(args.method_opt).items():
         opts.setdefault(method, {}).update(kv)

@@ -35,9 +35,11 @@ class Draft:
         return 0 if self.aux is None else len(self.aux)
 
 
-def draft_step(drafter: Drafter, ctx: DraftContext, room: int, budget: DraftBudget | None, started: float) -> Draft:
+def draft_step(drafter: Drafter, ctx: DraftContext, room: int, budget: DraftBudget | None, started: float,
+               select: bool = True) -> Draft:
     """The drafter's proposal for ``ctx``, cut to ``room - 1`` draft tokens and, with a ``budget``, to the
-    part worth verifying (priced with the drafting seconds since ``started``, a ``perf_counter`` time)."""
+    part worth verifying (priced with the drafting seconds since ``started``, a ``perf_counter`` time;
+    ``select=False``: a batched step selects for every sequence at once, ``DraftBudget.select_batch``)."""
     proposal = drafter.propose(ctx)
     draft = Draft(proposal.tree, proposal.aux, proposal.draft_probs, proposal.accept_depth) \
         if isinstance(proposal, Proposal) else Draft(proposal)
@@ -48,10 +50,16 @@ def draft_step(drafter: Drafter, ctx: DraftContext, room: int, budget: DraftBudg
     tree = tree.truncated(room - 1) if len(tree) else None
     if draft.draft_probs is not None and tree is not full:
         draft.draft_probs = None if tree is None else draft.draft_probs[full.kept_nodes(room - 1)]
-    if tree is not None and budget is not None:
-        keep = budget.select(tree, time.perf_counter() - started, draft.aux_rows, len(ctx.tokens)).keep
-        if len(keep) < len(tree):
-            draft.draft_probs = None if draft.draft_probs is None or not keep else draft.draft_probs[keep]
-            tree = tree.subtree(keep) if keep else None
     draft.tree = tree
+    if tree is not None and budget is not None and select:
+        keep_nodes(draft, budget.select(tree, time.perf_counter() - started, draft.aux_rows, len(ctx.tokens)).keep)
     return draft
+
+
+def keep_nodes(draft: Draft, keep: list[int]) -> None:
+    """Cut ``draft``'s tree to the nodes ``keep`` (tree order, prefix-closed), its draft distributions too."""
+    tree = draft.tree
+    if tree is None or len(keep) == len(tree):
+        return
+    draft.draft_probs = None if draft.draft_probs is None or not keep else draft.draft_probs[keep]
+    draft.tree = tree.subtree(keep) if keep else None

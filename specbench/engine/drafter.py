@@ -87,18 +87,27 @@ class StepResult:
     """What the engine tells a drafter after verification: which of its nodes were accepted.
 
     ``aux_predictions``: the model's greedy token at each auxiliary row of the proposal, if it had any.
+
+    ``row_topk``: ``[1 + len(tree), k]`` the ids of the k largest logits of every verified tree row, best
+    first (row 0 is the step's root, the last token of the ``DraftContext`` the drafter was given; row
+    ``i + 1`` is tree node ``i``; auxiliary rows excluded), on the target's device. Only a drafter whose
+    ``row_topk`` attribute is k > 0 gets it, and only after a step it proposed for, so other methods pay
+    nothing. Example: root 7, the chain ``[4, 9]``, k = 2 -> ``[[4, 1], [9, 4], [2, 0]]``: the model's two
+    likeliest tokens after 7, after 7 4, after 7 4 9 (Token Recycling keeps them as each token's successors).
     """
 
     tree: DraftTree | None
     accepted_nodes: list[int]  # tree node indices on the accepted path, root excluded
     bonus: int
     aux_predictions: list[int] | None = None
+    row_topk: torch.Tensor | None = None  # [1 + len(tree), k] token ids, when the drafter asks for them
 
 
 @runtime_checkable
 class Drafter(Protocol):
     """A drafting method. ``propose`` returns a ``DraftTree`` (a chain is a tree), a ``Proposal``
-    (tree + auxiliary rows) or ``None``."""
+    (tree + auxiliary rows) or ``None``. Optional: a ``row_topk`` attribute and a ``learn`` method
+    (``BaseDrafter`` documents both)."""
 
     def begin(self, prompt_ids: list[int]) -> None:
         """Called once before each generation (reset per-sequence state)."""
@@ -111,15 +120,24 @@ class Drafter(Protocol):
 
 
 class BaseDrafter:
-    """Convenience base with no-op ``begin``/``observe``; subclasses implement ``propose``.
+    """Convenience base with no-op ``begin``/``observe``/``learn``; subclasses implement ``propose``.
 
-    ``feature_layers``: the target layers whose hidden states the drafter reads (``DraftContext.layer_states``);
-    empty (the default) costs nothing: the target then runs without collecting intermediate states. Any
-    drafter, not only a ``BaseDrafter``, may declare it as an attribute; the engine reads it at the start
-    of each generation.
+    Three optional capabilities, off here:
+    - ``feature_layers``: the target layers whose hidden states the drafter reads (``DraftContext.layer_states``);
+      empty (the default) costs nothing: the target then runs without collecting intermediate states. Any
+      drafter, not only a ``BaseDrafter``, may declare it as an attribute; the engine reads it at the start
+      of each generation.
+    - ``row_topk`` (int, 0 = off): how many top token ids of each verified row ``StepResult.row_topk``
+      carries (the engine computes them only for a drafter that sets it).
+    - ``learn(prompt_ids, output_ids)``: the runner calls it after each timed generation of the drafter's
+      (method, task) with that generation's finished output, and on a resumed run replays it from the
+      records in plan order. A drafter whose state across generations comes only from ``learn`` (not from
+      what it saw inside generations) therefore gives a resumed run the same records as an uninterrupted one.
+      Warm-up generations run on separate instances and are never learned from.
     """
 
     feature_layers: tuple[int, ...] = ()
+    row_topk: int = 0
 
     def begin(self, prompt_ids: list[int]) -> None:
         return None
@@ -128,4 +146,7 @@ class BaseDrafter:
         raise NotImplementedError
 
     def observe(self, result: StepResult) -> None:
+        return None
+
+    def learn(self, prompt_ids: list[int], output_ids: list[int]) -> None:
         return None

@@ -34,6 +34,10 @@ class Generation:
     draft_depths: list[int] = field(default_factory=list)
     margin_rows: list[torch.Tensor] = field(default_factory=list)  # per pass, the emitting logits rows [k, V]
     token_logprobs: list[float] = field(default_factory=list)  # sampling only: target log-prob per emitted token
+    # batched decoding only (``batch_loop.py``), seconds from the batch's start: when the sequence entered
+    # the batch (0 unless it refilled a finished one's slot) and when it emitted its last token
+    admitted_s: float | None = None
+    finished_s: float | None = None
 
     @property
     def forward_passes(self) -> int:

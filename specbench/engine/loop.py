@@ -108,7 +108,8 @@ class Engine:
             gen.add_pass(draft.tree, draft.aux_rows, t_draft, now() - t)
             # 5. emit and stop
             emitted = self._emit(st, ver, logits, record_margins)
-            self._feedback(st, drafter, draft_budget if drafting else None, draft.tree, ver, layer_states)
+            topk = _row_topk(drafter, logits, compiled.tree_rows) if drafting else None
+            self._feedback(st, drafter, draft_budget if drafting else None, draft.tree, ver, layer_states, topk)
             gen.step_times_s.append(now() - t_step)
             if emitted[-1] in self.stop_ids:
                 break
@@ -139,7 +140,7 @@ class Engine:
                          [] if layer_states is None else [layer_states])
 
     def _draft_step(self, st: "_Decoding", drafter: Drafter, room: int, budget: DraftBudget | None,
-                    started: float) -> Draft:
+                    started: float, select: bool = True) -> Draft:
         """Step 1: the drafter proposes from the context it may read (``draft_step.py`` shapes the proposal)."""
         unseen = st.fresh[0] if len(st.fresh) == 1 else torch.cat(st.fresh)
         unseen_layers = None
@@ -149,7 +150,7 @@ class Engine:
         max_depth = room - 1 if budget is None else min(room - 1, budget.depth_hint(len(st.tokens)))
         ctx = DraftContext(st.tokens, st.prompt_len, st.last_hidden, self.model, max_depth, unseen, sampler=st.sampler,
                            layer_states=unseen_layers)
-        return draft_step(drafter, ctx, room, budget, started)
+        return draft_step(drafter, ctx, room, budget, started, select)
 
     def _emit(self, st: "_Decoding", ver: Verification, logits: torch.Tensor, record_margins: bool) -> list[int]:
         """Step 5: append the accepted tokens and the bonus (cut after a stop token); the bonus is the next root."""
@@ -172,7 +173,8 @@ class Engine:
 
     @staticmethod
     def _feedback(st: "_Decoding", drafter: Drafter | None, budget: DraftBudget | None, tree: DraftTree | None,
-                  ver: Verification, layer_states: torch.Tensor | None = None) -> None:
+                  ver: Verification, layer_states: torch.Tensor | None = None,
+                  row_topk: torch.Tensor | None = None) -> None:
         """Tell the budget and the drafter which nodes were accepted; keep the rows' hidden states for the drafter
         (and the chosen layers' states, ``layer_states`` [n, m, h] of every verified row, when it asked)."""
         accepted = [r - 1 for r in ver.rows[1:]]
@@ -182,7 +184,16 @@ class Engine:
             st.fresh.append(ver.hidden[ver.rows])
             if layer_states is not None:
                 st.fresh_layers.append(layer_states[ver.rows])
-            drafter.observe(StepResult(tree, accepted, ver.bonus, ver.aux_predictions))
+            drafter.observe(StepResult(tree, accepted, ver.bonus, ver.aux_predictions, row_topk))
+
+
+def _row_topk(drafter: Drafter | None, logits: torch.Tensor, tree_rows: int) -> torch.Tensor | None:
+    """``[tree_rows, k]`` ids of each tree row's k largest logits, for a drafter whose ``row_topk`` is k > 0
+    (``StepResult.row_topk``); None, and nothing computed, for every other drafter."""
+    k = getattr(drafter, "row_topk", 0)
+    if not k:
+        return None
+    return logits[:tree_rows].topk(min(int(k), logits.shape[-1]), dim=-1).indices
 
 
 @dataclass

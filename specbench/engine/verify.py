@@ -127,6 +127,14 @@ class TargetModel:
         states = torch.stack([out.hidden_states[i][0] for i in layers], 1) if layers else None  # [n, m, h]
         return Forward(hidden, self.head(hidden[-1:] if last_logits_only else hidden), states)
 
+    def forward_batch(self, input_ids: torch.Tensor, cache: object, positions: torch.Tensor,
+                      mask: torch.Tensor) -> torch.Tensor:
+        """Hidden states ``[A, n, h]`` of a batched forward (tensors from ``batch_inputs.py``); the output
+        head runs afterwards on the rows that need logits only (a padding row needs none)."""
+        out = self.base(input_ids=input_ids, attention_mask=mask, position_ids=positions, past_key_values=cache,
+                        use_cache=True)
+        return out.last_hidden_state
+
 
 def accept_greedy(compiled: CompiledTree, logits: torch.Tensor, hidden: torch.Tensor) -> Verification:
     """Follow the model's argmax from the root down the tree while a child matches it."""

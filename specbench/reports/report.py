@@ -17,6 +17,8 @@ from specbench.catalog import BASELINE, OVERALL
 from specbench.engine.sampling_config import manifest_sampling
 from specbench.files.jsonfile import write_outputs
 from specbench.profiling.profile import load_profile
+from specbench.reports import batch_report as BR
+from specbench.reports.batch_report import batch_stats
 from specbench.reports import metric_tables as MT
 from specbench.reports.budget_report import auto_vs_default_table, prediction_table
 from specbench.reports.labels import backend_label, ran_on_cpu
@@ -137,6 +139,25 @@ def _metric_sections(run: Run, stats: dict[str, dict[str, Cell]], categories: di
     return parts
 
 
+def _batch_sections(run: Run, by_size: dict[int, dict[str, dict[str, Cell]]], fmt: str = "github") -> str:
+    """The batch-size tables (``batch_report.py``) and, per batch size above 1, its speedup per subtask."""
+    base = run.base_batch()
+    parts = [f"## Batch sizes {', '.join(map(str, by_size))}\n\nThe tables above are at batch size {base}; here "
+             "every size, each method against AR at the same size."]
+    for t in (BR.speedup_table(run, by_size), BR.latency_table(run), BR.lossless_table(run)):
+        parts.append(f"### {t.title}\n\n" + tabulate(t.rows, headers=t.headers, tablefmt=fmt))
+    for size, stats in by_size.items():
+        if size == base:
+            continue
+        view = run.at_batch(size)
+        cols = view.subtasks() + [OVERALL]
+        rows = [[m] + [stats[m][c].speedup_text() if c in stats.get(m, {}) else "-" for c in cols] for m in view.methods()]
+        parts.append(f"### Speedup at batch size {size}\n\n" + tabulate(rows, headers=["method"] + cols, tablefmt=fmt))
+    if BR.write_plot(run, by_size, run.path):
+        parts.append(f"Plot: `{BR.PLOT_FILE}`.")
+    return "\n\n".join(parts) + "\n"
+
+
 FORMATS = ("md", "json", "csv")
 REPORT_FILE = "report.md"
 
@@ -150,6 +171,9 @@ def write_report(run_dir: str | Path, fmt: str = "md") -> str:
     run = load_run(run_dir)
     stats, categories = run_stats(run), category_stats(run)
     text = f"# specbench report\n\n{render(run, stats=stats, categories=categories)}"
+    by_size = batch_stats(run) if run.batch_sizes() != [1] else None
+    if by_size:
+        text += "\n" + _batch_sections(run, by_size)
     if not run.records:
         write_outputs(run.path, {REPORT_FILE: text})
         return text

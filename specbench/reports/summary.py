@@ -86,20 +86,32 @@ def run_json(run: Run) -> dict[str, Any]:
 def build_summary(run: Run, n_boot: int = DEFAULT_BOOTSTRAP, seed: int = DEFAULT_SEED,
                   stats: dict[str, dict[str, Cell]] | None = None,
                   categories: dict[str, dict[str, Cell]] | None = None) -> dict[str, Any]:
-    """The ``summary.json`` object of ``run`` (pass ``stats`` / ``categories`` already computed to reuse them)."""
+    """The ``summary.json`` object of ``run`` (pass ``stats`` / ``categories`` already computed to reuse them).
+
+    A run decoded at several batch sizes: ``methods`` at its ``base_batch`` (``run.batch_size``), and every
+    size under ``by_batch_size`` (``{"4": [methods at batch size 4], ...}``).
+    """
     stats = run_stats(run, n_boot, seed) if stats is None else stats
     categories = category_stats(run, n_boot=n_boot, seed=seed) if categories is None else categories
-    methods = []
-    for method, cells in stats.items():
-        methods.append({
-            "method": method,
-            "lossless_status": lossless_status(cells, method),
-            "overhead": method_overhead(run.manifest, method),
-            "subtasks": {sub: cell_json(c) for sub, c in cells.items()},
-            "categories": {cat: cell_json(c) for cat, c in (categories.get(method) or {}).items()},
-        })
-    return {"summary_schema_version": SUMMARY_SCHEMA_VERSION, "run": run_json(run),
-            "bootstrap": {"resamples": n_boot, "seed": seed, "confidence": 0.95}, "methods": methods}
+    out = {"summary_schema_version": SUMMARY_SCHEMA_VERSION, "run": run_json(run),
+           "bootstrap": {"resamples": n_boot, "seed": seed, "confidence": 0.95},
+           "methods": _methods_json(run, stats, categories)}
+    if run.batch_sizes() != [1]:
+        out["run"]["batch_size"] = run.base_batch()
+        out["by_batch_size"] = {}
+        for size in run.batch_sizes():
+            view = run.at_batch(size)
+            out["by_batch_size"][str(size)] = _methods_json(view, run_stats(view, n_boot, seed),
+                                                            category_stats(view, n_boot=n_boot, seed=seed))
+    return out
+
+
+def _methods_json(run: Run, stats: dict[str, dict[str, Cell]], categories: dict[str, dict[str, Cell]]) -> list[dict]:
+    return [{"method": method, "lossless_status": lossless_status(cells, method),
+             "overhead": method_overhead(run.manifest, method),
+             "subtasks": {sub: cell_json(c) for sub, c in cells.items()},
+             "categories": {cat: cell_json(c) for cat, c in (categories.get(method) or {}).items()}}
+            for method, cells in stats.items()]
 
 
 CSV_COLUMNS = (

@@ -53,7 +53,7 @@ def series_of(points: list[SweepPoint]) -> dict[str, list[tuple[str, int]]]:
 
 def write_sweep_plot(method: str, results: list[PointResult], path: Path) -> None:
     """``path`` (PNG): Overall speedup with 95% CI error bars and tau against the first key's values."""
-    from specbench.reports.leaderboard.plots import pyplot
+    from specbench.reports.figures import pyplot
 
     plt = pyplot()
     key = results[0].point.options[0][0]

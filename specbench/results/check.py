@@ -114,7 +114,7 @@ def check_run(run_dir: str | Path, strict: bool = False, decode: bool = True,
               partial: bool = False) -> tuple[int, list[str]]:
     """(exit code, report lines): 1 if any record is a mismatch (or a tie with ``strict``), or records the
     manifest expects are missing (unless ``partial``), else 0."""
-    run = load_run(run_dir)
+    run = load_run(run_dir, every_batch=True)
     if run.manifest.get("imported"):
         raise UserError(f"{run_dir}: {run.manifest['imported'].get('note')}")
     if not run.records:
@@ -123,7 +123,10 @@ def check_run(run_dir: str | Path, strict: bool = False, decode: bool = True,
         check_ids_against_tokenizer(run)
     incomplete, missing_lines = completeness(run, partial)
     if not manifest_sampling(run.manifest).greedy:
-        code, lines = check_sampled(run, strict)
+        code, lines = 0, []
+        for size in run.batch_sizes():  # each batch size against AR at the same size
+            c, ls = check_sampled(run.at_batch(size), strict)
+            code, lines = max(code, c), lines + ([f"batch {size}: {x}" for x in ls] if run.batch_sizes() != [1] else ls)
         return max(code, incomplete), _verdict_last(lines, missing_lines)
     ar: dict[Unit, Record] = {r.unit: r for r in run.records if r.method == BASELINE and r.repeat == 0}
     config = run.manifest.get("config") or {}
@@ -131,7 +134,7 @@ def check_run(run_dir: str | Path, strict: bool = False, decode: bool = True,
     lines = []
     records = []
     for r in run.records:
-        if r.method != BASELINE:
+        if r.method != BASELINE or r.unit.batch != 1:  # (AR decoded in a batch is checked like a method)
             derived = rederive(r, ar.get(r.unit.reference()), threshold)
             if derived.lossless_class != r.lossless_class:
                 lines.append(f"RELABELLED {r.method} {r.unit}: stored {r.lossless_class}, output ids say "
@@ -141,8 +144,9 @@ def check_run(run_dir: str | Path, strict: bool = False, decode: bool = True,
     counts: dict[str, dict[str, int]] = {}
     bad = [r for r in records if r.lossless_class in (MISMATCH, TIE)]
     for r in records:
-        if r.method != BASELINE:
-            c = counts.setdefault(r.method, dict.fromkeys((*LOSSLESS_CLASSES, "unchecked"), 0))
+        if r.method != BASELINE or r.unit.batch != 1:
+            name = r.method if r.unit.batch == 1 else f"{r.method} at batch {r.unit.batch}"
+            c = counts.setdefault(name, dict.fromkeys((*LOSSLESS_CLASSES, "unchecked"), 0))
             c[r.lossless_class or "unchecked"] += 1
     tokenizer = load_run_tokenizer(run.manifest) if decode and bad else None
     for r in sorted(bad, key=lambda r: (r.lossless_class != MISMATCH, r.method, r.task, r.question_id)):

@@ -1,10 +1,10 @@
 """The result record: one generation of one method on one unit of work, and its JSON form.
 
-A ``Unit`` is the unit of work every part of specbench pairs on: (task, question, turn, repeat), turns
-1-based, repeats 0-based. A ``Record`` is what the runner writes per (method, unit); ``stats``,
+A ``Unit`` is the unit of work every part of specbench pairs on: (task, question, turn, repeat, batch),
+turns 1-based, repeats 0-based, ``batch`` the batch size it was decoded at (1 unless ``--batch-size``). A ``Record`` is what the runner writes per (method, unit); ``stats``,
 ``check``, ``merge`` and the tests read the same type back.
 
-Fields (``SCHEMA_VERSION`` 6):
+Fields (``SCHEMA_VERSION`` 7):
 - identity: ``method, task, subtask, task_version, question_id, category, turn, repeat``
 - work: ``prompt_tokens, new_tokens, output_ids``
 - timing: ``wall_time_s`` (whole generation incl. prefill, tokenisation excluded), ``draft_time_s``,
@@ -25,13 +25,18 @@ Fields (``SCHEMA_VERSION`` 6):
   processed sampling distribution, the distributional sanity statistic; such records have no token check)
 - ``config_digest`` (schema 6): the digest of the configuration that produced it (the manifest's), so readers
   refuse records of another run mixed into a file (``specbench.results.validation``); null before schema 6
+- batching (schema 7; null = batch size 1): ``batch_size``; ``batch_wall_time_s`` (the whole batch's wall
+  time: ``wall_time_s`` is its equal share, so pooled time over a batch's records is the batch's time and
+  pooled tokens over time its throughput); ``admitted_s`` / ``finished_s``, seconds from the batch's start
+  to the sequence's admission (0 unless it refilled a finished one's slot) and to its last token
 - memory: ``peak_memory_bytes`` and ``peak_memory_kind`` (``specbench.profiling.memory``: CUDA max allocated, or the
   CPU peak RSS), reset before each generation
 
 Schema 2 -> 3 added only the optional AR margins and peak memory (null when absent); 3 -> 4 only the
 optional per-pass depths and verify / step times and the prefill time (null when absent: reports show
 ``-`` for the latency and per-position figures of such records); 4 -> 5 only the optional sampling fields
-(null when absent: greedy); 5 -> 6 only the optional ``config_digest`` (null when absent: not checked).
+(null when absent: greedy); 5 -> 6 only the optional ``config_digest`` (null when absent: not checked);
+6 -> 7 only the optional batching fields (null when absent: batch size 1).
 
 Schema 1 (before the typed record) allowed an integer ``question_id`` and left ``repeat``,
 ``forward_passes``, the time sums and ``subtask`` optional; ``from_json`` fills them as the readers of
@@ -41,9 +46,9 @@ schema 1 did, so old runs report identically.
 ...     "turn": 1, "prompt_tokens": 3, "new_tokens": 2, "wall_time_s": 0.5, "accept_lengths": [1, 1],
 ...     "draft_sizes": [0, 0], "output_ids": [5, 6]})
 >>> rec.unit, rec.subtask, rec.forward_passes
-(Unit(task='gsm8k', question_id='7', turn=1, repeat=0), 'GSM8K', 2)
+(Unit(task='gsm8k', question_id='7', turn=1, repeat=0, batch=1), 'GSM8K', 2)
 >>> rec.to_json()["schema_version"], rec.prefill_time_s
-(6, None)
+(7, None)
 """
 from __future__ import annotations
 
@@ -53,29 +58,34 @@ from typing import Any, Sequence
 
 from specbench.catalog import task_label
 
-SCHEMA_VERSION = 6
-READABLE_VERSIONS = (1, 2, 3, 4, 5, 6)  # 2 to 5 read as is: every field they lack is optional
+SCHEMA_VERSION = 7
+READABLE_VERSIONS = (1, 2, 3, 4, 5, 6, 7)  # 2 to 6 read as is: every field they lack is optional
 
 
 @dataclass(frozen=True, order=True)
 class Unit:
-    """One unit of work: a question's turn (1-based) in one repeat (0-based).
+    """One unit of work: a question's turn (1-based) in one repeat (0-based), decoded at a batch size.
 
-    >>> str(Unit("mt_bench", "81", 2, 1))
-    'mt_bench/81 turn 2 repeat 1'
+    >>> str(Unit("mt_bench", "81", 2, 1)), str(Unit("gsm8k", "3", 1, 0, batch=4))
+    ('mt_bench/81 turn 2 repeat 1', 'gsm8k/3 turn 1 repeat 0 batch 4')
+    >>> Unit("gsm8k", "3", 1, 2, batch=4).reference()
+    Unit(task='gsm8k', question_id='3', turn=1, repeat=0, batch=1)
     """
 
     task: str
     question_id: str
     turn: int
     repeat: int = 0
+    batch: int = 1
 
     def __str__(self) -> str:
-        return f"{self.task}/{self.question_id} turn {self.turn} repeat {self.repeat}"
+        return f"{self.task}/{self.question_id} turn {self.turn} repeat {self.repeat}" + (
+            f" batch {self.batch}" if self.batch != 1 else "")
 
     def reference(self) -> "Unit":
-        """The unit whose AR output is the lossless reference (and the prompt of later turns): repeat 0."""
-        return dataclasses.replace(self, repeat=0)
+        """The unit whose AR output is the lossless reference (and the prompt of later turns): repeat 0 at
+        batch size 1 (a batched run always decodes AR alone too)."""
+        return dataclasses.replace(self, repeat=0, batch=1)
 
 
 def accepted_tokens(accept_lengths: Sequence[int]) -> int:
@@ -125,10 +135,14 @@ class Record:
     sampling: dict[str, Any] | None = None
     target_logprob: float | None = None
     config_digest: str | None = None
+    batch_size: int | None = None
+    batch_wall_time_s: float | None = None
+    admitted_s: float | None = None
+    finished_s: float | None = None
 
     @property
     def unit(self) -> Unit:
-        return Unit(self.task, self.question_id, self.turn, self.repeat)
+        return Unit(self.task, self.question_id, self.turn, self.repeat, self.batch_size or 1)
 
     @property
     def key(self) -> tuple[str, Unit]:
@@ -151,12 +165,16 @@ class Record:
     @classmethod
     def from_generation(cls, gen: Any, *, method: str, unit: Unit, subtask: str, task_version: str, category: str,
                         prompt_tokens: int, wall_time_s: float, memory: tuple[str | None, int | None],
-                        sampling: dict[str, Any] | None, config_digest: str | None) -> "Record":
+                        sampling: dict[str, Any] | None, config_digest: str | None,
+                        batch_wall_time_s: float | None = None) -> "Record":
         """The record of one ``engine.generation.Generation`` (its lossless verdict is added by the runner).
 
         Per-pass times are rounded to 0.1 us; ``target_logprob`` is the mean per emitted token when the
-        generation sampled; ``aux_sizes`` is kept only when a pass verified auxiliary rows.
+        generation sampled; ``aux_sizes`` is kept only when a pass verified auxiliary rows; the batching
+        fields only when ``unit.batch`` is above 1.
         """
+        batched = unit.batch != 1
+        times = (lambda t: None if t is None else round(t, 7)) if batched else (lambda t: None)
         rounded = lambda times: [round(t, 7) for t in times]  # noqa: E731
         logprobs = gen.token_logprobs
         return cls(
@@ -170,6 +188,8 @@ class Record:
             verify_times_s=rounded(gen.verify_times_s), step_times_s=rounded(gen.step_times_s),
             draft_depths=gen.draft_depths, aux_sizes=gen.aux_sizes if any(gen.aux_sizes) else None, sampling=sampling,
             target_logprob=round(sum(logprobs) / len(logprobs), 7) if logprobs else None, config_digest=config_digest,
+            batch_size=unit.batch if batched else None, batch_wall_time_s=batch_wall_time_s if batched else None,
+            admitted_s=times(gen.admitted_s), finished_s=times(gen.finished_s),
         )
 
     def to_json(self) -> dict[str, Any]:

@@ -22,7 +22,8 @@ class Run:
 
     path: Path
     manifest: dict[str, Any]
-    records: list[Record]
+    records: list[Record]  # a run decoded at several batch sizes: those of one size (``at_batch``)
+    every: list[Record] | None = None  # every record of the folder, all batch sizes (None: ``records``)
 
     @property
     def name(self) -> str:
@@ -39,12 +40,35 @@ class Run:
     def subtasks(self) -> list[str]:
         return order_subtasks({r.subtask for r in self.records})
 
+    def batch_sizes(self) -> list[int]:
+        """The batch sizes the folder's records were decoded at (``[1]`` for an unbatched run)."""
+        return sorted({r.unit.batch for r in self.every or self.records})
 
-def load_run(run_dir: str | Path) -> Run:
+    def at_batch(self, size: int) -> "Run":
+        """The run seen at one batch size: its records decoded ``size`` at a time, AR's included, so every
+        statistic pairs a method with AR at the same size."""
+        every = self.every or self.records
+        return Run(self.path, self.manifest, [r for r in every if r.unit.batch == size], every)
+
+    def base_batch(self) -> int:
+        """The batch size a report leads with: the smallest one at which a method other than AR ran."""
+        every = self.every or self.records
+        drafted = {r.unit.batch for r in every if r.method != BASELINE}
+        return min(drafted) if drafted else 1
+
+
+def load_run(run_dir: str | Path, every_batch: bool = False) -> Run:
     """Read ``manifest.json`` and ``records.jsonl`` of a run folder (FileNotFoundError if not a run), every
-    record checked against the manifest (``specbench.results.validation``: one-line ``RunFileError`` otherwise)."""
+    record checked against the manifest (``specbench.results.validation``: one-line ``RunFileError`` otherwise).
+
+    A run decoded at several batch sizes is seen at its ``base_batch`` (every statistic pairs records of
+    one size), with the other sizes in ``every`` (``at_batch``); ``every_batch``: all records at once.
+    """
     path = Path(run_dir)
     if not path.is_dir():
         raise FileNotFoundError(f"run folder not found: {run_dir}")
     manifest = read_manifest(path)
-    return Run(path, manifest, read_validated_records(path, manifest))
+    run = Run(path, manifest, read_validated_records(path, manifest))
+    if every_batch or run.batch_sizes() == [1]:
+        return run
+    return run.at_batch(run.base_batch())

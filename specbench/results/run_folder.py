@@ -6,7 +6,7 @@
 >>> with RecordWriter(d) as w:
 ...     w.write(Record("ar", "gsm8k", "GSM8K", "1", "q1", "", 1, 0, 3, 1, 0.1, 1, 0.0, 0.1, [1], [0], [0.0], [9]))
 >>> [r.unit for r in read_records(d)]
-[Unit(task='gsm8k', question_id='q1', turn=1, repeat=0)]
+[Unit(task='gsm8k', question_id='q1', turn=1, repeat=0, batch=1)]
 """
 from __future__ import annotations
 
@@ -24,6 +24,7 @@ from specbench.results.record import Record
 RECORDS_FILE = "records.jsonl"
 MANIFEST_FILE = "manifest.json"
 PROFILE_FILE = "profile.json"  # the cost profile budget=auto used (runs with an auto method only)
+BATCH_PROFILE_FILE = "batch_profile.json"  # its batched forwards' costs (budget=auto at --batch-size above 1)
 
 
 # the manifest keys readers look into, and their JSON types (None is allowed for each: older manifests)

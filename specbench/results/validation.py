@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from specbench.catalog import BASELINE
 from specbench.engine.sampling_config import manifest_sampling, sampling_from_dict
 from specbench.results.record import Record, Unit
 from specbench.results.run_folder import MANIFEST_FILE, RECORDS_FILE, RunFileError, read_numbered_records
@@ -115,13 +116,16 @@ def read_validated_records(run_dir: str | Path, manifest: dict[str, Any]) -> lis
 
 
 def expected_keys(manifest: dict[str, Any], records: list[Record]) -> list[tuple[str, Unit]]:
-    """Every (method, unit) the manifest's plan holds: its methods x questions x turns x repeats.
+    """Every (method, unit) the manifest's plan holds: its methods x questions x turns x repeats x batch sizes
+    (AR always at batch size 1 too: the lossless reference of a batched run).
 
     The turns of each question are the manifest's ``turns`` (``{task: [n per question]}``); manifests
     from before it: the most turns any record of that question has (at least 1).
     """
     cfg = manifest.get("config") or {}
     methods = [str(m) for m in cfg.get("methods") or []]
+    sizes = [int(b) for b in cfg.get("batch_size") or [1]]
+    labels = [(m, b) for b in sorted(set(sizes) | {1}) for m in methods if b in sizes or m == BASELINE]
     questions = manifest.get("questions") or {}
     repeats = cfg.get("repeats") if isinstance(cfg.get("repeats"), int) else 1
     turns_of: dict[tuple[str, str], int] = {}
@@ -133,7 +137,7 @@ def expected_keys(manifest: dict[str, Any], records: list[Record]) -> list[tuple
         counts = listed.get(task) if isinstance(listed.get(task), list) and len(listed[task]) == len(ids) else None
         for i, qid in enumerate(map(str, ids)):
             n = counts[i] if counts else turns_of.get((task, qid), 1)
-            keys += [(m, Unit(task, qid, t, rep)) for t in range(1, n + 1) for rep in range(repeats) for m in methods]
+            keys += [(m, Unit(task, qid, t, rep, b)) for t in range(1, n + 1) for rep in range(repeats) for m, b in labels]
     return keys
 
 

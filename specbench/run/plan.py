@@ -53,13 +53,15 @@ class Plan:
         return self.options.get(label, {})
 
     def jobs(self) -> Iterator[tuple[Unit, Question, str]]:
-        """(unit, question, method): per question and turn every method (baseline first) and repeat, so
-        machine drift hits all methods alike and turn 2 finds the baseline's turn-1 answer."""
+        """(unit, question, method) at batch size 1: per question and turn every method (baseline first) and
+        repeat, so machine drift hits all methods alike and turn 2 finds the baseline's turn-1 answer. (With
+        ``--batch-size`` not listing 1, only the baseline: the lossless reference; ``batch_jobs.py``.)"""
+        methods = self.methods if 1 in self.config.batch_size else [BASELINE]
         for task, qs in self.questions.items():
             for q in qs:
                 for turn in range(1, len(q.turns) + 1):
                     for rep in range(self.config.repeats):
-                        for method in self.methods:
+                        for method in methods:
                             yield Unit(task, q.question_id, turn, rep), q, method
 
 
@@ -148,6 +150,9 @@ def config_digest(plan: Plan) -> str:
         cfg["chat_template_sha256"] = template_file_digest(plan.config.chat_template)
     if cfg.get("preset") is None:  # (the preset's values are in the other fields; its name only labels them)
         cfg.pop("preset", None)
+    if tuple(cfg.get("batch_size") or (1,)) == (1,) and not cfg.get("refill"):  # unbatched runs keep their digests
+        cfg.pop("batch_size", None)
+        cfg.pop("refill", None)
     cfg.update(methods=plan.methods, tasks=list(plan.tasks), shard=plan.shard)
     sourced = {n: t.version for n, t in plan.tasks.items() if ":" in n}  # jsonl:/hf: tasks: their content hash
     if sourced:  # (only then, so the digests of runs of built-in tasks stay what they were)
@@ -167,6 +172,8 @@ def run_dir_for(plan: Plan) -> Path:
             name += f"_T{c.temperature:g}"
         if c.split != DEFAULT_SPLIT:
             name += f"_{c.split}"
+        if c.batch_size != (1,):
+            name += f"_b{'-'.join(map(str, c.batch_size))}" + ("_refill" if c.refill else "")
         if plan.shard:
             name += f"_shard{plan.shard[0]}of{plan.shard[1]}"
         # many methods or custom tasks can make it longer than a file name may be: the digest keeps it unique

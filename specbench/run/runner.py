@@ -2,7 +2,10 @@
 
 Order of work: for each task, question and turn, every method runs (``ar`` first) before the next
 question, so machine drift hits all methods alike. Each method gets warm-up generations before any
-timing. At temperature > 0 every generation samples with a seed derived from ``--seed`` and its unit
+timing, on drafters (and draft budgets) built for the warm-up alone, so nothing a drafter learns across
+generations comes from them. After each timed generation the drafter of that (method, task) may
+``learn`` from its finished output; a resumed run replays that from the records in plan order
+(``drafter_state.py``). At temperature > 0 every generation samples with a seed derived from ``--seed`` and its unit
 (``specbench.engine.sampling_config.generation_seed``), the token-for-token lossless check is skipped (outputs differ
 legitimately) and each record carries its mean target log-probability per token instead. Records are appended and fsynced one by one; re-running the same command skips the records
 already present. MT-Bench turn 2 is prompted with the AR baseline's turn-1 answer for every method.
@@ -18,8 +21,7 @@ from typing import Any
 from tqdm import tqdm
 
 from specbench.catalog import BASELINE
-from specbench.config.method_labels import BUDGET_KEY
-from specbench.engine.budget import AUTO, DraftBudget
+from specbench.engine.budget import DraftBudget
 from specbench.engine.generation import Generation
 from specbench.engine.loop import Engine
 from specbench.engine.margins import recorded_or_recomputed
@@ -29,15 +31,17 @@ from specbench.files.jsonfile import write_json_atomic
 from specbench.models.device import synchronize
 from specbench.models.loading import LoadedModel, load_model, stop_token_ids, vocab_size
 from specbench.paths import cache_dir
-from specbench.profiling.cost_profile import cached_cost_profile, cost_function
 from specbench.profiling.memory import peak_memory, reset_peak
-from specbench.profiling.profile import load_profile, save_profile
 from specbench.prompts.task import Question
 from specbench.prompts.templates import PROBE, ChatTemplate, resolve_template
 from specbench.results.lossless import MISMATCH, classify
 from specbench.results.record import Record, Unit
 from specbench.results.run_folder import MANIFEST_FILE, PROFILE_FILE, RecordWriter, read_manifest
 from specbench.results.validation import read_validated_records
+from specbench.run.batch_jobs import batch_jobs
+from specbench.run.batch_runner import BatchRuns
+from specbench.run.budgets import build_budgets
+from specbench.run.drafter_state import first_pending, learn, replay
 from specbench.run.guards import (check_context, check_run_folder, check_same_config, check_same_model,
                                   check_same_prompts)
 from specbench.run.lock import RunLock
@@ -61,42 +65,31 @@ class Runner:
         self.mismatches = 0
         self.sampling = plan.config.sampling
         self.budgets: dict[tuple[str, str], DraftBudget] = {}  # (method label, task) -> its budget=auto state
+        self.batch_cost: Any = None  # budget=auto at batch sizes above 1: T_A(m) (profiling/batch_profile.py)
         self.profile_path: str | None = None
+        self._cost: Any = None  # the cost function the budgets price drafts with (warm-up budgets share it)
         self.digest: str | None = None
         self._template: ChatTemplate | None = None
 
     # -- setup -------------------------------------------------------------------------------
     def _build_drafters(self) -> tuple[dict[tuple[str, str], Any], dict[str, Any], dict[str, Any]]:
-        lm = self.loaded
         drafters: dict[tuple[str, str], Any] = {}
         configs: dict[str, Any] = {}
         artifacts: dict[str, Any] = {}
         for method in self.plan.methods:
             for task in self.plan.tasks:
-                env = MethodEnv.for_task(lm, self.plan.data_dir, cache_dir(), task)
-                drafter, cfg = build_drafter(method, self.plan.options_of(method), env)
+                drafter, cfg, env = self._build_one(method, task)
                 drafters[(method, task)] = drafter
                 configs[method] = cfg
                 if env.artifacts:
                     artifacts.setdefault(method, {})[task] = env.artifacts
         return drafters, configs, artifacts
 
-    def _build_budgets(self, configs: dict[str, Any]) -> dict[tuple[str, str], DraftBudget]:
-        """A ``DraftBudget`` per (auto method, task), its acceptance learned over that method's generations
-        on that task; the machine's cost profile is measured once (cached) and copied into the run folder."""
-        auto = [m for m in self.plan.methods if configs[m].get(BUDGET_KEY) == AUTO]
-        if not auto:
-            return {}
-        kept = self.run_dir / PROFILE_FILE
-        if kept.is_file():  # a resumed run keeps pricing drafts with the profile its first part used
-            profile, path = load_profile(kept), kept
-        else:  # (validated by the load: a damaged cached profile never reaches the run folder)
-            profile, path = cached_cost_profile(self.loaded, self.engine.backend.name, cache_dir())
-        cost = cost_function(profile)
-        if not kept.is_file():
-            save_profile(profile, kept)
-        self.profile_path = str(path)
-        return {(m, t): DraftBudget(cost) for m in auto for t in self.plan.tasks}
+    def _build_one(self, method: str, task: str) -> tuple[Any, dict[str, Any], MethodEnv]:
+        """A fresh drafter of ``method`` for ``task`` (None for AR), its config and the env its factory filled."""
+        env = MethodEnv.for_task(self.loaded, self.plan.data_dir, cache_dir(), task)
+        drafter, cfg = build_drafter(method, self.plan.options_of(method), env)
+        return drafter, cfg, env
 
     def _write_manifest(self, digest: str, configs: dict, artifacts: dict) -> None:
         lm = self.loaded
@@ -198,29 +191,45 @@ class Runner:
         self.target = self.engine.target  # the AR-margin forward of the lossless check runs on the same backend
         self.run_dir.mkdir(parents=True, exist_ok=True)
         drafters, configs, artifacts = self._build_drafters()
-        self.budgets = self._build_budgets(configs)
+        self.drafters = drafters
+        self.budgets, self._cost, self.batch_cost, self.profile_path = build_budgets(self, configs)
         self._write_manifest(digest, configs, artifacts)
 
         existing = read_validated_records(self.run_dir, read_manifest(self.run_dir))
         done = {r.key for r in existing}
         for r in existing:
-            if r.method == BASELINE and r.repeat == 0:
+            if r.method == BASELINE and r.unit == r.unit.reference():
                 self.ar_outputs[r.unit] = r.output_ids
                 self.ar_margins[r.unit] = r.token_margins
             self.mismatches += r.lossless_class == MISMATCH
 
         jobs = list(self.plan.jobs())
         todo = [(unit, q, method) for unit, q, method in jobs if (method, unit) not in done]
-        if not todo:
+        batched = BatchRuns(self, {r.key: r for r in existing})
+        pending = batched.pending(done)
+        if not todo and not pending:
             return self.mismatches
-        self._warm_up(drafters, todo)
-        bar = tqdm(total=len(jobs), initial=len(jobs) - len(todo), desc="bench", unit="gen",
-                   disable=not self.progress, file=sys.stderr, dynamic_ncols=True)
+        replay(drafters, jobs, {r.key: r for r in existing}, self.prompt_for)
+        total = len(jobs) + sum(len(j.units) for j in batch_jobs(self.plan))
+        left = len(todo) + sum(sum((j.method, u) not in done for u in j.units) for j in pending)
+        bar = tqdm(total=total, initial=total - left, desc="bench", unit="gen", disable=not self.progress,
+                   file=sys.stderr, dynamic_ncols=True)
         with RecordWriter(self.run_dir) as writer:
+            if todo:
+                self._warm_up(todo)
             for unit, q, method in todo:
                 bar.set_postfix_str(f"{unit.task}/{unit.question_id} t{unit.turn} {method}", refresh=False)
-                writer.write(self._one(drafters[(method, unit.task)], unit, q, method))
+                drafter, prompt = drafters[(method, unit.task)], self.prompt_for(unit, q)
+                rec = self._one(drafter, unit, q, method, prompt)
+                writer.write(rec)
+                learn(drafter, prompt, rec.output_ids)
                 bar.update(1)
+            if pending:
+                batched.warm_up(pending)
+            for job in pending:
+                bar.set_postfix_str(f"batch {job.size} {job.units[0].task} t{job.units[0].turn} {job.method}",
+                                    refresh=False)
+                bar.update(batched.run(job, done, writer))
         bar.close()
         return self.mismatches
 
@@ -231,22 +240,28 @@ class Runner:
                 prompt = self.prompt_for(Unit(task, q.question_id, 1), q)
                 check_context(self.loaded.model, len(prompt), self.cfg.max_new_tokens, f"{task}/{q.question_id}")
 
-    def _warm_up(self, drafters: dict, todo: list[tuple[Unit, Question, str]]) -> None:
-        """Warm every drafter left to time (each task's own: first calls, caches and kernels happen here,
-        not inside a timed generation), on the turn-1 prompt of that task's first pending question."""
-        first: dict[str, tuple[Unit, Question]] = {}
-        for unit, q, _method in todo:
-            first.setdefault(unit.task, (unit, q))
-        for task, (unit, q) in first.items():
-            prompt = self.prompt_for(Unit(task, unit.question_id, 1), q)
+    def _warm_up(self, todo: list[tuple[Unit, Question, str]]) -> None:
+        """Warm every method left to time on every task (first calls, caches and kernels happen here, not
+        inside a timed generation), on the turn-1 prompt of that task's first pending question.
+
+        The warm-up runs on drafters built for it alone, the same way as the timed ones (their artifacts are
+        not recorded again), and on fresh draft budgets: a drafter or budget that learns across generations
+        would otherwise have seen the first timed question's answer before it is timed, and a resumed run,
+        whose warm-up is on another question, would not give the same records. Dropped after each task."""
+        if not self.cfg.warmup:
+            return
+        for task, q in first_pending(todo).items():
+            prompt = self.prompt_for(Unit(task, q.question_id, 1), q)
+            drafters = {m: self._build_one(m, task)[0] for m in self.plan.methods}
+            budgets = {m: DraftBudget(self._cost) for m in self.plan.methods if (m, task) in self.budgets}
             for _ in range(self.cfg.warmup):
                 for method in self.plan.methods:
-                    self.engine.generate(prompt, drafters[(method, task)], self.cfg.max_new_tokens,
+                    self.engine.generate(prompt, drafters[method], self.cfg.max_new_tokens,
                                          record_margins=method == BASELINE and self.sampling.greedy,
-                                         sampling=self.sampling, draft_budget=self.budgets.get((method, task)))
+                                         sampling=self.sampling, draft_budget=budgets.get(method))
 
-    def _one(self, drafter: Any, unit: Unit, q: Question, method: str) -> Record:
-        prompt = self.prompt_for(unit, q)  # tokenisation outside the timed window
+    def _one(self, drafter: Any, unit: Unit, q: Question, method: str, prompt: list[int]) -> Record:
+        # ``prompt``: ``prompt_for(unit, q)``, tokenised outside the timed window
         check_context(self.loaded.model, len(prompt), self.cfg.max_new_tokens, str(unit))
         greedy = self.sampling.greedy
         seed = generation_seed(self.cfg.seed, unit.task, unit.question_id, unit.turn, unit.repeat)
@@ -257,16 +272,20 @@ class Runner:
                                      category=q.category, prompt_tokens=len(prompt), wall_time_s=wall,
                                      memory=(memory_kind, memory_peak), sampling=self.sampling.as_dict(),
                                      config_digest=self.digest)
-        if method == BASELINE:
-            if unit.repeat == 0:
-                self.ar_outputs[unit] = gen.output_ids
-                self.ar_margins[unit] = rec.token_margins
+        return self.checked(rec, unit, prompt)
+
+    def checked(self, rec: Record, unit: Unit, prompt: list[int]) -> Record:
+        """``rec`` with its lossless verdict against AR's output of ``unit.reference()`` (greedy runs); an AR
+        record at batch size 1, repeat 0 becomes that reference instead."""
+        if rec.method == BASELINE and unit == unit.reference():
+            self.ar_outputs[unit] = rec.output_ids
+            self.ar_margins[unit] = rec.token_margins
             return rec
-        if not greedy:  # sampled outputs differ from AR's by design: checked in distribution instead
-            return rec
+        if not self.sampling.greedy or (rec.method == BASELINE and unit.batch == 1):
+            return rec  # sampled outputs differ from AR's by design: checked in distribution instead
         ref_unit = unit.reference()
         ref = self.ar_outputs[ref_unit]
         margin = recorded_or_recomputed(self.ar_margins.get(ref_unit), self.target, prompt, ref)
-        result = classify(ref, gen.output_ids, margin, self.cfg.tie_threshold)
+        result = classify(ref, rec.output_ids, margin, self.cfg.tie_threshold)
         self.mismatches += result.lossless_class == MISMATCH
         return dataclasses.replace(rec, **result.as_record())

@@ -6,18 +6,10 @@ import io
 from typing import Any
 
 from specbench.catalog import BASELINE, OVERALL
+from specbench.reports.figures import pyplot
 from specbench.reports.leaderboard.tables import Group
 from specbench.reports.metric_tables import MAX_DEPTH_COLUMNS, drafting_rows, pooled_shares
 from specbench.results.stats import Cell
-
-
-def pyplot() -> Any:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    return plt
 
 
 def to_data_uri(fig: Any) -> str:

@@ -14,6 +14,7 @@ from typing import Any
 
 from specbench.catalog import BASELINE, OVERALL, order_subtasks
 from specbench.engine.sampling_config import sampling_label
+from specbench.reports import batch_report as BR
 from specbench.reports import metric_tables as MT
 from specbench.reports.labels import backend_label, dtype_label, hardware_label, model_label
 from specbench.reports.numfmt import fmt_num
@@ -88,9 +89,20 @@ def group_runs(runs: list[Run], n_boot: int, seed: int) -> list[Group]:
     mixed = len({g.sampling for g in groups.values()}) > 1
     for g in groups.values():
         g.show_sampling = mixed
-        g.tables = [main_table(g), details_table(g), *metric_tables(g)]
+        g.tables = [main_table(g), details_table(g), *metric_tables(g), *batch_tables(g, n_boot, seed)]
         g.footer = footer_lines(g)
     return list(groups.values())
+
+
+def batch_tables(g: Group, n_boot: int, seed: int) -> list[Table]:
+    """Each run decoded at several batch sizes: its speedup vs batch size (``reports/batch_report.py``);
+    the group's other tables show such a run at its leading batch size."""
+    out = []
+    for name, run in zip(g.stats, g.runs):
+        if run.batch_sizes() != [1]:
+            t = BR.speedup_table(run, BR.batch_stats(run, n_boot=n_boot, seed=seed))
+            out.append(Table(f"{t.title}: {name}", t.headers, t.rows, t.keys))
+    return out
 
 
 def metric_tables(g: Group) -> list[Table]:

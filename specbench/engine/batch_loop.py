@@ -1,0 +1,224 @@
+"""Batched decoding: several sequences, each with its own drafter, verified together in one forward per step.
+
+Every sequence ("slot") goes through the single-sequence loop's steps (``loop.py``), side by side:
+1. draft: each slot's drafter proposes for its own context (``Engine._draft_step``);
+2. verify: one forward over every slot's ``[root] + tree (+ auxiliary rows)``, padded to the longest
+   (``batch_inputs.py``), on a KV cache with per-slot lengths (``batch_cache.py``);
+3. accept: each slot's longest matching path (or rejection sampling), ragged across slots;
+4. trim: each slot keeps its context plus its accepted path;
+5. emit and stop: each slot emits; a finished slot leaves the batch (its slot is given to the last
+   active one, so the forward shrinks) or, with ``refill``, takes the next waiting request.
+
+A request is prefilled alone in its slot when it enters (a long prompt padded beside one-row decode steps
+would multiply their cost), so its time to first token counts from its admission.
+
+Example: three requests at width 2 with ``refill``: requests 0 and 1 are prefilled into slots 0 and 1
+and decoded together; when request 1 finishes, request 2 is prefilled into slot 1 and joins the next step.
+
+The engine alone does all of it: drafters still propose for one sequence and never see the batch.
+"""
+from __future__ import annotations
+
+import time
+from collections import deque
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import torch
+
+from specbench.engine.aux_rows import append_aux
+from specbench.engine.batch_cache import BatchedCache
+from specbench.engine.batch_inputs import batch_inputs
+from specbench.engine.budget import DraftBudget
+from specbench.engine.draft_step import Draft, keep_nodes
+from specbench.engine.drafter import Drafter
+from specbench.engine.generation import Generation
+from specbench.engine.loop import DRAFT_HEADROOM, Engine, _Decoding, _row_topk
+from specbench.engine.sampling import Sampler, accept_sampled, first_token
+from specbench.engine.sampling_config import SamplingConfig
+from specbench.engine.tree import CompiledTree, compile_tree
+from specbench.engine.verify import accept_greedy
+
+
+@dataclass
+class Request:
+    """One sequence of a batch: its prompt and its sampling seed."""
+
+    prompt_ids: list[int]
+    seed: int = 0
+
+
+@dataclass
+class _Slot:
+    request: int  # index into the requests
+    drafter: Drafter | None
+    st: _Decoding
+
+
+class BatchDecoder:
+    """Decodes ``requests`` ``width`` at a time on ``engine``'s target (its backend must keep the cache itself)."""
+
+    def __init__(self, engine: Engine, max_new_tokens: int, record_margins: bool = False,
+                 sampling: SamplingConfig | None = None, budget: DraftBudget | None = None,
+                 batch_cost: Callable[..., Any] | None = None) -> None:
+        if max_new_tokens < 1:
+            raise ValueError("max_new_tokens must be >= 1")
+        self.engine, self.max_new = engine, max_new_tokens
+        self.record_margins = record_margins
+        self.sampling = None if sampling is None or sampling.greedy else sampling
+        self.budget = budget
+        # budget=auto prices a step as the padded batched forward: batch_cost(active slots, rows each, context);
+        # without batch curves, a forward of all the rows (the single-sequence curve)
+        self.batch_cost = batch_cost or (lambda a, m, ctx: budget.cost(a * m, ctx) if budget else None)
+        self._sync = engine._sync
+
+    @torch.inference_mode()
+    def generate(self, requests: list[Request], drafters: list[Drafter] | None, width: int,
+                 refill: bool = False) -> list[Generation]:
+        """The generations of ``requests`` in order, decoded at most ``width`` at a time; without ``refill``
+        the first ``width`` run as one batch and the rest as later batches (static batching).
+
+        ``drafters``: ``width`` instances of one method (None: AR); a sequence drafts with the instance
+        of the slot it enters, which a finished sequence hands over to the next (each drafter keeps the
+        state of one sequence at a time, reset by its ``begin``).
+        """
+        if not requests or any(not r.prompt_ids for r in requests):
+            raise ValueError("every request needs a prompt")
+        if drafters is not None and len(drafters) < min(width, len(requests)):
+            raise ValueError(f"{min(width, len(requests))} slots need as many drafters, got {len(drafters)}")
+        if not refill:
+            out: list[Generation] = []
+            for lo in range(0, len(requests), width):
+                out += self.generate(requests[lo : lo + width], drafters, width, refill=True)
+            return out
+        engine = self.engine
+        engine.backend.prepare(engine.model)
+        longest = max(len(r.prompt_ids) for r in requests)
+        cache = BatchedCache(min(width, len(requests)), longest + self.max_new + DRAFT_HEADROOM)
+        self._t0 = time.perf_counter()
+        waiting = deque(range(len(requests)))
+        gens: list[Generation | None] = [None] * len(requests)
+        slots: list[_Slot] = []
+        self._free: list[Drafter | None] = list(drafters[: cache.slots]) if drafters is not None else [None] * cache.slots
+        while waiting and len(slots) < cache.slots:
+            self._admit(requests, waiting.popleft(), slots, cache, gens)
+        while True:
+            for b in reversed(range(len(slots))):  # descending: moving the last slot never skips one
+                if self._finished(slots[b].st):  # (a prompt's first token may already end it)
+                    slots[b].st.gen.finished_s = time.perf_counter() - self._t0
+                    self._release(b, slots, cache, requests, waiting, gens)
+            if not slots:
+                return [g for g in gens if g is not None]
+            self._step(slots, cache)
+
+    # -- entering and leaving ----------------------------------------------------------------
+    def _admit(self, requests: list[Request], index: int, slots: list[_Slot], cache: BatchedCache,
+               gens: list[Generation | None], slot: int | None = None) -> None:
+        """Prefill request ``index`` alone into ``slot`` (default: a new slot at the end)."""
+        engine, req = self.engine, requests[index]
+        target, now = engine.target, time.perf_counter
+        slot = len(slots) if slot is None else slot
+        t = now()
+        drafter = self._free.pop(0)
+        if drafter is not None:
+            drafter.begin(list(req.prompt_ids))
+        sampler = None if self.sampling is None else Sampler(self.sampling, req.seed, target.device)
+        cache.clear_slot(slot)
+        plan = cache.plan_step(slot, slot + 1, len(req.prompt_ids), target.device)
+        prompt = CompiledTree(torch.tensor([req.prompt_ids], dtype=torch.long, device=target.device), None, None, [], [])
+        ids, pos, mask = batch_inputs([prompt], [0], plan.span, target.device, target.dtype)
+        hidden = target.forward_batch(ids, cache, pos, mask)[0]  # [prompt, h]
+        cache.keep(slot, [list(range(len(req.prompt_ids)))])
+        logits = target.head(hidden[-1:])
+        if sampler is None:
+            root, logprob = int(logits[-1].argmax()), None
+        else:
+            root, logprob = first_token(logits, sampler)
+        self._sync()
+        gen = Generation(output_ids=[root], accept_lengths=[1], draft_sizes=[0], aux_sizes=[0], draft_times_s=[0.0],
+                         draft_depths=[0], verify_times_s=[now() - t], admitted_s=t - self._t0)
+        gen.step_times_s.append(now() - t)  # time to first token, from the request's admission
+        if logprob is not None:
+            gen.token_logprobs.append(logprob)
+        if self.record_margins:
+            gen.margin_rows.append(logits[-1:])
+        st = _Decoding(gen, list(req.prompt_ids) + [root], len(req.prompt_ids), root, hidden[-1], [hidden], sampler, [])
+        entry = _Slot(index, drafter, st)
+        if slot == len(slots):
+            slots.append(entry)
+        else:
+            slots[slot] = entry
+        gens[index] = gen
+
+    def _finished(self, st: _Decoding) -> bool:
+        """Its last token is a stop token (a step's emission is cut there) or it has ``max_new`` tokens."""
+        out = st.gen.output_ids
+        return out[-1] in self.engine.stop_ids or len(out) >= self.max_new
+
+    def _release(self, b: int, slots: list[_Slot], cache: BatchedCache, requests: list[Request],
+                 waiting: deque, gens: list[Generation | None]) -> None:
+        """Slot ``b`` is done: it takes the next waiting request, else the last active slot moves into it."""
+        self._free.append(slots[b].drafter)
+        if waiting:
+            self._admit(requests, waiting.popleft(), slots, cache, gens, slot=b)
+            if not self._finished(slots[b].st):
+                return
+            slots[b].st.gen.finished_s = time.perf_counter() - self._t0  # done at its first token
+            self._release(b, slots, cache, requests, waiting, gens)
+            return
+        last = len(slots) - 1
+        if b != last:
+            cache.move_slot(last, b)
+            slots[b] = slots[last]
+        slots.pop()
+        cache.clear_slot(last)
+
+    # -- one step of every active slot ---------------------------------------------------------
+    def _step(self, slots: list[_Slot], cache: BatchedCache) -> None:
+        engine, target, now = self.engine, self.engine.target, time.perf_counter
+        t_step = now()
+        drafts, draft_s, drafting = [], [], []
+        for slot in slots:  # 1. draft, each slot for itself
+            t = now()
+            room = self.max_new - len(slot.st.gen.output_ids)
+            drafting.append(slot.drafter is not None and room > 1)
+            drafts.append(engine._draft_step(slot.st, slot.drafter, room, self.budget, t, select=len(slots) == 1)
+                          if drafting[-1] else Draft())
+            draft_s.append(now() - t)
+        if self.budget is not None and len(slots) > 1 and any(d.tree is not None for d in drafts):
+            a = len(slots)
+            keeps = self.budget.select_batch([d.tree for d in drafts], [d.aux_rows for d in drafts],
+                                             lambda m, ctx: self.batch_cost(a, m, ctx),
+                                             max(len(s.st.tokens) for s in slots), max(draft_s))
+            for d, keep in zip(drafts, keeps):
+                keep_nodes(d, keep)
+        self._sync()
+        # 2. verify: one forward over every slot's rows, padded to the longest
+        t = now()
+        compiled = [append_aux(compile_tree(s.st.root, d.tree, target.device), d.aux) for s, d in zip(slots, drafts)]
+        rows = max(c.input_ids.shape[1] for c in compiled)
+        plan = cache.plan_step(0, len(slots), rows, target.device)
+        ids, pos, mask = batch_inputs(compiled, cache.lengths[: len(slots)], plan.span, target.device, target.dtype)
+        hidden = target.forward_batch(ids, cache, pos, mask)  # [A, rows, h]
+        sizes = [c.input_ids.shape[1] for c in compiled]
+        real = torch.cat([hidden[b, :n] for b, n in enumerate(sizes)])  # padding rows need no logits
+        logits_all = target.head(real).split(sizes)
+        # 3. accept, ragged across slots
+        vers = []
+        for b, (slot, c, d) in enumerate(zip(slots, compiled, drafts)):
+            h = hidden[b, : sizes[b]]
+            ver = accept_greedy(c, logits_all[b], h) if slot.st.sampler is None else \
+                accept_sampled(c, logits_all[b], h, slot.st.sampler, d.draft_probs)
+            vers.append(ver.capped(d.accept_depth))
+        # 4. trim: each slot keeps its context plus its accepted path
+        cache.keep(0, [v.rows for v in vers])
+        self._sync()
+        verify_s = now() - t
+        # 5. emit; each slot's drafter and the budget learn what was accepted
+        for slot, c, d, ver, logits, ds, drafted in zip(slots, compiled, drafts, vers, logits_all, draft_s, drafting):
+            st = slot.st
+            st.gen.add_pass(d.tree, d.aux_rows, ds, verify_s)
+            engine._emit(st, ver, logits, self.record_margins)
+            topk = _row_topk(slot.drafter, logits, c.tree_rows) if drafted else None
+            engine._feedback(st, slot.drafter, self.budget if drafted else None, d.tree, ver, row_topk=topk)
+            st.gen.step_times_s.append(now() - t_step)

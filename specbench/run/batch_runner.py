@@ -1,0 +1,140 @@
+"""Timing the batched work of a run (``batch_jobs.py``): one batched generation per job, a record per sequence.
+
+Each job's sequences each get their own drafter instance (a drafter keeps one sequence's state), built
+the way the runner builds the method's own, one pool per (method, task, batch size). A drafter that
+learns across generations (``drafter_state.py``) learns every finished output of its pool's earlier jobs,
+each instance all of them, in plan order (a resumed run replays them from the records first); what a
+drafter learns while decoding (Token Recycling's matrix) stays its own slot's. Warm-up runs on instances
+of its own. A job is
+timed whole (``batch_wall_time_s``); each of its records gets an equal share as ``wall_time_s``, so the
+pooled tokens over pooled time of a batch's records is its throughput. Every sequence is checked token
+for token against AR at batch size 1 (``Unit.reference``), AR's batched outputs included.
+
+A job is redone whole when any of its records is missing (its records are written together once it
+finishes, so an interrupted run resumes at a job boundary); records already present are not rewritten.
+"""
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from specbench.catalog import BASELINE
+from specbench.engine.batch_loop import BatchDecoder, Request
+from specbench.engine.budget import DraftBudget
+from specbench.engine.sampling_config import generation_seed
+from specbench.models.device import synchronize
+from specbench.paths import cache_dir
+from specbench.profiling.memory import peak_memory, reset_peak
+from specbench.results.record import Record
+from specbench.run.batch_jobs import BatchJob, batch_jobs
+from specbench.run.drafter_state import learn
+from specbench.run.guards import check_context
+from specbench.run.method_env import MethodEnv
+from specbench.run.methods_factory import build_drafter
+
+WARMUP_TOKENS = 16  # a warm-up batch only needs its kernels and drafters' first calls, not a whole answer
+
+
+class BatchRuns:
+    """The batched part of ``runner``'s run (a ``run.runner.Runner``)."""
+
+    def __init__(self, runner: Any, existing: dict | None = None) -> None:
+        self.runner = runner
+        self.existing = existing or {}  # (method, unit) -> Record already written (replayed into new pools)
+        self.pools: dict[tuple[str, str, int], list[Any]] = {}
+        self._learned: dict[tuple[str, str, int], list[tuple[list[int], list[int]]]] = {}
+
+    def pending(self, done: set) -> list[BatchJob]:
+        """The jobs with at least one record missing."""
+        return [job for job in batch_jobs(self.runner.plan) if any((job.method, u) not in done for u in job.units)]
+
+    def drafters(self, method: str, task: str, size: int, count: int) -> list[Any]:
+        """``count`` drafter instances of ``method`` for ``task`` at batch size ``size`` (a new pool first
+        learns the finished records of its earlier jobs)."""
+        key = (method, task, size)
+        if key not in self.pools:
+            self.pools[key] = []
+            self._replay(method, task, size)
+        pool = self.pools[key]
+        while len(pool) < count:
+            pool.append(self._fresh(method, task))
+            for prompt, output in self._learned.get(key, []):  # a late instance catches up with its pool
+                learn(pool[-1], prompt, output)
+        return pool[:count]
+
+    def _fresh(self, method: str, task: str) -> Any:
+        r = self.runner
+        return build_drafter(method, r.plan.options_of(method), MethodEnv.for_task(r.loaded, r.plan.data_dir,
+                                                                                   cache_dir(), task))[0]
+
+    def _learn(self, key: tuple[str, str, int], prompt: list[int], output: list[int]) -> None:
+        self._learned.setdefault(key, []).append((prompt, output))
+        for drafter in self.pools.get(key, []):
+            learn(drafter, prompt, output)
+
+    def _replay(self, method: str, task: str, size: int) -> None:
+        r = self.runner
+        for job in batch_jobs(r.plan):
+            if (job.method, job.size, job.units[0].task) == (method, size, task):
+                for unit, q in zip(job.units, job.questions):
+                    rec = self.existing.get((method, unit))
+                    if rec is not None:
+                        self._learn((method, task, size), r.prompt_for(unit.reference(), q), rec.output_ids)
+
+    def warm_up(self, jobs: list[BatchJob]) -> None:
+        """One short batched generation per (batch size, task, method) left to time, on its first job's prompts."""
+        seen = set()
+        for job in jobs:
+            key = (job.size, job.units[0].task, job.method)
+            if key not in seen:
+                seen.add(key)
+                n = min(job.size, len(job.units))
+                drafters = None if job.method == BASELINE else [self._fresh(job.method, key[1]) for _ in range(n)]
+                budget = DraftBudget(self.runner._cost) if (job.method, key[1]) in self.runner.budgets else None
+                self._generate(job, min(WARMUP_TOKENS, self.runner.cfg.max_new_tokens), drafters=drafters,
+                               budget=budget)
+
+    def run(self, job: BatchJob, done: set, writer: Any) -> int:
+        """Time ``job`` and write the records it lacks; returns how many were written."""
+        r = self.runner
+        device = r.loaded.device
+        prompts = [r.prompt_for(u.reference(), q) for u, q in zip(job.units, job.questions)]  # outside the timing
+        for unit, prompt in zip(job.units, prompts):
+            check_context(r.loaded.model, len(prompt), r.cfg.max_new_tokens, str(unit))
+        synchronize(device)
+        reset_peak(device)
+        t0 = time.perf_counter()
+        gens = self._generate(job, r.cfg.max_new_tokens, prompts)
+        synchronize(device)
+        wall = time.perf_counter() - t0
+        memory = peak_memory(device)
+        written = 0
+        for prompt, gen in zip(prompts, gens):  # the pool learns the job's outputs, in plan order
+            self._learn((job.method, job.units[0].task, job.size), prompt, gen.output_ids)
+        for unit, q, prompt, gen in zip(job.units, job.questions, prompts, gens):
+            if (job.method, unit) in done:
+                continue
+            task = r.plan.tasks[unit.task]
+            rec = Record.from_generation(gen, method=job.method, unit=unit, subtask=task.subtask_for(q),
+                                         task_version=task.version, category=q.category, prompt_tokens=len(prompt),
+                                         wall_time_s=wall / len(job.units), memory=memory,
+                                         sampling=r.sampling.as_dict(), config_digest=r.digest,
+                                         batch_wall_time_s=wall)
+            writer.write(r.checked(rec, unit, prompt))
+            done.add((job.method, unit))
+            written += 1
+        return written
+
+    def _generate(self, job: BatchJob, max_new_tokens: int, prompts: list[list[int]] | None = None,
+                  drafters: list[Any] | None = None, budget: DraftBudget | None = None) -> list[Any]:
+        r = self.runner
+        task = job.units[0].task
+        prompts = prompts or [r.prompt_for(u.reference(), q) for u, q in zip(job.units, job.questions)]
+        if drafters is None and job.method != BASELINE:
+            drafters = self.drafters(job.method, task, job.size, min(job.size, len(job.units)))
+        requests = [Request(p, generation_seed(r.cfg.seed, u.task, u.question_id, u.turn, u.repeat))
+                    for u, p in zip(job.units, prompts)]
+        budget = budget or r.budgets.get((job.method, task))
+        decoder = BatchDecoder(r.engine, max_new_tokens, sampling=r.sampling, budget=budget,
+                               batch_cost=r.batch_cost)
+        return decoder.generate(requests, drafters, job.size, job.refill)

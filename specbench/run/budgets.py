@@ -1,0 +1,51 @@
+"""``budget=auto``'s state for a run: one ``DraftBudget`` per (auto method, task), priced with this machine's
+cost profile (and, at batch sizes above 1, its batched forwards' costs), both kept in the run folder so a
+resumed run prices drafts with the numbers its first part used.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from specbench.config.method_labels import BUDGET_KEY
+from specbench.engine.budget import AUTO, DraftBudget
+from specbench.files.jsonfile import save_json
+from specbench.paths import cache_dir
+from specbench.profiling.batch_profile import batch_cost_function, cached_batch_costs, load_batch_costs
+from specbench.profiling.cost_profile import CONTEXTS, cached_cost_profile, cost_function
+from specbench.profiling.profile import load_profile, save_profile
+from specbench.results.run_folder import BATCH_PROFILE_FILE, PROFILE_FILE
+
+
+def build_budgets(runner: Any, configs: dict[str, Any]) -> tuple[dict[tuple[str, str], DraftBudget], Any, Any,
+                                                                  str | None]:
+    """(budgets by (method label, task), their cost function, the batch cost function, the profile's file) of
+    ``runner``'s run: a budget per (auto method, task), its acceptance learned over that method's
+    generations on that task; the machine's cost profile measured once (cached) and copied into the run
+    folder (validated by the load: a damaged cached profile never reaches the run folder)."""
+    auto = [m for m in runner.plan.methods if configs[m].get(BUDGET_KEY) == AUTO]
+    if not auto:
+        return {}, None, None, None
+    kept = runner.run_dir / PROFILE_FILE
+    if kept.is_file():  # a resumed run keeps pricing drafts with the profile its first part used
+        profile, path = load_profile(kept), kept
+    else:
+        profile, path = cached_cost_profile(runner.loaded, runner.engine.backend.name, cache_dir())
+        save_profile(profile, kept)
+    cost = cost_function(profile)
+    budgets = {(m, t): DraftBudget(cost) for m in auto for t in runner.plan.tasks}
+    return budgets, cost, _batch_costs(runner, Path(path), cost), str(path)
+
+
+def _batch_costs(runner: Any, profile_path: Path, cost: Any) -> Any:
+    """T_A(m) of the run's batch sizes above 1 (``batch_profile.py``), kept in the run folder like the profile."""
+    sizes = [b for b in runner.cfg.batch_size if b > 1]
+    if not sizes:
+        return None
+    kept = runner.run_dir / BATCH_PROFILE_FILE
+    if kept.is_file():
+        data = load_batch_costs(kept)
+    else:
+        data = cached_batch_costs(runner.loaded, runner.engine.backend.name, profile_path, sizes, CONTEXTS)
+        save_json(data, kept)
+    return batch_cost_function(data, cost)
