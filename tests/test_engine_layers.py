@@ -9,6 +9,7 @@ import torch
 
 from conftest import make_tiny_model
 from specbench.engine.drafter import BaseDrafter, DraftContext
+from specbench.engine.batch_loop import BatchDecoder, Request
 from specbench.engine.loop import Engine
 from test_engine_exact import FAMILIES, OracleDrafter, greedy_reference, random_tree
 
@@ -103,3 +104,58 @@ def test_layer_indices_out_of_range_are_refused() -> None:
     model = make_tiny_model("llama", seed=7)
     with pytest.raises(ValueError, match=r"layer indices \[3\] out of range.*0\.\.2"):
         Engine(model, stop_ids=set()).generate([1, 2, 3], LayerRecorder((0, 3), seed=0), 4)
+
+
+
+class Blind(BaseDrafter):
+    """Asks for no layers; records that it got none, drafts random trees."""
+
+    def __init__(self, seed: int) -> None:
+        self.rng, self.got, self.tokens = random.Random(seed), [], []
+
+    def propose(self, ctx: DraftContext):
+        self.got.append(ctx.layer_states)
+        self.tokens = list(ctx.tokens)
+        return random_tree(self.rng, 64)
+
+
+def _recorder(layers: tuple[int, ...], seed: int) -> BaseDrafter:
+    return LayerRecorder(layers, seed) if layers else Blind(seed)
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_batched_slots_get_their_own_layer_states(family: str) -> None:
+    """Batch width 2 with refill: three prompts of different lengths whose drafters ask for different layers
+    (one for none); each drafter sees the same tokens, rows and values in the batch as decoding alone."""
+    model = make_tiny_model(family, seed=8)
+    engine = Engine(model, stop_ids=set())
+    rng = random.Random(4)
+    prompts = [tuple(rng.randrange(64) for _ in range(n)) for n in (5, 11, 3)]
+    asks = dict(zip(prompts, [(2, 0), (), (1,)]))  # the layers each prompt's drafter declares
+    alone = {}
+    for i, p in enumerate(prompts):
+        alone[p] = _recorder(asks[p], seed=i)
+        alone[p].out = engine.generate(list(p), alone[p], 16).output_ids
+
+    batched: dict[tuple[int, ...], BaseDrafter] = {}
+
+    class Slot(BaseDrafter):  # a slot's drafter: a fresh recorder for whichever prompt enters it
+        def begin(self, prompt_ids: list[int]) -> None:
+            p = tuple(prompt_ids)
+            self.cur = batched[p] = _recorder(asks[p], seed=prompts.index(p))
+            self.feature_layers = self.cur.feature_layers  # the batched loop reads it after begin
+
+        def propose(self, ctx: DraftContext):
+            return self.cur.propose(ctx)
+
+    gens = BatchDecoder(engine, 16).generate([Request(list(p)) for p in prompts], [Slot(), Slot()], 2, refill=True)
+    assert [g.output_ids for g in gens] == [alone[p].out for p in prompts]
+    for p in prompts:
+        got, ref = batched[p], alone[p]
+        assert got.tokens == ref.tokens
+        if isinstance(got, Blind):
+            assert got.got and all(g is None for g in got.got)
+            continue
+        assert torch.cat(got.layers).shape == torch.cat(ref.layers).shape
+        torch.testing.assert_close(torch.cat(got.layers), torch.cat(ref.layers), atol=1e-4, rtol=1e-4)
+        torch.testing.assert_close(torch.cat(got.hidden), torch.cat(ref.hidden), atol=1e-4, rtol=1e-4)

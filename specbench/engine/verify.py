@@ -131,9 +131,20 @@ class TargetModel:
                       mask: torch.Tensor) -> torch.Tensor:
         """Hidden states ``[A, n, h]`` of a batched forward (tensors from ``batch_inputs.py``); the output
         head runs afterwards on the rows that need logits only (a padding row needs none)."""
+        return self.run_batch(input_ids, cache, positions, mask)[0]
+
+    def run_batch(self, input_ids: torch.Tensor, cache: object, positions: torch.Tensor, mask: torch.Tensor,
+                  layers: tuple[int, ...] = ()) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """``forward_batch``'s hidden states ``[A, n, h]`` and, when ``layers`` are asked, their states
+        ``[A, n, len(layers), h]`` (indices as in the class docstring); None, and nothing collected, without.
+
+        Example: two slots of 5 rows, ``layers=(1, 3)`` -> ``([2, 5, h], [2, 5, 2, h])``.
+        """
+        extra = {"output_hidden_states": True} if layers else {}
         out = self.base(input_ids=input_ids, attention_mask=mask, position_ids=positions, past_key_values=cache,
-                        use_cache=True)
-        return out.last_hidden_state
+                        use_cache=True, **extra)
+        states = torch.stack([out.hidden_states[i] for i in layers], 2) if layers else None  # [A, n, m, h]
+        return out.last_hidden_state, states
 
 
 def accept_greedy(compiled: CompiledTree, logits: torch.Tensor, hidden: torch.Tensor) -> Verification:
