@@ -24,6 +24,7 @@ from typing import Any
 
 import torch
 
+from methods.eagle.checkpoint import read_weights
 from methods.eagle.layer import LayerShape
 from methods.eagle3.layer import Eagle3Layer, reference_layers
 from methods.eagle3.vocab import DraftVocab
@@ -109,11 +110,6 @@ def load_draft(path: Path, target: torch.nn.Module) -> tuple[Eagle3Layer, tuple[
 
 
 def _read(file: Path) -> dict[str, torch.Tensor]:
-    if file.suffix == ".safetensors":
-        from safetensors.torch import load_file
-
-        raw = load_file(str(file))
-    else:
-        raw = torch.load(str(file), map_location="cpu", weights_only=True)
+    raw = read_weights(file)
     # weights in fp32 (published drafts are fp16 / bf16); the id maps keep their integer / bool types
     return {k: (v.float() if v.is_floating_point() else v) for k, v in raw.items()}

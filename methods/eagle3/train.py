@@ -22,7 +22,7 @@ from typing import Any, Iterator, Sequence
 
 import torch
 
-from methods.eagle.train import runs
+from methods.eagle.train import lr_scale, runs
 from methods.eagle3.checkpoint import save_draft
 from methods.eagle3.init import new_draft
 from methods.eagle3.layer import Eagle3Layer, reference_layers
@@ -146,7 +146,7 @@ def train_eagle3(target: torch.nn.Module, tokenizer: Any, corpora: Sequence[str]
     for epoch in range(cfg.epochs):
         order = torch.randperm(len(windows), generator=torch.Generator().manual_seed(cfg.seed + epoch)).tolist()
         for batch in _batches(windows, per_batch, order):
-            scale = (step + 1) / warmup if step < warmup else 0.5 * (1 + math.cos(math.pi * (step - warmup) / max(1, total - warmup)))
+            scale = lr_scale(step, warmup, total)
             for g in opt.param_groups:
                 g["lr"] = cfg.lr * scale
             with torch.autocast(device.type, dtype=torch.bfloat16, enabled=amp):
