@@ -19,6 +19,7 @@ from methods.eagle3.method import Eagle3Config, Eagle3Drafter
 from methods.eagle3.ttt import UnrolledKeys, Windows, unroll
 from methods.eagle3.train import gather
 from methods.eagle3.vocab import DraftVocab, most_frequent
+from specbench.engine.batch_loop import BatchDecoder, Request
 from specbench.engine.drafter import DraftContext
 from specbench.engine.loop import Engine
 from specbench.errors import ConfigError
@@ -172,6 +173,22 @@ def test_lossless_with_a_random_draft_on_every_family(family: str) -> None:
     for backend in ("reference", "fast"):
         gen = Engine(target, stop_ids=set(), backend=backend).generate(prompt, drafter, 30)
         assert gen.output_ids == greedy_reference(target, prompt, 30)
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_batched_slots_draft_as_alone(family: str) -> None:
+    """Batch width 2 with refill over three prompts: each slot's EAGLE-3 drafter reads its own sequence's fused
+    features; outputs equal AR's and the drafts are the ones it makes decoding alone (same acceptance lengths)."""
+    target, layer = _draft(family, DraftVocab.from_ids(list(range(0, 64, 2)), 64), seed=5)
+    prompts = [[5, 9, 2, 7, 7, 1], [3, 3, 8], [11, 4, 6, 1, 2, 9, 9, 30, 2]]
+    cfg = Eagle3Config(top_k=3, depth=3, total_tokens=10)
+    engine = Engine(target, stop_ids=set())
+    alone = [engine.generate(p, Eagle3Drafter(layer, reference_layers(2), cfg), 24) for p in prompts]
+    assert [g.output_ids for g in alone] == [greedy_reference(target, p, 24) for p in prompts]
+    slots = [Eagle3Drafter(layer, reference_layers(2), cfg) for _ in range(2)]
+    gens = BatchDecoder(engine, 24).generate([Request(p) for p in prompts], slots, 2, refill=True)
+    assert [g.output_ids for g in gens] == [g.output_ids for g in alone]
+    assert [g.accept_lengths for g in gens] == [g.accept_lengths for g in alone]
 
 
 # -- checkpoints ---------------------------------------------------------------------------------------------
