@@ -150,3 +150,35 @@ def hydra_reference_checkpoint(target: torch.nn.Module, out: Path, arch: str = "
         "base_model_name_or_path": "lmsys/vicuna-tiny-v1.3", "grounded_heads": True, "hidden_state_offset": 0,
         "hydra_head_arch": arch, "hydra_num_heads": heads, "hydra_num_layers": layers, "transformers_version": "4.33.2"}))
     return out
+
+
+def eagle3_reference_checkpoint(target: torch.nn.Module, out: Path, draft_vocab: int = 16) -> Path:
+    """An untrained EAGLE-3 draft as the reference publishes it (``yuhuili/EAGLE3-*``): a Llama ``config.json``
+    with ``draft_vocab_size`` and ``pytorch_model.bin`` in fp16 with the reference's names (``fc``, ``midlayer.*``,
+    ``norm``, ``lm_head``) and its vocabulary maps (``d2t`` offsets, ``t2d`` mask), no embedding. Written
+    here from the reference's shapes, not by specbench's own saver."""
+    c = target.config
+    h, heads, kv, inter, vocab = c.hidden_size, c.num_attention_heads, c.num_key_value_heads, c.intermediate_size, c.vocab_size
+    d = h // heads
+    g = torch.Generator().manual_seed(3)
+
+    def rand(*shape: int) -> torch.Tensor:
+        return (0.2 * torch.randn(*shape, generator=g)).half()
+
+    kept = torch.sort(torch.randperm(vocab, generator=g)[:draft_vocab]).values
+    state = {"fc.weight": rand(h, 3 * h), "norm.weight": torch.ones(h).half(), "lm_head.weight": rand(draft_vocab, h),
+             "midlayer.hidden_norm.weight": torch.ones(h).half(), "midlayer.input_layernorm.weight": torch.ones(h).half(),
+             "midlayer.post_attention_layernorm.weight": torch.ones(h).half(),
+             "midlayer.self_attn.q_proj.weight": rand(heads * d, 2 * h), "midlayer.self_attn.k_proj.weight": rand(kv * d, 2 * h),
+             "midlayer.self_attn.v_proj.weight": rand(kv * d, 2 * h), "midlayer.self_attn.o_proj.weight": rand(h, heads * d),
+             "midlayer.mlp.gate_proj.weight": rand(inter, h), "midlayer.mlp.up_proj.weight": rand(inter, h),
+             "midlayer.mlp.down_proj.weight": rand(h, inter),
+             "d2t": kept - torch.arange(draft_vocab), "t2d": torch.zeros(vocab, dtype=torch.bool).index_fill(0, kept, True)}
+    out.mkdir(parents=True, exist_ok=True)
+    torch.save(state, out / "pytorch_model.bin")
+    (out / "config.json").write_text(json.dumps({
+        "architectures": ["LlamaForCausalLMEagle3"], "model_type": "llama", "hidden_act": "silu", "hidden_size": h,
+        "intermediate_size": inter, "num_attention_heads": heads, "num_key_value_heads": kv, "num_hidden_layers": 1,
+        "rms_norm_eps": c.rms_norm_eps, "max_position_embeddings": 2048, "pad_token_id": 0, "tie_word_embeddings": False,
+        "torch_dtype": "float16", "vocab_size": vocab, "draft_vocab_size": draft_vocab}))
+    return out

@@ -39,6 +39,7 @@ TINY_OPTIONS: dict[str, dict[str, str]] = {
     "eagle": {"checkpoint": "random"},
     "hydra": {"checkpoint": "random"},
     "samd": {"corpus": ECHO_CORPUS},
+    "eagle3": {"checkpoint": "random"},
 }
 SKIPS: dict[str, str] = {}
 

@@ -80,12 +80,17 @@ def load_layer(path: Path, target: torch.nn.Module) -> tuple[EagleLayer, np.ndar
     return layer, vocab, meta
 
 
-def _reference_state(file: Path) -> dict[str, torch.Tensor]:
+def read_weights(file: Path) -> dict[str, torch.Tensor]:
+    """A published checkpoint's tensors as stored: ``*.safetensors``, or a ``.bin`` read only through
+    ``torch.load(weights_only=True)`` (no pickled code runs). Example: ``read_weights(d / "model.safetensors")``."""
     if file.suffix == ".safetensors":
         from safetensors.torch import load_file
 
-        raw = load_file(str(file))
-    else:
-        raw = torch.load(str(file), map_location="cpu", weights_only=True)
+        return load_file(str(file))
+    return torch.load(str(file), map_location="cpu", weights_only=True)
+
+
+def _reference_state(file: Path) -> dict[str, torch.Tensor]:
+    raw = read_weights(file)
     # the reference's first layer has no input norm; some exports still carry one that is never used
     return {k: v.float() for k, v in raw.items() if k not in _IGNORED and not k.endswith("input_layernorm.weight")}

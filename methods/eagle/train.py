@@ -68,6 +68,17 @@ def sequence_lengths(starts: torch.Tensor, size: int) -> torch.Tensor:
     return out
 
 
+def lr_scale(step: int, warmup: int, total: int) -> float:
+    """The learning rate's factor at ``step`` of ``total``: linear warm-up over ``warmup`` steps, then cosine to 0.
+
+    >>> [round(lr_scale(s, 2, 6), 2) for s in range(6)]
+    [0.5, 1.0, 1.0, 0.85, 0.5, 0.15]
+    """
+    if step < warmup:
+        return (step + 1) / warmup
+    return 0.5 * (1 + math.cos(math.pi * (step - warmup) / max(1, total - warmup)))
+
+
 def runs(starts: torch.Tensor, window: int) -> list[tuple[int, int]]:
     """Windows ``(first, length)`` over runs of consecutive example starts, each at most ``window`` long.
 
@@ -177,7 +188,7 @@ def train_eagle(target: torch.nn.Module, tokenizer: Any, corpora: Sequence[str],
     for epoch in range(cfg.epochs):
         order = torch.randperm(len(windows), generator=torch.Generator().manual_seed(cfg.seed + epoch)).tolist()
         for batch in pack_runs(windows, cfg.batch_size, order):
-            scale = (step + 1) / warmup if step < warmup else 0.5 * (1 + math.cos(math.pi * (step - warmup) / max(1, total - warmup)))
+            scale = lr_scale(step, warmup, total)
             for g in opt.param_groups:
                 g["lr"] = cfg.lr * scale
             loss, _, _ = _loss(layer, head_w, ids, data, batch, cfg, device, seq_len)

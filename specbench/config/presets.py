@@ -34,6 +34,7 @@ SPEC_BENCH_TASKS = ("mt_bench", "wmt", "cnndm", "nq", "gsm8k", "nq_rag")
 SPEC_BENCH_METHODS: dict[str, dict[str, Any]] = {
     "eagle": {"tree": "dynamic", "top_k": 10, "depth": 5, "total_tokens": 59},  # inference_eagle2: 60 with the root
     "eagle@static": {"tree": "static"},  # inference_eagle: EAGLE-1's tree
+    "eagle3": {"top_k": 10, "depth": 5, "total_tokens": 59},  # inference_eagle3: --total-token 60 --depth 5 --top-k 10
     "medusa": {"tree": "mc_sim_7b_63"},
     "hydra": {"tree": "mc_sim_7b_63"},  # inference_hydra: --hydra-choices mc_sim_7b_63
     "sps": {"gamma": 5, "schedule": "heuristic", "min_confidence": 0.0},  # transformers' assisted generation then
@@ -55,6 +56,7 @@ KNOWN_TARGETS: dict[str, dict[str, dict[str, str]]] = {
                        "hydra": {"checkpoint": "ankner/hydra-vicuna-7b-v1.3"},
                        "sps": {"draft_model": "double7/vicuna-68m"}},
     "vicuna-13b-v1.3": {"eagle": {"checkpoint": "yuhuili/EAGLE-Vicuna-13B-v1.3"},
+                        "eagle3": {"checkpoint": "yuhuili/EAGLE3-Vicuna1.3-13B"},  # eval.sh's Eagle3_PATH (13B only)
                         "eagle@static": {"checkpoint": "yuhuili/EAGLE-Vicuna-13B-v1.3"},
                         "medusa": {"checkpoint": "FasterDecoding/medusa-vicuna-13b-v1.3"},
                         "hydra": {"checkpoint": "ankner/hydra-vicuna-13b-v1.3"},

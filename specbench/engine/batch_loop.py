@@ -127,7 +127,10 @@ class BatchDecoder:
         plan = cache.plan_step(slot, slot + 1, len(req.prompt_ids), target.device)
         prompt = CompiledTree(torch.tensor([req.prompt_ids], dtype=torch.long, device=target.device), None, None, [], [])
         ids, pos, mask = batch_inputs([prompt], [0], plan.span, target.device, target.dtype)
-        hidden = target.forward_batch(ids, cache, pos, mask)[0]  # [prompt, h]
+        layers = _layers(drafter)
+        target.check_layers(layers)
+        hidden, states = target.run_batch(ids, cache, pos, mask, layers)
+        hidden = hidden[0]  # [prompt, h]
         cache.keep(slot, [list(range(len(req.prompt_ids)))])
         logits = target.head(hidden[-1:])
         if sampler is None:
@@ -142,7 +145,8 @@ class BatchDecoder:
             gen.token_logprobs.append(logprob)
         if self.record_margins:
             gen.margin_rows.append(logits[-1:])
-        st = _Decoding(gen, list(req.prompt_ids) + [root], len(req.prompt_ids), root, hidden[-1], [hidden], sampler)
+        st = _Decoding(gen, list(req.prompt_ids) + [root], len(req.prompt_ids), root, hidden[-1], [hidden], sampler,
+                       [] if states is None else [states[0]])
         entry = _Slot(index, drafter, st)
         if slot == len(slots):
             slots.append(entry)
@@ -199,7 +203,10 @@ class BatchDecoder:
         rows = max(c.input_ids.shape[1] for c in compiled)
         plan = cache.plan_step(0, len(slots), rows, target.device)
         ids, pos, mask = batch_inputs(compiled, cache.lengths[: len(slots)], plan.span, target.device, target.dtype)
-        hidden = target.forward_batch(ids, cache, pos, mask)  # [A, rows, h]
+        # chosen layers' states (DraftContext.layer_states): the union of what the slots' drafters ask
+        wanted = [_layers(s.drafter) for s in slots]  # every step, as the single loop: fresh rows stay aligned
+        layers = tuple(sorted(set().union(*wanted)))
+        hidden, states = target.run_batch(ids, cache, pos, mask, layers)  # [A, rows, h], [A, rows, m, h] | None
         sizes = [c.input_ids.shape[1] for c in compiled]
         real = torch.cat([hidden[b, :n] for b, n in enumerate(sizes)])  # padding rows need no logits
         logits_all = target.head(real).split(sizes)
@@ -215,10 +222,19 @@ class BatchDecoder:
         self._sync()
         verify_s = now() - t
         # 5. emit; each slot's drafter and the budget learn what was accepted
-        for slot, c, d, ver, logits, ds, drafted in zip(slots, compiled, drafts, vers, logits_all, draft_s, drafting):
+        for b, (slot, c, d, ver, logits, ds, drafted) in enumerate(
+                zip(slots, compiled, drafts, vers, logits_all, draft_s, drafting)):
             st = slot.st
             st.gen.add_pass(d.tree, d.aux_rows, ds, verify_s)
             engine._emit(st, ver, logits, self.record_margins)
             topk = _row_topk(slot.drafter, logits, c.tree_rows) if drafted else None
-            engine._feedback(st, slot.drafter, self.budget if drafted else None, d.tree, ver, topk)
+            mine = None
+            if states is not None and wanted[b]:  # this slot's layers, in its drafter's declared order
+                mine = states[b, : c.input_ids.shape[1], [layers.index(i) for i in wanted[b]]]
+            engine._feedback(st, slot.drafter, self.budget if drafted else None, d.tree, ver, mine, topk)
             st.gen.step_times_s.append(now() - t_step)
+
+
+def _layers(drafter: Drafter | None) -> tuple[int, ...]:
+    """The target layers whose states ``drafter`` reads (``BaseDrafter.feature_layers``); () for AR or none."""
+    return tuple(getattr(drafter, "feature_layers", None) or ())

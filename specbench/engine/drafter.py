@@ -42,6 +42,12 @@ class DraftContext:
     run's sampling settings (``sampler.config``), the target's processing (``sampler.probs``) and the
     generation's seeded ``sampler.generator``, so a drafter can sample its draft (and return the
     distributions it drew from as ``Proposal.draft_probs``).
+
+    ``layer_states`` (only for a drafter that declares ``feature_layers``, see ``BaseDrafter``): the
+    target's hidden states of those layers at the same rows as ``hidden_states``, ``[k, len(layers), h]``,
+    in the declared order (layer indices as ``engine/verify.py``'s ``TargetModel``: 0 the embeddings, ``i``
+    the input of decoder layer ``i``, ``L`` the final-norm state). Example: ``feature_layers = (2, 15, 27)``
+    on a 30-layer target, prompt of 40 tokens -> ``[40, 3, h]`` at the first step; None for other drafters.
     """
 
     tokens: list[int]
@@ -51,6 +57,7 @@ class DraftContext:
     max_depth: int
     hidden_states: torch.Tensor | None = None  # [k, hidden_size]
     sampler: Any = None
+    layer_states: torch.Tensor | None = None  # [k, len(feature_layers), hidden_size]
 
 
 @dataclass(frozen=True)
@@ -115,7 +122,11 @@ class Drafter(Protocol):
 class BaseDrafter:
     """Convenience base with no-op ``begin``/``observe``/``learn``; subclasses implement ``propose``.
 
-    Two optional capabilities, off here:
+    Three optional capabilities, off here:
+    - ``feature_layers``: the target layers whose hidden states the drafter reads (``DraftContext.layer_states``);
+      empty (the default) costs nothing: the target then runs without collecting intermediate states. Any
+      drafter, not only a ``BaseDrafter``, may declare it as an attribute; the engine reads it at the start
+      of each generation.
     - ``row_topk`` (int, 0 = off): how many top token ids of each verified row ``StepResult.row_topk``
       carries (the engine computes them only for a drafter that sets it).
     - ``learn(prompt_ids, output_ids)``: the runner calls it after each timed generation of the drafter's
@@ -125,6 +136,7 @@ class BaseDrafter:
       Warm-up generations run on separate instances and are never learned from.
     """
 
+    feature_layers: tuple[int, ...] = ()
     row_topk: int = 0
 
     def begin(self, prompt_ids: list[int]) -> None:

@@ -76,9 +76,11 @@ class Engine:
         sampler = None if sampling is None or sampling.greedy else Sampler(sampling, seed, target.device)
         self.backend.prepare(self.model)
         cache = self.backend.new_cache(self.model, len(prompt_ids) + max_new_tokens + DRAFT_HEADROOM)
+        layers = tuple(getattr(drafter, "feature_layers", None) or ())  # intermediate states a drafter reads
+        target.check_layers(layers)
         if drafter is not None:
             drafter.begin(list(prompt_ids))
-        st = self._prefill(prompt_ids, cache, sampler, record_margins, t_start)
+        st = self._prefill(prompt_ids, cache, sampler, record_margins, t_start, layers)
         gen = st.gen
         while st.root not in self.stop_ids and len(gen.output_ids) < max_new_tokens:
             room = max_new_tokens - len(gen.output_ids)  # tokens this step may still emit
@@ -92,8 +94,8 @@ class Engine:
             t = now()
             n_ctx = len(st.tokens) - 1
             compiled = append_aux(compile_tree(st.root, draft.tree, target.device), draft.aux)
-            hidden, logits = target.forward(
-                compiled.input_ids, cache, n_ctx, compiled.position_offsets, compiled.ancestor_mask
+            hidden, logits, layer_states = target.run(
+                compiled.input_ids, cache, n_ctx, compiled.position_offsets, compiled.ancestor_mask, layers=layers
             )
             # 3. accept
             ver = accept_greedy(compiled, logits, hidden) if sampler is None else \
@@ -107,19 +109,19 @@ class Engine:
             # 5. emit and stop
             emitted = self._emit(st, ver, logits, record_margins)
             topk = _row_topk(drafter, logits, compiled.tree_rows) if drafting else None
-            self._feedback(st, drafter, draft_budget if drafting else None, draft.tree, ver, topk)
+            self._feedback(st, drafter, draft_budget if drafting else None, draft.tree, ver, layer_states, topk)
             gen.step_times_s.append(now() - t_step)
             if emitted[-1] in self.stop_ids:
                 break
         return gen
 
     def _prefill(self, prompt_ids: list[int], cache: object, sampler: Sampler | None, record_margins: bool,
-                 t_start: float) -> "_Decoding":
+                 t_start: float, layers: tuple[int, ...] = ()) -> "_Decoding":
         """Run the prompt through the target; its greedy (or sampled) next token is the first root."""
         target, now = self.target, time.perf_counter
         t = now()
         ids = torch.tensor([prompt_ids], dtype=torch.long, device=target.device)  # [1, prompt]
-        hidden, logits = target.forward(ids, cache, 0, last_logits_only=True)
+        hidden, logits, layer_states = target.run(ids, cache, 0, last_logits_only=True, layers=layers)
         if sampler is None:
             root = int(logits[-1].argmax())
         else:
@@ -134,15 +136,20 @@ class Engine:
             gen.margin_rows.append(logits[-1:])
         gen.verify_times_s.append(t_end - t)
         gen.step_times_s.append(t_end - t_start)
-        return _Decoding(gen, list(prompt_ids) + [root], len(prompt_ids), root, hidden[-1], [hidden], sampler)
+        return _Decoding(gen, list(prompt_ids) + [root], len(prompt_ids), root, hidden[-1], [hidden], sampler,
+                         [] if layer_states is None else [layer_states])
 
     def _draft_step(self, st: "_Decoding", drafter: Drafter, room: int, budget: DraftBudget | None,
                     started: float, select: bool = True) -> Draft:
         """Step 1: the drafter proposes from the context it may read (``draft_step.py`` shapes the proposal)."""
         unseen = st.fresh[0] if len(st.fresh) == 1 else torch.cat(st.fresh)
-        st.fresh = []
+        unseen_layers = None
+        if st.fresh_layers:
+            unseen_layers = st.fresh_layers[0] if len(st.fresh_layers) == 1 else torch.cat(st.fresh_layers)
+        st.fresh, st.fresh_layers = [], []
         max_depth = room - 1 if budget is None else min(room - 1, budget.depth_hint(len(st.tokens)))
-        ctx = DraftContext(st.tokens, st.prompt_len, st.last_hidden, self.model, max_depth, unseen, sampler=st.sampler)
+        ctx = DraftContext(st.tokens, st.prompt_len, st.last_hidden, self.model, max_depth, unseen, sampler=st.sampler,
+                           layer_states=unseen_layers)
         return draft_step(drafter, ctx, room, budget, started, select)
 
     def _emit(self, st: "_Decoding", ver: Verification, logits: torch.Tensor, record_margins: bool) -> list[int]:
@@ -166,13 +173,17 @@ class Engine:
 
     @staticmethod
     def _feedback(st: "_Decoding", drafter: Drafter | None, budget: DraftBudget | None, tree: DraftTree | None,
-                  ver: Verification, row_topk: torch.Tensor | None = None) -> None:
-        """Tell the budget and the drafter which nodes were accepted; keep the rows' hidden states for the drafter."""
+                  ver: Verification, layer_states: torch.Tensor | None = None,
+                  row_topk: torch.Tensor | None = None) -> None:
+        """Tell the budget and the drafter which nodes were accepted; keep the rows' hidden states for the drafter
+        (and the chosen layers' states, ``layer_states`` [n, m, h] of every verified row, when it asked)."""
         accepted = [r - 1 for r in ver.rows[1:]]
         if budget is not None:
             budget.observe(tree, accepted)
         if drafter is not None:
             st.fresh.append(ver.hidden[ver.rows])
+            if layer_states is not None:
+                st.fresh_layers.append(layer_states[ver.rows])
             drafter.observe(StepResult(tree, accepted, ver.bonus, ver.aux_predictions, row_topk))
 
 
@@ -196,3 +207,4 @@ class _Decoding:
     last_hidden: torch.Tensor  # [hidden] the target's hidden state that predicted the root
     fresh: list[torch.Tensor]  # hidden states the drafter has not seen yet (DraftContext.hidden_states)
     sampler: Sampler | None
+    fresh_layers: list[torch.Tensor]  # the same rows' chosen-layer states (DraftContext.layer_states), if asked
