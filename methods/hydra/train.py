@@ -179,14 +179,15 @@ def train_hydra(target: torch.nn.Module, tokenizer: Any, corpora: Sequence[str],
     embed = target.get_input_embeddings()
     opt = _optimizer(heads, cfg)
     windows = runs(data.train_starts, cfg.window)
-    per_epoch = len(list(pack_runs(windows, cfg.batch_size, list(range(len(windows))))))
-    total = per_epoch * cfg.epochs
+    # each epoch's own order: runs differ in length, so how many batches an epoch packs depends on it
+    orders = [torch.randperm(len(windows), generator=torch.Generator().manual_seed(cfg.seed + e)).tolist()
+              for e in range(cfg.epochs)]
+    total = sum(len(list(pack_runs(windows, cfg.batch_size, order))) for order in orders)
     warmup = max(1, total // 20)
     t1 = time.perf_counter()
     bar = tqdm(total=total, desc="hydra: train", unit="step", disable=not progress)
     step = 0
-    for epoch in range(cfg.epochs):
-        order = torch.randperm(len(windows), generator=torch.Generator().manual_seed(cfg.seed + epoch)).tolist()
+    for order in orders:
         for batch in pack_runs(windows, cfg.batch_size, order):
             frac = (step - warmup) / max(1, total - warmup)
             scale = (step + 1) / warmup if step < warmup else cfg.final_lr + (1 - cfg.final_lr) * 0.5 * (1 + math.cos(math.pi * frac))
