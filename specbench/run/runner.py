@@ -185,7 +185,9 @@ class Runner:
                    file=sys.stderr, dynamic_ncols=True)
         with RecordWriter(self.run_dir) as writer:
             if todo:
+                bar.set_postfix_str("warm-up (untimed)")
                 self._warm_up(todo)
+                bar.unpause()  # the warm-up's minutes stay out of the rate, so the ETA counts timed generations only
             for unit, q, method in todo:
                 bar.set_postfix_str(f"{unit.task}/{unit.question_id} t{unit.turn} {method}", refresh=False)
                 drafter, prompt = drafters[(method, unit.task)], self.prompt_for(unit, q)
@@ -194,7 +196,9 @@ class Runner:
                 learn(drafter, prompt, rec.output_ids)
                 bar.update(1)
             if pending:
+                bar.set_postfix_str("batched warm-up (untimed)")
                 batched.warm_up(pending)
+                bar.unpause()
             for job in pending:
                 bar.set_postfix_str(f"batch {job.size} {job.units[0].task} t{job.units[0].turn} {job.method}",
                                     refresh=False)
