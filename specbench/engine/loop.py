@@ -48,9 +48,9 @@ class Engine:
         self.model = model
         self.stop_ids = set(stop_ids)
         param = next(model.parameters())
-        self.backend = backend if isinstance(backend, Backend) else resolve_backend(backend, param.device, param.dtype)
+        self.backend = resolve_backend(backend, param.device, param.dtype) if isinstance(backend, str) else backend
         self.backend.prepare(model)
-        self.target = TargetModel(model)
+        self.target = self.backend.target(model)
         device = self.target.device
         self._sync = lambda: synchronize(device)
 
@@ -78,9 +78,10 @@ class Engine:
         cache = self.backend.new_cache(self.model, len(prompt_ids) + max_new_tokens + DRAFT_HEADROOM)
         layers = tuple(getattr(drafter, "feature_layers", None) or ())  # intermediate states a drafter reads
         target.check_layers(layers)
+        hidden = drafter is not None and getattr(drafter, "reads_hidden_states", True)  # (llama.cpp: dearer to get)
         if drafter is not None:
             drafter.begin(list(prompt_ids))
-        st = self._prefill(prompt_ids, cache, sampler, record_margins, t_start, layers)
+        st = self._prefill(prompt_ids, cache, sampler, record_margins, t_start, layers, hidden)
         gen = st.gen
         while st.root not in self.stop_ids and len(gen.output_ids) < max_new_tokens:
             room = max_new_tokens - len(gen.output_ids)  # tokens this step may still emit
@@ -94,12 +95,11 @@ class Engine:
             t = now()
             n_ctx = len(st.tokens) - 1
             compiled = append_aux(compile_tree(st.root, draft.tree, target.device), draft.aux)
-            hidden, logits, layer_states = target.run(
-                compiled.input_ids, cache, n_ctx, compiled.position_offsets, compiled.ancestor_mask, layers=layers
-            )
+            states, logits, layer_states = target.run(compiled.input_ids, cache, n_ctx, compiled.position_offsets,
+                                                      compiled.ancestor_mask, layers=layers, hidden=hidden)
             # 3. accept
-            ver = accept_greedy(compiled, logits, hidden) if sampler is None else \
-                accept_sampled(compiled, logits, hidden, sampler, draft.draft_probs)
+            ver = accept_greedy(compiled, logits, states) if sampler is None else \
+                accept_sampled(compiled, logits, states, sampler, draft.draft_probs)
             ver = ver.capped(draft.accept_depth)
             # 4. trim: the cache keeps the context plus the accepted path
             if len(ver.rows) < compiled.input_ids.shape[1]:
@@ -116,12 +116,14 @@ class Engine:
         return gen
 
     def _prefill(self, prompt_ids: list[int], cache: object, sampler: Sampler | None, record_margins: bool,
-                 t_start: float, layers: tuple[int, ...] = ()) -> "_Decoding":
-        """Run the prompt through the target; its greedy (or sampled) next token is the first root."""
+                 t_start: float, layers: tuple[int, ...] = (), want_hidden: bool = True) -> "_Decoding":
+        """Run the prompt through the target; its greedy (or sampled) next token is the first root.
+        ``want_hidden`` False: no drafter reads hidden states (a backend may then return zero-width ones)."""
         target, now = self.target, time.perf_counter
         t = now()
         ids = torch.tensor([prompt_ids], dtype=torch.long, device=target.device)  # [1, prompt]
-        hidden, logits, layer_states = target.run(ids, cache, 0, last_logits_only=True, layers=layers)
+        hidden, logits, layer_states = target.run(ids, cache, 0, last_logits_only=True, layers=layers,
+                                                  hidden=want_hidden)
         if sampler is None:
             root = int(logits[-1].argmax())
         else:
