@@ -26,7 +26,7 @@ if [ "${SPECBENCH_LLAMACPP:-0}" = "1" ]; then
     # llama-cpp-python has no wheel on PyPI: pip builds it from its sdist once and keeps the wheel in its cache
     # (~/.cache/pip/wheels; a later install takes seconds). The lean build: this CPU's instructions only
     # (GGML_NATIVE), no multimodal library (LLAVA_BUILD), no tests/tools/examples/server, and llama.cpp's
-    # "common" helpers left out (scripts/llamacpp-lean.cmake): about 3 minutes on 2 cores instead of 6.
+    # "common" helpers left out (scripts/llamacpp-lean.cmake): about 4 minutes on 2 cores instead of 7 (under load).
     export CMAKE_ARGS="${CMAKE_ARGS:-} -DGGML_NATIVE=ON -DLLAVA_BUILD=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_TOOLS=OFF \
 -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_SERVER=OFF -DCMAKE_PROJECT_llama.cpp_INCLUDE=$PWD/scripts/llamacpp-lean.cmake"
     export CMAKE_BUILD_PARALLEL_LEVEL="${CMAKE_BUILD_PARALLEL_LEVEL:-$(nproc)}"

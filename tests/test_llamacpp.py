@@ -188,3 +188,22 @@ def test_forward_curve_and_profile_key_name_the_backend(tiny) -> None:
     info = backend.describe()
     assert info["name"] == "llamacpp" and info["threads"] == 1 and info["library"]["max_sequences"] >= 64
     assert np.isfinite(curve[4])
+
+
+def test_budget_auto_profiles_llamacpp_under_its_own_key(tiny, tmp_path) -> None:
+    from types import SimpleNamespace
+
+    from specbench.engine.budget import DraftBudget
+    from specbench.profiling.cost_profile import cached_cost_profile, cost_function
+
+    model, backend = tiny
+    lm = SimpleNamespace(model=model, model_id="tiny", model_hash="0123456789abcdef", dtype="float32",
+                         device=torch.device("cpu"))
+    prof, path = cached_cost_profile(lm, backend, tmp_path, quiet=True)
+    fast, fast_path = cached_cost_profile(lm, "fast", tmp_path, quiet=True)
+    assert list(prof["backends"]) == [backend.key] and list(fast["backends"]) == ["fast"] and path != fast_path
+    engine = Engine(model, stop_ids=set(), backend=backend)
+    prompt = [2, 7, 1, 8, 2, 8]
+    ref = greedy_reference(model, prompt, 20)
+    gen = engine.generate(prompt, RandomDrafter(5, 64), 20, draft_budget=DraftBudget(cost_function(prof)))
+    assert gen.output_ids == ref

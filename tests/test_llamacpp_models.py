@@ -72,11 +72,17 @@ def test_f32_gguf_holds_the_weights_transformers_runs(embedded) -> None:
 
     assert np.array_equal(tensors["token_embd.weight"], sd["model.embed_tokens.weight"])
     assert np.array_equal(tensors["output_norm.weight"], sd["model.norm.weight"])
-    for i in (0, 29):
+    names = {"attn_norm": "input_layernorm", "ffn_norm": "post_attention_layernorm", "attn_v": "self_attn.v_proj",
+             "attn_output": "self_attn.o_proj", "ffn_gate": "mlp.gate_proj", "ffn_up": "mlp.up_proj",
+             "ffn_down": "mlp.down_proj"}
+    layers = embedded.model.config.num_hidden_layers
+    for i in range(layers):
         p = f"model.layers.{i}."
         assert np.array_equal(tensors[f"blk.{i}.attn_q.weight"], interleaved(sd[p + "self_attn.q_proj.weight"], heads))
         assert np.array_equal(tensors[f"blk.{i}.attn_k.weight"], interleaved(sd[p + "self_attn.k_proj.weight"], kv))
-        assert np.array_equal(tensors[f"blk.{i}.ffn_down.weight"], sd[p + "mlp.down_proj.weight"])
+        for ours, theirs in names.items():
+            assert np.array_equal(tensors[f"blk.{i}.{ours}.weight"], sd[p + theirs + ".weight"]), (i, ours)
+    assert len(tensors) == 2 + 9 * layers  # every tensor compared (the head is tied to the embedding)
     assert all(t.tensor_type.name == "F32" for t in reader.tensors)
     assert g.verification["pinned"] is True
 
