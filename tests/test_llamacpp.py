@@ -207,3 +207,16 @@ def test_budget_auto_profiles_llamacpp_under_its_own_key(tiny, tmp_path) -> None
     ref = greedy_reference(model, prompt, 20)
     gen = engine.generate(prompt, RandomDrafter(5, 64), 20, draft_budget=DraftBudget(cost_function(prof)))
     assert gen.output_ids == ref
+
+
+def test_sampling_draws_what_the_transformers_backend_draws(tiny) -> None:
+    from specbench.engine.sampling_config import SamplingConfig
+
+    model, backend = tiny
+    hot = SamplingConfig(temperature=0.9, top_k=20)
+    prompt = [4, 4, 2, 8, 5]
+    on_llama = Engine(model, set(), backend=backend).generate(prompt, None, 16, sampling=hot, seed=3)
+    on_fast = Engine(model, set(), backend="fast").generate(prompt, None, 16, sampling=hot, seed=3)
+    assert on_llama.output_ids == on_fast.output_ids  # same logits (to 1e-7), same seeded draws
+    drafted = Engine(model, set(), backend=backend).generate(prompt, RandomDrafter(1, 64), 16, sampling=hot, seed=3)
+    assert len(drafted.output_ids) == 16 and len(drafted.token_logprobs) == 16

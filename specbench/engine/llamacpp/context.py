@@ -105,8 +105,9 @@ class LlamaContext:
         """Run one batch: ``tokens`` at ``positions`` ([n] absolute), in sequences ``seq_ids`` (None: all in 0).
 
         ``outputs``: [n] bool, the rows whose logits are wanted (None: all); with ``hidden`` every row is
-        output (llama.cpp's rule for embeddings). Returns (logits [outputs, V], hidden [n, h] or None),
-        rows in batch order, copied out of llama.cpp's buffers.
+        output (llama.cpp's rule for embeddings), and the logits of the ``outputs`` rows alone are returned.
+        Returns (logits [outputs, V], hidden [n, h] or None), rows in batch order, copied out of llama.cpp's
+        buffers.
         """
         n = len(tokens)
         if n > len(self._token):
@@ -129,7 +130,9 @@ class LlamaContext:
         if rc != 0:
             raise LlamaCppError(f"llama_decode failed with code {rc} on a batch of {n} rows")
         n_out = int(self._out[:n].sum())
-        logits = np.ctypeslib.as_array(self.lib.llama_get_logits(self.ctx), shape=(n_out, self.n_vocab)).copy()
+        view = np.ctypeslib.as_array(self.lib.llama_get_logits(self.ctx), shape=(n_out, self.n_vocab))
+        # with hidden states every row came out; copy the wanted ones only (a prompt's are [prompt, V])
+        logits = view[np.flatnonzero(outputs)] if hidden and outputs is not None else view.copy()
         states = None
         if hidden:
             states = np.ctypeslib.as_array(self.lib.llama_get_embeddings(self.ctx), shape=(n, self.n_embd)).copy()

@@ -128,9 +128,7 @@ class LlamaTarget:
             outputs[np.flatnonzero(order == n - 1)] = 1
         cache.begin(n_ctx, n, layout)
         logits, states = self.ctx.decode([tokens[r] for r in order], n_ctx + offsets[order], seq_ids, outputs, hidden)
-        if last_logits_only:
-            logits = logits[np.flatnonzero(order == n - 1)] if hidden else logits  # [1, V]
-        elif layout is not None:
+        if layout is not None and not last_logits_only:
             logits = logits[np.argsort(order)]  # batch order -> row order
         if states is None:
             states = np.zeros((n, 0), dtype=np.float32)
