@@ -103,17 +103,34 @@ def test_prompt_ids_identical_across_backends(embedded) -> None:
 @pytest.mark.embedded
 @needs_llamacpp
 def test_run_on_the_embedded_model_records_and_labels_the_backend(tmp_path, capsys) -> None:
-    code, _ = run_main(["run", "--backend", "llamacpp", "--threads", "2", "--methods", "pld,lookahead", "--tasks",
+    # (one thread: llama.cpp's threads wait spinning, so two on a busy 2-core machine stall for seconds)
+    code, _ = run_main(["run", "--backend", "llamacpp", "--threads", "1", "--methods", "pld,lookahead", "--tasks",
                         "gsm8k", "--limit", "1", "--max-new-tokens", "16", "--warmup", "0", "--out-dir", str(tmp_path),
                         "--run-name", "llama", "--no-progress"], capsys)
     assert code == 0
     manifest = json.loads((tmp_path / "llama" / "manifest.json").read_text())
     backend = manifest["backend"]
-    assert backend["name"] == "llamacpp" and backend["threads"] == 2 and backend["gguf"]["dtype"] == "float32"
+    assert backend["name"] == "llamacpp" and backend["threads"] == 1 and backend["gguf"]["dtype"] == "float32"
     assert backend["library"]["llama_cpp_python"] and "CPU" in backend["library"]["system_info"]
     assert manifest["model"]["hash"] == backend["gguf"]["sha256"][:16]
     records = [json.loads(line) for line in (tmp_path / "llama" / "records.jsonl").read_text().splitlines()]
     assert {r["method"] for r in records} == {"ar", "pld", "lookahead"}
     assert all(r.get("lossless_class") != "MISMATCH" for r in records)
     report = (tmp_path / "llama" / "report.md").read_text()
-    assert "backend llamacpp (2 threads, GGUF float32)" in report
+    assert "backend llamacpp (1 thread, GGUF float32)" in report
+
+
+@needs_llamacpp
+def test_profile_puts_llamacpp_beside_fast(tmp_path, monkeypatch, capsys) -> None:
+    """``specbench profile --backends fast,llamacpp`` on a tiny ``.gguf`` (transformers dequantises it for ``fast``)."""
+    from conftest import make_tiny_model
+    from llamacpp_fixtures import write_tiny_gguf
+
+    monkeypatch.setenv("SPECBENCH_CACHE", str(tmp_path / "cache"))
+    gguf = write_tiny_gguf(make_tiny_model("llama", seed=1), tmp_path / "tiny.gguf")
+    code, err = run_main(["profile", "--model", str(gguf), "--backends", "fast,llamacpp", "--threads", "1", "--sizes",
+                          "1,2,4", "--repeats", "1", "--context", "16", "--out", str(tmp_path / "prof")], capsys)
+    assert code == 0, err
+    prof = json.loads((tmp_path / "prof" / "profile.json").read_text())
+    assert list(prof["backends"]) == ["fast", "llamacpp"]
+    assert (tmp_path / "cache" / "models" / "gguf").is_dir()  # the F32 rewrite went to the run's cache

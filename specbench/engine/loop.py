@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 
@@ -34,7 +35,7 @@ from specbench.engine.kv_cache import trim_cache
 from specbench.engine.sampling import Sampler, accept_sampled, first_token
 from specbench.engine.sampling_config import SamplingConfig
 from specbench.engine.tree import DraftTree, compile_tree
-from specbench.engine.verify import TargetModel, Verification, accept_greedy
+from specbench.engine.verify import Verification, accept_greedy
 from specbench.models.device import synchronize
 
 # room for the largest draft a step may verify, so a cache sized up front rarely has to grow
@@ -44,7 +45,8 @@ DRAFT_HEADROOM = 128
 class Engine:
     """Draft -> verify decoding (greedy, or sampling) of one target model; the only code that runs the model."""
 
-    def __init__(self, model: torch.nn.Module, stop_ids: set[int], backend: str | Backend = DEFAULT_BACKEND) -> None:
+    def __init__(self, model: torch.nn.Module, stop_ids: set[int], backend: str | Backend | Any = DEFAULT_BACKEND) -> None:
+        """``backend``: a name (``backends.resolve_backend``) or a resolved backend (``llamacpp``'s needs its GGUF)."""
         self.model = model
         self.stop_ids = set(stop_ids)
         param = next(model.parameters())

@@ -56,7 +56,8 @@ def backend_label(manifest: dict[str, Any]) -> str:
     backend = manifest.get("backend") or {}
     name = str(backend.get("name") or "reference")
     if name == "llamacpp":
-        return f"{name} ({backend.get('threads')} threads, GGUF {(backend.get('gguf') or {}).get('dtype')})"
+        threads = backend.get("threads")
+        return f"{name} ({threads} thread{'' if threads == 1 else 's'}, GGUF {(backend.get('gguf') or {}).get('dtype')})"
     return name
 
 
