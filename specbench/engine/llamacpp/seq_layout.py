@@ -27,9 +27,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from specbench.errors import ConfigError
 
-class LayoutError(ValueError):
-    """A mask llama.cpp's sequences cannot express, or that needs more sequences than the context has."""
+
+class LayoutError(ConfigError):
+    """A mask llama.cpp's sequences cannot express, or that needs more sequences than the context has (a
+    method's drafts that this backend cannot verify: one line from the CLI)."""
 
 
 @dataclass(frozen=True)

@@ -24,6 +24,7 @@ import torch
 from specbench.engine.llamacpp.context import LlamaContext
 from specbench.engine.llamacpp.seq_layout import SeqLayout, layout_sequences
 from specbench.engine.verify import Forward
+from specbench.errors import ConfigError
 
 _LAYOUTS = 256  # layouts remembered per target (drafters with a fixed tree reuse theirs every step)
 
@@ -97,9 +98,9 @@ class LlamaTarget:
         return LlamaCache(self.ctx, capacity)
 
     def check_layers(self, layers: tuple[int, ...]) -> None:
-        """One-line ``ValueError`` for any intermediate layer: llama.cpp gives the final-norm states alone."""
+        """One-line ``ConfigError`` for any intermediate layer: llama.cpp gives the final-norm states alone."""
         if layers:
-            raise ValueError(f"the llamacpp backend gives final-norm hidden states only, not the intermediate layers "
+            raise ConfigError(f"the llamacpp backend gives final-norm hidden states only, not the intermediate layers "
                              f"{list(layers)} this drafter reads (feature_layers); use --backend fast")
 
     def forward(self, input_ids: torch.Tensor, cache: LlamaCache, n_ctx: int, position_offsets: torch.Tensor | None = None,
