@@ -167,10 +167,15 @@ def test_intermediate_layers_are_refused_in_one_line(tiny) -> None:
         Engine(model, set(), backend=backend).generate([1, 2, 3], Layered(0, 64), 4)
 
 
-def test_quantised_gguf_runs_lossless_against_its_own_ar(tmp_path) -> None:
+@pytest.mark.parametrize("dtype", ["q8_0", "q4_1", "bfloat16"])
+def test_quantised_gguf_runs_lossless_against_its_own_ar(tmp_path, dtype: str) -> None:
     model = make_tiny_model("llama", seed=4)
-    backend = tiny_backend(model, tmp_path, "q8_0")
-    assert not backend.full_precision and backend.describe()["gguf"]["dtype"] == "q8_0"
+    backend = tiny_backend(model, tmp_path, dtype)
+    assert backend.full_precision == (dtype == "bfloat16") and backend.describe()["gguf"]["dtype"] == dtype
+    from gguf import GGUFReader
+
+    types = {t.tensor_type.name for t in GGUFReader(backend.gguf.path).tensors}
+    assert {"bfloat16": "BF16"}.get(dtype, dtype.upper()) in types  # llama.cpp's quantiser wrote the matrices in that type
     engine = Engine(model, stop_ids=set(), backend=backend)
     prompt = [9, 8, 7, 6, 5]
     ar = engine.generate(prompt, None, 24).output_ids
