@@ -10,7 +10,7 @@ bench: setup
 	$(PY) run_bench.py --methods ar,pld --tasks all --limit 2 --max-new-tokens 64
 
 test:
-	@SPECBENCH_BROWSER=1 bash scripts/setup.sh
+	@SPECBENCH_BROWSER=1 SPECBENCH_LLAMACPP=1 bash scripts/setup.sh
 	$(PY) -m pytest -q
 
 # engine AR vs transformers' own greedy generate (a benchmark, not a test)

@@ -52,6 +52,8 @@ class CRESTConfig:
 class CRESTDrafter(BaseDrafter):
     """Proposes the stored tree of the longest kept suffix n-gram; ``latencies_s`` per step."""
 
+    reads_hidden_states = False  # drafts from tokens alone (a backend may skip the target's hidden states)
+
     def __init__(self, store: Any) -> None:
         self.store = store
         self.latencies_s: list[float] = []

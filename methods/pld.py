@@ -46,6 +46,8 @@ def lookup(tokens: np.ndarray, max_ngram: int, min_ngram: int, num_draft: int) -
 
 
 class PLDDrafter(BaseDrafter):
+    reads_hidden_states = False  # drafts from tokens alone (a backend may skip the target's hidden states)
+
     def __init__(self, config: PLDConfig) -> None:
         self.config = config
 

@@ -90,6 +90,8 @@ def first_paths(tree: DraftTree, max_paths: int, path_len: int) -> DraftTree:
 class RESTDrafter(BaseDrafter):
     """Proposes REST trees; ``latencies_s`` holds the retrieval + trie time of every step."""
 
+    reads_hidden_states = False  # drafts from tokens alone (a backend may skip the target's hidden states)
+
     def __init__(self, ds: Any, config: RESTConfig) -> None:
         self.ds = ds
         self.config = config

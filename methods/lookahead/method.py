@@ -46,6 +46,8 @@ class LookaheadConfig:
 class LookaheadDrafter(BaseDrafter):
     """Proposes the pool's n-grams after the root plus the Jacobi window; learns from the window."""
 
+    reads_hidden_states = False  # drafts from tokens alone (a backend may skip the target's hidden states)
+
     def __init__(self, config: LookaheadConfig) -> None:
         self.config = config
         self.pool = NgramPool(config.ngram, config.guess)

@@ -50,6 +50,8 @@ def _layout(version: str) -> TreeLayout:
 class RecyclingDrafter(BaseDrafter):
     """Drafts the static tree from the adjacency matrix; recycles every verified row's top-k into it."""
 
+    reads_hidden_states = False  # drafts from tokens alone (a backend may skip the target's hidden states)
+
     def __init__(self, config: RecyclingConfig, vocab: int) -> None:
         self.config = config
         self.tree = _layout(config.tree_version)

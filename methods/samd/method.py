@@ -99,6 +99,8 @@ class SamdDrafter(BaseDrafter):
         self.sources: Counter[str] = Counter()
         # an auxiliary that learns from verified rows' top-k (Token Recycling) gets them on its own steps
         self.row_topk = int(getattr(aux, "row_topk", 0) or 0)
+        # the target's hidden states go to the auxiliary alone (EAGLE reads them; Token Recycling does not)
+        self.reads_hidden_states = aux is not None and bool(getattr(aux, "reads_hidden_states", True))
         self._reset()
 
     def _reset(self) -> None:

@@ -57,6 +57,8 @@ class SpSConfig:
 class SpSDrafter(BaseDrafter):
     """Drafts a chain with a small model; adapts its length by the schedule."""
 
+    reads_hidden_states = False  # drafts from tokens alone (a backend may skip the target's hidden states)
+
     def __init__(self, config: SpSConfig, draft_model: Any, vocab: np.ndarray | None = None, target_vocab: int = 0,
                  stop_ids: frozenset[int] = frozenset()) -> None:
         self.config = config

@@ -51,6 +51,8 @@ class SuffixConfig:
 class SuffixDrafter(BaseDrafter):
     """Speculates from the prompt's index and the global index of answers; learns finished answers."""
 
+    reads_hidden_states = False  # drafts from tokens alone (a backend may skip the target's hidden states)
+
     def __init__(self, config: SuffixConfig) -> None:
         self.config = config
         self.answers = SuffixAutomaton()  # the global index: one sequence per answer

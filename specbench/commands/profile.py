@@ -1,6 +1,7 @@
 """``specbench profile``: this machine's forward latency T(n) for n = 1, 2, 4, ..., 128 new tokens after a long KV cache.
 
-Each backend is measured side by side (default: ``fast`` and ``reference``), with the bandwidth floor
+Each backend is measured side by side (default: ``fast`` and ``reference``; ``--backends fast,llamacpp`` puts
+llama.cpp beside the engine's own), with the bandwidth floor
 (weight bytes per forward / measured memory read bandwidth) so a user sees how close a backend gets.
 Writes ``profile.json`` (+ ``profile.md`` and ``profile.png``) into ``--out``; pass the json to
 ``specbench leaderboard --profile`` to see predicted next to measured speedups.
@@ -13,6 +14,7 @@ from pathlib import Path
 from specbench.config.argtypes import out_folder, positive_int
 from specbench.errors import ConfigError
 from specbench.models.dtypes import DTYPE_NAMES
+from specbench.models.gguf_files import QUANTISED
 
 
 def _sizes(text: str) -> tuple[int, ...]:
@@ -48,16 +50,24 @@ def profile_command(args: argparse.Namespace) -> int:
 
     if 1 not in args.sizes:
         raise ConfigError("--sizes must include 1 (T(1) is the autoregressive cost)")
+    llamacpp = "llamacpp" in args.backends
+    if llamacpp and len(args.backends) > 1 and args.dtype != "float32":
+        raise ConfigError(f"--dtype {args.dtype} with llamacpp beside other backends: compare them in float32 "
+                          "(the other backends run the transformers copy llama.cpp's GGUF was made from)")
     try:
-        lm = load_model(args.model, args.dtype, args.device)
+        lm = load_model(args.model, args.dtype, args.device, "llamacpp" if llamacpp else "auto", args.threads)
     except ModelLoadError as e:
         raise ConfigError(str(e)) from None
+    from specbench.engine.backends import backend_for
     from specbench.profiling.breakdown import breakdown_text, measure_breakdown
 
-    curves = {b: measure_forward_curve(lm.model, args.context, args.sizes, args.repeats, backend=b) for b in args.backends}
+    chosen = {b: backend_for(b, lm, args.threads) for b in args.backends}
+    curves = {b: measure_forward_curve(lm.model, args.context, args.sizes, args.repeats, backend=chosen[b])
+              for b in args.backends}
     parts = measure_breakdown(lm.model, args.context, backend=args.backends[0])
     read_bps = measure_read_bandwidth(lm.device)
-    weight_bytes = weight_bytes_per_forward(lm.model)
+    # a quantised GGUF reads its own bytes (tensors dominate the file), not the float32 transformers copy's
+    weight_bytes = lm.gguf.path.stat().st_size if lm.dtype in QUANTISED else weight_bytes_per_forward(lm.model)
     floor = {"weight_bytes": weight_bytes, "read_bytes_per_s": read_bps, "floor_s": weight_bytes / read_bps}
     first = curves[args.backends[0]]
     prof = make_profile(first, {"name": args.model, "id": lm.model_id, "hash": lm.model_hash, "dtype": lm.dtype},
@@ -84,12 +94,16 @@ def profile_command(args: argparse.Namespace) -> int:
 def register(subs: argparse._SubParsersAction) -> None:
     p = subs.add_parser("profile", help="measure this machine's forward latency for 1..128 new tokens (cost profile)")
     p.add_argument("--model", default="embedded", help="HF id, directory or 'embedded'")
-    p.add_argument("--dtype", default="float32", choices=DTYPE_NAMES)
+    p.add_argument("--dtype", default="float32", choices=DTYPE_NAMES + QUANTISED,
+                   help="float32 (default); q8_0 and q4_1 quantise the GGUF (llamacpp alone)")
+    p.add_argument("--threads", type=positive_int, help="CPU threads: llama.cpp's (default: the cores this process "
+                   "may use) and, when given, torch's")
     p.add_argument("--device", default="auto")
     p.add_argument("--context", type=positive_int, default=1024, help="tokens in the KV cache before the timed forward")
     p.add_argument("--sizes", type=_sizes, default=(1, 2, 4, 8, 16, 32, 64, 128), help="new-token counts, e.g. 1,2,4,8")
     p.add_argument("--repeats", type=positive_int, default=5, help="timed forwards per size (median reported)")
     p.add_argument("--backends", type=_backends, default=("fast", "reference"),
-                   help="comma-separated engine backends to measure side by side (default fast,reference)")
+                   help="comma-separated engine backends to measure side by side (default fast,reference; "
+                        "llamacpp runs the model's GGUF, --model embedded or PATH.gguf)")
     p.add_argument("--out", default="results/profile", type=out_folder, help="output folder (profile.json, profile.md, profile.png)")
     p.set_defaults(func=profile_command)

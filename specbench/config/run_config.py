@@ -19,6 +19,7 @@ from specbench.engine.budget import RUN_BUDGETS
 from specbench.engine.sampling_config import SamplingConfig
 from specbench.errors import ConfigError
 from specbench.models.dtypes import DTYPE_NAMES
+from specbench.models.gguf_files import LLAMACPP_DTYPES, QUANTISED
 from specbench.prompts.task import DEFAULT_SPLIT, SPLITS
 
 MAX_NAME = 200  # characters of a run or folder name (file systems allow 255 bytes; room for suffixes)
@@ -47,7 +48,8 @@ class RunConfig:
     model: str = "embedded"
     dtype: str = "float32"
     device: str = "auto"
-    backend: str = "auto"  # how the target's forward runs: auto, reference (transformers as is) or fast
+    backend: str = "auto"  # how the target's forward runs: auto, reference (transformers as is), fast or llamacpp
+    threads: int | None = None  # CPU threads of the target's forward (llama.cpp's; torch's when set); None = default
     data_dir: str | None = None
     out_dir: str = "results"
     run_name: str | None = None
@@ -77,8 +79,14 @@ class RunConfig:
             raise ConfigError(f"--repeats must be a positive integer, got {self.repeats}")
         if self.warmup < 0:
             raise ConfigError(f"--warmup must be >= 0, got {self.warmup}")
-        if self.dtype not in DTYPE_NAMES:
-            raise ConfigError(f"--dtype must be one of {', '.join(DTYPE_NAMES)}, got {self.dtype!r}")
+        dtypes = LLAMACPP_DTYPES if self.backend == "llamacpp" else DTYPE_NAMES
+        if self.dtype not in dtypes:
+            on = " on --backend llamacpp" if self.backend == "llamacpp" else ""
+            hint = " (q8_0 and q4_1 run on --backend llamacpp)" if self.dtype in QUANTISED else ""
+            raise ConfigError(f"--dtype must be one of {', '.join(dtypes)}{on}, got {self.dtype!r}{hint}")
+        if self.threads is not None and (isinstance(self.threads, bool) or not isinstance(self.threads, int)
+                                         or self.threads < 1):
+            raise ConfigError(f"--threads must be a positive integer, got {self.threads!r}")
         if self.device not in ("auto", "cpu", "cuda") and not self.device.startswith("cuda:"):
             raise ConfigError(f"--device must be auto, cpu or cuda, got {self.device!r}")
         if self.backend not in BACKEND_CHOICES:
@@ -102,6 +110,9 @@ class RunConfig:
             raise ConfigError(f"--batch-size must be positive integers, got {','.join(map(str, self.batch_size))}")
         if len(set(self.batch_size)) != len(self.batch_size):
             raise ConfigError(f"--batch-size lists a size twice: {','.join(map(str, self.batch_size))}")
+        if self.backend == "llamacpp" and max(self.batch_size) > 1:
+            raise ConfigError("--batch-size above 1 does not run on --backend llamacpp (the batched loop keeps its own "
+                              "padded KV cache); use --backend fast")
         if self.refill and max(self.batch_size) == 1:
             raise ConfigError("--refill needs --batch-size above 1 (it refills a batch's finished slots)")
         self.sampling.validate()

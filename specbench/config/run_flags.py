@@ -21,6 +21,7 @@ from specbench.engine.budget import RUN_BUDGETS
 from specbench.errors import ConfigError
 from specbench.config.presets import PRESETS, describe, merge_preset, preset_values
 from specbench.models.dtypes import DTYPE_NAMES
+from specbench.models.gguf_files import QUANTISED
 from specbench.prompts.task import SPLITS
 from specbench.config.method_labels import split_label
 
@@ -49,12 +50,17 @@ def add_run_arguments(parser: argparse.ArgumentParser, omit: tuple[str, ...] = (
     p.add_argument("--max-new-tokens", type=positive_int, help="tokens to generate per turn (default 128)")
     p.add_argument("--repeats", type=positive_int, help="timed generations per (method, question, turn) (default 1)")
     p.add_argument("--warmup", type=non_negative_int, help="warm-up generations per method before timing (default 1)")
-    p.add_argument("--model", help="HF model id, local model directory, or 'embedded' (default: embedded SmolLM2-135M)")
-    p.add_argument("--dtype", choices=DTYPE_NAMES, help="model dtype (default float32, TF32 off)")
+    p.add_argument("--model", help="HF model id, local model directory, a local .gguf file, or 'embedded' (default: "
+                   "embedded SmolLM2-135M)")
+    p.add_argument("--dtype", choices=DTYPE_NAMES + QUANTISED, help="model dtype (default float32, TF32 off); "
+                   "q8_0 and q4_1: the GGUF quantised, on --backend llamacpp")
     p.add_argument("--device", help="auto, cpu or cuda[:N] (default auto)")
     p.add_argument("--backend", choices=BACKEND_CHOICES,
                    help="how the target's forward runs: fast (preallocated KV cache; oneDNN-packed, fused linears on "
-                        "CPU), reference (transformers as loaded), auto = the fastest lossless one (default)")
+                        "CPU), reference (transformers as loaded), llamacpp (llama.cpp on a GGUF file: --model embedded "
+                        "or PATH.gguf; the extra specbench[llamacpp]), auto = the fastest lossless one (default)")
+    p.add_argument("--threads", type=positive_int, help="CPU threads of the target's forward: llama.cpp's (default: "
+                   "the cores this process may use) and, when given, torch's on the other backends")
     p.add_argument("--data-dir", help="data dir (default: $SPECBENCH_DATA_DIR, else ../shared/data if present, else the hub)")
     p.add_argument("--out-dir", help="parent folder of run folders (default results)")
     p.add_argument("--run-name", help="run folder name (default: derived from the configuration; same command = same folder)")
@@ -122,6 +128,7 @@ def config_from_args(args: argparse.Namespace) -> RunConfig:
         "dtype": args.dtype,
         "device": args.device,
         "backend": args.backend,
+        "threads": getattr(args, "threads", None),
         "data_dir": args.data_dir,
         "out_dir": args.out_dir,
         "run_name": getattr(args, "run_name", None),  # (commands such as sweep have no --methods/--run-name)

@@ -7,6 +7,8 @@
   projections fused (``packed_linear.py``). On other devices it is the preallocated cache alone.
 - ``auto``: ``fast`` (the fastest backend that stays lossless on every device tested; see the README's
   measurement section).
+- ``llamacpp``: the forward on llama.cpp, running a GGUF file (``llamacpp/``; the optional extra
+  ``specbench[llamacpp]``). It needs the file: ``resolve_backend("llamacpp", ..., gguf=GgufModel)``.
 
 The decode loop does not know which backend runs: it asks the backend for a cache, and the backend
 has put the model in the state it needs. A model is in one backend's state at a time; the engine
@@ -27,8 +29,10 @@ from transformers import DynamicCache
 from specbench.engine.kv_cache import PreallocatedCache
 from specbench.engine.packed_linear import describe as describe_packing
 from specbench.engine.packed_linear import is_packed, pack_linears, packing_supported, unpack_linears
+from specbench.engine.verify import TargetModel
 
-BACKENDS = ("reference", "fast")
+BACKENDS = ("reference", "fast", "llamacpp")
+TORCH_BACKENDS = ("reference", "fast")  # the ones that run the transformers module itself
 DEFAULT_BACKEND = "auto"
 BACKEND_CHOICES = (DEFAULT_BACKEND, *BACKENDS)
 _STATE_ATTR = "_specbench_backend"
@@ -58,6 +62,15 @@ class Backend:
             return DynamicCache(config=model.config)
         return PreallocatedCache(capacity)
 
+    @property
+    def key(self) -> str:
+        """What distinguishes its cost profile from another backend's (``cost_profile.py``)."""
+        return self.name
+
+    def target(self, model: torch.nn.Module) -> TargetModel:
+        """The forward the engine runs: the transformers module through ``TargetModel``."""
+        return TargetModel(model)
+
     def describe(self, model: torch.nn.Module | None = None) -> dict[str, Any]:
         """What the manifest and reports record about the backend."""
         info: dict[str, Any] = {
@@ -70,10 +83,29 @@ class Backend:
         return info
 
 
-def resolve_backend(name: str, device: torch.device, dtype: torch.dtype) -> Backend:
-    """The backend ``name`` (``auto``, ``reference`` or ``fast``) on ``device`` in ``dtype``."""
+def resolve_backend(name: str, device: torch.device, dtype: torch.dtype, gguf: Any = None,
+                    threads: int | None = None) -> Any:
+    """The backend ``name`` (``auto``, ``reference``, ``fast`` or ``llamacpp``) on ``device`` in ``dtype``;
+    ``llamacpp`` runs ``gguf`` (a ``models.gguf_files.GgufModel``) on ``threads`` threads."""
     if name == "auto":
         name = "fast"
+    if name == "llamacpp":
+        if gguf is None:
+            raise ValueError("the llamacpp backend runs a GGUF file: load the model with backend='llamacpp'")
+        if device.type != "cpu":
+            raise ValueError(f"the llamacpp backend runs on the CPU (this build of llama.cpp), not {device}")
+        from specbench.engine.llamacpp.backend import LlamaCppBackend
+
+        return LlamaCppBackend(gguf, threads)
     if name not in BACKENDS:
         raise ValueError(f"unknown backend {name!r}; choose one of auto, {', '.join(BACKENDS)}")
     return Backend(name, packed=name == "fast" and packing_supported(device, dtype))
+
+
+def backend_for(name: str, loaded: Any, threads: int | None = None) -> Any:
+    """The backend ``name`` for a ``models.loading.LoadedModel``: its device and dtype, and for ``llamacpp`` the
+    GGUF it was loaded with. ``threads``: llama.cpp's threads, or torch's (process-wide) on the other backends."""
+    param = next(loaded.model.parameters())
+    if threads and name != "llamacpp":
+        torch.set_num_threads(threads)
+    return resolve_backend(name, param.device, param.dtype, gguf=getattr(loaded, "gguf", None), threads=threads)

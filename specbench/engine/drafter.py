@@ -122,11 +122,14 @@ class Drafter(Protocol):
 class BaseDrafter:
     """Convenience base with no-op ``begin``/``observe``/``learn``; subclasses implement ``propose``.
 
-    Three optional capabilities, off here:
+    Optional capabilities, off here (``reads_hidden_states`` aside):
     - ``feature_layers``: the target layers whose hidden states the drafter reads (``DraftContext.layer_states``);
       empty (the default) costs nothing: the target then runs without collecting intermediate states. Any
       drafter, not only a ``BaseDrafter``, may declare it as an attribute; the engine reads it at the start
       of each generation.
+    - ``reads_hidden_states`` (default True): whether the drafter reads ``DraftContext.hidden`` /
+      ``hidden_states``. A drafter that never does may set it False: a backend for which they cost extra
+      (llama.cpp outputs them only with every row's logits) then skips them and hands zero-width ``[k, 0]`` ones.
     - ``row_topk`` (int, 0 = off): how many top token ids of each verified row ``StepResult.row_topk``
       carries (the engine computes them only for a drafter that sets it).
     - ``learn(prompt_ids, output_ids)``: the runner calls it after each timed generation of the drafter's
@@ -137,6 +140,7 @@ class BaseDrafter:
     """
 
     feature_layers: tuple[int, ...] = ()
+    reads_hidden_states: bool = True
     row_topk: int = 0
 
     def begin(self, prompt_ids: list[int]) -> None:

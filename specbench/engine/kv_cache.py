@@ -162,8 +162,8 @@ def trim_cache(cache: object, n_ctx: int, rows: list[int]) -> None:
     ``rows`` index the tokens of the last forward pass (row 0 = the root). When the accepted rows are
     a prefix ``0..k`` this is a plain crop; otherwise the accepted entries are gathered into place.
     """
-    if isinstance(cache, PreallocatedCache):
-        cache.trim(n_ctx, rows)
+    if isinstance(cache, PreallocatedCache) or getattr(cache, "keeps_rows_itself", False):
+        cache.trim(n_ctx, rows)  # (the llama.cpp backend's cache too: it frees the other sequences' cells)
         return
     k = len(rows)
     contiguous = rows == list(range(k))

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 
@@ -34,7 +35,7 @@ from specbench.engine.kv_cache import trim_cache
 from specbench.engine.sampling import Sampler, accept_sampled, first_token
 from specbench.engine.sampling_config import SamplingConfig
 from specbench.engine.tree import DraftTree, compile_tree
-from specbench.engine.verify import TargetModel, Verification, accept_greedy
+from specbench.engine.verify import Verification, accept_greedy
 from specbench.models.device import synchronize
 
 # room for the largest draft a step may verify, so a cache sized up front rarely has to grow
@@ -44,13 +45,14 @@ DRAFT_HEADROOM = 128
 class Engine:
     """Draft -> verify decoding (greedy, or sampling) of one target model; the only code that runs the model."""
 
-    def __init__(self, model: torch.nn.Module, stop_ids: set[int], backend: str | Backend = DEFAULT_BACKEND) -> None:
+    def __init__(self, model: torch.nn.Module, stop_ids: set[int], backend: str | Backend | Any = DEFAULT_BACKEND) -> None:
+        """``backend``: a name (``backends.resolve_backend``) or a resolved backend (``llamacpp``'s needs its GGUF)."""
         self.model = model
         self.stop_ids = set(stop_ids)
         param = next(model.parameters())
-        self.backend = backend if isinstance(backend, Backend) else resolve_backend(backend, param.device, param.dtype)
+        self.backend = resolve_backend(backend, param.device, param.dtype) if isinstance(backend, str) else backend
         self.backend.prepare(model)
-        self.target = TargetModel(model)
+        self.target = self.backend.target(model)
         device = self.target.device
         self._sync = lambda: synchronize(device)
 
@@ -78,9 +80,10 @@ class Engine:
         cache = self.backend.new_cache(self.model, len(prompt_ids) + max_new_tokens + DRAFT_HEADROOM)
         layers = tuple(getattr(drafter, "feature_layers", None) or ())  # intermediate states a drafter reads
         target.check_layers(layers)
+        hidden = drafter is not None and getattr(drafter, "reads_hidden_states", True)  # (llama.cpp: dearer to get)
         if drafter is not None:
             drafter.begin(list(prompt_ids))
-        st = self._prefill(prompt_ids, cache, sampler, record_margins, t_start, layers)
+        st = self._prefill(prompt_ids, cache, sampler, record_margins, t_start, layers, hidden)
         gen = st.gen
         while st.root not in self.stop_ids and len(gen.output_ids) < max_new_tokens:
             room = max_new_tokens - len(gen.output_ids)  # tokens this step may still emit
@@ -94,12 +97,11 @@ class Engine:
             t = now()
             n_ctx = len(st.tokens) - 1
             compiled = append_aux(compile_tree(st.root, draft.tree, target.device), draft.aux)
-            hidden, logits, layer_states = target.run(
-                compiled.input_ids, cache, n_ctx, compiled.position_offsets, compiled.ancestor_mask, layers=layers
-            )
+            states, logits, layer_states = target.run(compiled.input_ids, cache, n_ctx, compiled.position_offsets,
+                                                      compiled.ancestor_mask, layers=layers, hidden=hidden)
             # 3. accept
-            ver = accept_greedy(compiled, logits, hidden) if sampler is None else \
-                accept_sampled(compiled, logits, hidden, sampler, draft.draft_probs)
+            ver = accept_greedy(compiled, logits, states) if sampler is None else \
+                accept_sampled(compiled, logits, states, sampler, draft.draft_probs)
             ver = ver.capped(draft.accept_depth)
             # 4. trim: the cache keeps the context plus the accepted path
             if len(ver.rows) < compiled.input_ids.shape[1]:
@@ -116,12 +118,14 @@ class Engine:
         return gen
 
     def _prefill(self, prompt_ids: list[int], cache: object, sampler: Sampler | None, record_margins: bool,
-                 t_start: float, layers: tuple[int, ...] = ()) -> "_Decoding":
-        """Run the prompt through the target; its greedy (or sampled) next token is the first root."""
+                 t_start: float, layers: tuple[int, ...] = (), want_hidden: bool = True) -> "_Decoding":
+        """Run the prompt through the target; its greedy (or sampled) next token is the first root.
+        ``want_hidden`` False: no drafter reads hidden states (a backend may then return zero-width ones)."""
         target, now = self.target, time.perf_counter
         t = now()
         ids = torch.tensor([prompt_ids], dtype=torch.long, device=target.device)  # [1, prompt]
-        hidden, logits, layer_states = target.run(ids, cache, 0, last_logits_only=True, layers=layers)
+        hidden, logits, layer_states = target.run(ids, cache, 0, last_logits_only=True, layers=layers,
+                                                  hidden=want_hidden)
         if sampler is None:
             root = int(logits[-1].argmax())
         else:

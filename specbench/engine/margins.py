@@ -15,7 +15,6 @@ from __future__ import annotations
 from typing import Callable, Sequence
 
 import torch
-from transformers import DynamicCache
 
 from specbench.engine.verify import TargetModel
 
@@ -40,7 +39,7 @@ def margin_at(target: TargetModel, prompt: list[int], ar_ids: list[int]) -> Call
     def margin(pos: int) -> float:
         ids = torch.tensor([prompt + ar_ids[:pos]], dtype=torch.long, device=target.device)
         with torch.inference_mode():
-            _, logits = target.forward(ids, DynamicCache(config=target.model.config), 0, last_logits_only=True)
+            _, logits = target.forward(ids, target.scratch_cache(ids.shape[1]), 0, last_logits_only=True)
         return float(relative_margins(logits)[0])
 
     return margin

@@ -5,6 +5,7 @@ from dataclasses import dataclass
 from typing import NamedTuple
 
 import torch
+from transformers import DynamicCache
 
 from specbench.engine.tree import CompiledTree
 
@@ -71,6 +72,10 @@ class TargetModel:
         cfg = model.config
         self.num_layers = int(getattr(cfg, "num_hidden_layers", None) or getattr(cfg, "n_layer", 0))
 
+    def scratch_cache(self, capacity: int) -> object:
+        """An empty cache for a one-off forward outside a generation (``margins.margin_at``)."""
+        return DynamicCache(config=self.model.config)
+
     def check_layers(self, layers: tuple[int, ...]) -> None:
         """One-line ``ValueError`` unless every index is in ``0..num_layers``."""
         bad = [i for i in layers if not 0 <= i <= self.num_layers]
@@ -103,9 +108,12 @@ class TargetModel:
         ancestor_mask: torch.Tensor | None = None,  # [n, n] bool
         last_logits_only: bool = False,
         layers: tuple[int, ...] = (),
+        hidden: bool = True,
     ) -> Forward:
         """``forward``, plus the hidden states of ``layers`` (indices as in the class docstring) when any are
-        asked; with none, the model runs exactly as ``forward`` (no intermediate states are collected)."""
+        asked; with none, the model runs exactly as ``forward`` (no intermediate states are collected).
+        ``hidden`` (whether a drafter reads the final-norm states) changes nothing here, where they come
+        for free; the llama.cpp backend skips them when False."""
         n = input_ids.shape[1]
         mask = None
         if ancestor_mask is not None:

@@ -1,6 +1,7 @@
 """Loading the target model: a Hugging Face id or directory, or the embedded SmolLM2 GGUF default."""
 from __future__ import annotations
 
+import dataclasses
 import re
 import time
 from dataclasses import dataclass, field
@@ -11,6 +12,7 @@ import torch
 
 from specbench.errors import ModelLoadError
 from specbench.files.content_hash import LEDGER, Check, ContentMismatch, combined_sha256, stream_sha256, verify_sha256
+from specbench.models.gguf_files import QUANTISED
 from specbench.models.device import exact_reductions, select_device
 from specbench.models.dtypes import DTYPES
 from specbench.models.embedded import EMBEDDED, EMBEDDED_ID, embedded_model_dir, verify_embedded
@@ -30,6 +32,7 @@ class LoadedModel:
     dtype: str
     tf32: bool
     verification: dict[str, Any] = field(default_factory=dict)  # what the weights were checked against (manifest)
+    gguf: Any = None  # the GGUF file llama.cpp runs (gguf_files.GgufModel) when loaded for --backend llamacpp
 
 
 def resolve_device(device: str) -> torch.device:
@@ -105,18 +108,35 @@ def check_hub_model(name: str) -> None:
         # anything else (gated, rate-limited, ...): from_pretrained reports it
 
 
-def load_model(name: str = EMBEDDED, dtype: str = "float32", device: str = "auto") -> LoadedModel:
-    """Load a causal LM and its tokenizer for greedy decoding; fp32 runs with TF32 off."""
-    from transformers import AutoModelForCausalLM, AutoTokenizer
+def load_model(name: str = EMBEDDED, dtype: str = "float32", device: str = "auto", backend: str = "auto",
+               threads: int | None = None) -> LoadedModel:
+    """Load a causal LM and its tokenizer for greedy decoding; fp32 runs with TF32 off.
 
+    ``name``: ``embedded``, a Hugging Face id or folder, or a local ``.gguf`` file (transformers dequantises it).
+    ``backend="llamacpp"``: the same, in float32 (drafters read its weights, the tokenizer is its own), plus
+    the GGUF llama.cpp runs in ``dtype`` (``gguf_files.py``); the model hash is then that file's.
+    """
+    if backend == "llamacpp":
+        return _with_gguf(name, dtype, device, threads)
     if dtype not in DTYPES:
-        raise ModelLoadError(f"unknown dtype {dtype!r}")
+        raise ModelLoadError(f"unknown dtype {dtype!r}" + (" (q8_0 and q4_1 run on --backend llamacpp)"
+                                                           if dtype in QUANTISED else ""))
     dev = resolve_device(device)
     select_device(dev)
     verification: dict[str, Any] = {}
+    gguf_file = None
     if name == EMBEDDED:
         path, model_id = embedded_model_dir(), EMBEDDED_ID
         verification = verify_embedded(path)  # before loading: damaged weights must not run
+    elif name.endswith(".gguf"):
+        file = Path(name).expanduser()
+        if not file.is_file():
+            raise ModelLoadError(f"GGUF file not found: {name}")
+        path, model_id, gguf_file = file.parent, name, file.name
+        start = time.perf_counter()
+        verification = {"weights_sha256": {file.name: stream_sha256(file)}, "against": "nothing (a local file carries "
+                        "no reference hash; resuming compares it with the run's manifest)",
+                        "seconds": round(time.perf_counter() - start, 3)}
     else:
         path, model_id = Path(name), name
         looks_local = name.startswith((".", "/", "~")) or path.exists()
@@ -124,6 +144,21 @@ def load_model(name: str = EMBEDDED, dtype: str = "float32", device: str = "auto
             raise ModelLoadError(f"model directory not found or has no config.json: {name}")
         if not looks_local:
             check_hub_model(name)
+    tf32 = _precision(dtype)
+    try:
+        tokenizer, model = _from_pretrained(path, dtype, gguf_file)
+    except Exception as e:  # truncated or corrupt weights raise many types (safetensors, torch, json)
+        first = (str(e).splitlines() or [type(e).__name__])[0]
+        fix = f"delete {path} to convert it again" if name == EMBEDDED else "re-download it or check the folder"
+        raise ModelLoadError(f"cannot load model {name!r} ({type(e).__name__}: {first}); {fix}") from None
+    model.to(dev).eval()
+    if not verification:
+        verification = verify_weights(path if path.is_dir() else _hub_snapshot(name))
+    return LoadedModel(model, tokenizer, model_id, weights_hash(verification), dev, dtype, tf32, verification)
+
+
+def _precision(dtype: str) -> bool:
+    """fp32: TF32 off; returns whether TF32 is on. Half-precision GEMMs accumulate in fp32 either way."""
     tf32 = False
     if dtype == "float32":
         torch.backends.cuda.matmul.allow_tf32 = False
@@ -131,18 +166,35 @@ def load_model(name: str = EMBEDDED, dtype: str = "float32", device: str = "auto
         torch.set_float32_matmul_precision("highest")
     else:
         tf32 = bool(torch.backends.cuda.matmul.allow_tf32)
-    exact_reductions()  # half-precision GEMMs accumulate in fp32 (flags recorded in the manifest)
-    try:
-        tokenizer = AutoTokenizer.from_pretrained(str(path))
-        model = AutoModelForCausalLM.from_pretrained(str(path), dtype=DTYPES[dtype], attn_implementation="sdpa")
-    except Exception as e:  # truncated or corrupt weights raise many types (safetensors, torch, json)
-        first = (str(e).splitlines() or [type(e).__name__])[0]
-        fix = f"delete {path} to convert it again" if name == EMBEDDED else "re-download it or check the folder"
-        raise ModelLoadError(f"cannot load model {name!r} ({type(e).__name__}: {first}); {fix}") from None
-    model.to(dev).eval()
-    if name != EMBEDDED:
-        verification = verify_weights(path if path.is_dir() else _hub_snapshot(name))
-    return LoadedModel(model, tokenizer, model_id, weights_hash(verification), dev, dtype, tf32, verification)
+    exact_reductions()  # (flags recorded in the manifest)
+    return tf32
+
+
+def _from_pretrained(path: Path, dtype: str, gguf_file: str | None) -> tuple[Any, Any]:
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    extra = {"gguf_file": gguf_file} if gguf_file else {}
+    tokenizer = AutoTokenizer.from_pretrained(str(path), **extra)
+    model = AutoModelForCausalLM.from_pretrained(str(path), dtype=DTYPES[dtype], attn_implementation="sdpa", **extra)
+    return tokenizer, model
+
+
+def _with_gguf(name: str, dtype: str, device: str, threads: int | None) -> LoadedModel:
+    """``load_model`` for the llama.cpp backend: the transformers copy in float32 and the GGUF llama.cpp runs."""
+    from specbench.models.gguf_files import LLAMACPP_DTYPES, gguf_model
+    from specbench.models.llamacpp_lib import llama
+
+    llama()  # without the extra: its one-line error now, before any file is written
+    if dtype not in LLAMACPP_DTYPES:
+        raise ModelLoadError(f"--backend llamacpp runs dtype {', '.join(LLAMACPP_DTYPES)}, got {dtype!r}")
+    if resolve_device(device).type != "cpu":
+        raise ModelLoadError(f"--backend llamacpp runs on the CPU (this build of llama.cpp), not --device {device}")
+    if name != EMBEDDED and not name.endswith(".gguf"):
+        raise ModelLoadError(f"--backend llamacpp runs a GGUF file: --model embedded or a path ending in .gguf, got {name!r}")
+    lm = load_model(name, "float32", "cpu")
+    gguf = gguf_model(name, dtype, threads or 2)
+    verification = {**lm.verification, "gguf": gguf.verification, "gguf_file": str(gguf.path)}
+    return dataclasses.replace(lm, model_hash=gguf.sha256[:16], dtype=dtype, verification=verification, gguf=gguf)
 
 
 def vocab_size(model: Any) -> int | None:

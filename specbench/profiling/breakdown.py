@@ -23,7 +23,8 @@ def measure_breakdown(model: Any, context_len: int = 256, forwards: int = 10, ba
     """Seconds per single-token forward: ``wall`` (median, unprofiled), ``matrix`` and ``other_ops``
     (operator self times under the profiler), ``overhead`` (the rest of ``wall``).
 
-    CPU only (on an accelerator the host-side times say nothing about the kernels): ``None`` elsewhere.
+    CPU only (on an accelerator the host-side times say nothing about the kernels), torch backends only:
+    ``None`` elsewhere.
     """
     import torch
     from torch.profiler import ProfilerActivity, profile
@@ -33,8 +34,8 @@ def measure_breakdown(model: Any, context_len: int = 256, forwards: int = 10, ba
     from specbench.engine.verify import TargetModel
 
     param = next(model.parameters())
-    if param.device.type != "cpu":
-        return None
+    if param.device.type != "cpu" or not isinstance(backend, str) or backend == "llamacpp":
+        return None  # (torch's profiler sees nothing of llama.cpp's kernels)
     chosen = resolve_backend(backend, param.device, param.dtype)
     chosen.prepare(model)
     target = TargetModel(model)

@@ -65,17 +65,19 @@ def contexts_for(longest: int | None = None, limit: int | None = None) -> tuple[
     return tuple(out)
 
 
-def cached_cost_profile(lm: Any, backend: str, cache_root: Path, quiet: bool = False,
+def cached_cost_profile(lm: Any, backend: Any, cache_root: Path, quiet: bool = False,
                         longest: int | None = None) -> tuple[dict[str, Any], Path]:
-    """(profile, its file) for the loaded model ``lm`` on ``backend``, covering contexts up to ``longest`` cached
-    tokens: read from the cache, with the contexts it lacks (all, the first time) measured now and added."""
+    """(profile, its file) for the loaded model ``lm`` on ``backend`` (a name or a resolved backend, whose ``key``
+    names it: ``llamacpp-2t`` for llama.cpp on 2 threads), covering contexts up to ``longest`` cached tokens:
+    read from the cache, with the contexts it lacks (all, the first time) measured now and added."""
     from specbench.models.context import config_context
     from specbench.profiling.fingerprint import hardware_fingerprint
 
     hardware = hardware_fingerprint(lm.device)
     hardware.pop("timestamp", None)
     model = {"name": lm.model_id, "id": lm.model_id, "hash": lm.model_hash, "dtype": lm.dtype}
-    path = cache_root / "profiles" / f"{profile_key(model, backend, _stable(hardware))}.json"
+    key = backend if isinstance(backend, str) else backend.key
+    path = cache_root / "profiles" / f"{profile_key(model, key, _stable(hardware))}.json"
     prof = None
     if path.is_file():
         try:
@@ -92,7 +94,7 @@ def cached_cost_profile(lm: Any, backend: str, cache_root: Path, quiet: bool = F
     curves = {c: measure_forward_curve(lm.model, c, SIZES, REPEATS, backend=backend) for c in missing}
     if prof is None:
         first = min(curves)
-        prof = make_profile(curves[first], model, first, hardware, {backend: curves[first]})
+        prof = make_profile(curves[first], model, first, hardware, {key: curves[first]})
         prof["latency_by_context_s"] = {}
     by = prof["latency_by_context_s"]
     by.update({str(c): {str(n): t for n, t in sorted(curve.items())} for c, curve in curves.items()})

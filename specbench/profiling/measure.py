@@ -15,7 +15,6 @@ import torch
 
 from specbench.engine.backends import resolve_backend
 from specbench.engine.kv_cache import trim_cache
-from specbench.engine.verify import TargetModel
 from specbench.models.device import synchronize
 
 DEFAULT_SIZES = (1, 2, 4, 8, 16, 32, 64, 128)
@@ -29,23 +28,24 @@ def measure_forward_curve(
     warmup: int = 2,
     vocab_limit: int | None = None,
     seed: int = 0,
-    backend: str = "auto",
+    backend: Any = "auto",
 ) -> dict[int, float]:
     """Median seconds of one forward of ``n`` new tokens after ``context_len`` cached ones.
 
-    The forward is the engine's own: ``backend``'s cache and weights, a chain of ``n`` tokens with the
-    model's default causal mask and positions, exactly what AR steps and chain drafts run.
+    The forward is the engine's own: ``backend``'s (a name, or a resolved backend such as ``llamacpp``'s)
+    cache and weights, a chain of ``n`` tokens with the model's default causal mask and positions, exactly
+    what AR steps and chain drafts run (logits of every row, no hidden states asked).
     """
     param = next(model.parameters())
-    chosen = resolve_backend(backend, param.device, param.dtype)
+    chosen = resolve_backend(backend, param.device, param.dtype) if isinstance(backend, str) else backend
     chosen.prepare(model)
-    target = TargetModel(model)
+    target = chosen.target(model)
     vocab = vocab_limit or int(model.config.vocab_size)
     gen = torch.Generator().manual_seed(seed)
     with torch.inference_mode():
         cache = chosen.new_cache(model, context_len + max(sizes))
         ctx = torch.randint(0, vocab, (1, context_len), generator=gen).to(target.device)  # [1, L]
-        target.forward(ctx, cache, 0, last_logits_only=True)
+        target.run(ctx, cache, 0, last_logits_only=True, hidden=False)
         batches = {n: torch.randint(0, vocab, (1, n), generator=gen).to(target.device) for n in sizes}  # [1, n]
         times: dict[int, list[float]] = {n: [] for n in sizes}
         # rounds over every size (not one size after another): warm-up and machine drift hit all sizes alike
@@ -53,7 +53,7 @@ def measure_forward_curve(
             for n in sizes:
                 synchronize(target.device)
                 t = time.perf_counter()
-                target.forward(batches[n], cache, context_len)
+                target.run(batches[n], cache, context_len, hidden=False)
                 synchronize(target.device)
                 if i >= warmup:
                     times[n].append(time.perf_counter() - t)

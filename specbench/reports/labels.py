@@ -47,8 +47,18 @@ def model_label(manifest: dict[str, Any]) -> str:
 
 
 def backend_label(manifest: dict[str, Any]) -> str:
-    """The engine backend a run used; runs recorded before backends existed ran transformers as loaded."""
-    return str((manifest.get("backend") or {}).get("name") or "reference")
+    """The engine backend a run used; runs recorded before backends existed ran transformers as loaded.
+    llama.cpp's names its threads and its GGUF's dtype, both of which change its speed.
+
+    >>> backend_label({"backend": {"name": "llamacpp", "threads": 2, "gguf": {"dtype": "q8_0"}}})
+    'llamacpp (2 threads, GGUF q8_0)'
+    """
+    backend = manifest.get("backend") or {}
+    name = str(backend.get("name") or "reference")
+    if name == "llamacpp":
+        threads = backend.get("threads")
+        return f"{name} ({threads} thread{'' if threads == 1 else 's'}, GGUF {(backend.get('gguf') or {}).get('dtype')})"
+    return name
 
 
 def dtype_label(manifest: dict[str, Any]) -> str:

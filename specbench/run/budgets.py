@@ -30,7 +30,7 @@ def build_budgets(runner: Any, configs: dict[str, Any]) -> tuple[dict[tuple[str,
     if kept.is_file():  # a resumed run keeps pricing drafts with the profile its first part used
         profile, path = load_profile(kept), kept
     else:
-        profile, path = cached_cost_profile(runner.loaded, runner.engine.backend.name, cache_dir(),
+        profile, path = cached_cost_profile(runner.loaded, runner.engine.backend, cache_dir(),
                                             longest=runner.longest_context)
         save_profile(profile, kept)
     cost = cost_function(profile)

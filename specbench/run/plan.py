@@ -184,6 +184,8 @@ def config_digest(plan: Plan) -> str:
         cfg.pop("preset", None)
     if not cfg.get("context_length"):  # runs from before input lengths existed keep their digests
         cfg.pop("context_length", None)
+    if cfg.get("threads") is None:  # runs from before --threads existed keep their digests
+        cfg.pop("threads", None)
     if tuple(cfg.get("batch_size") or (1,)) == (1,) and not cfg.get("refill"):  # unbatched runs keep their digests
         cfg.pop("batch_size", None)
         cfg.pop("refill", None)

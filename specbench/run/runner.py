@@ -23,6 +23,7 @@ from tqdm import tqdm
 from specbench.catalog import BASELINE
 from specbench.engine.budget import DraftBudget
 from specbench.engine.generation import Generation
+from specbench.engine.backends import backend_for
 from specbench.engine.loop import Engine
 from specbench.engine.margins import recorded_or_recomputed
 from specbench.engine.sampling_config import generation_seed
@@ -151,12 +152,12 @@ class Runner:
     def _run_locked(self, digest: str) -> int:
         check_same_config(self.run_dir, digest)
         if self.loaded is None:
-            self.loaded = load_model(self.cfg.model, self.cfg.dtype, self.cfg.device)
+            self.loaded = load_model(self.cfg.model, self.cfg.dtype, self.cfg.device, self.cfg.backend, self.cfg.threads)
         lm = self.loaded
         check_same_model(self.run_dir, lm.model_hash)
         check_same_prompts(self.run_dir, self.template_record())
         self._check_turn1_context()
-        self.engine = Engine(lm.model, stop_token_ids(lm.tokenizer, lm.model), self.cfg.backend)
+        self.engine = Engine(lm.model, stop_token_ids(lm.tokenizer, lm.model), backend_for(self.cfg.backend, lm, self.cfg.threads))
         self.target = self.engine.target  # the AR-margin forward of the lossless check runs on the same backend
         self.run_dir.mkdir(parents=True, exist_ok=True)
         drafters, configs, artifacts = self._build_drafters()
