@@ -78,6 +78,7 @@ from specbench.datastore.trie import query_tree
 # training: the shared self-distillation data, trainer steps, checkpoints trained on first use
 from specbench.training.checkpoints import default_dir, load_or_train
 from specbench.training.distill_data import DEFAULT_CORPORA, DistillData, collect_cached, interleave, sequence_ids
+from specbench.training.feature_store import FeatureOptions, FeatureStore
 from specbench.training.steps import optimizer_step, trainable
 from specbench.training.trainer_args import add_common_arguments, corpora_and_recipe
 
@@ -100,6 +101,7 @@ __all__ = [
     "NGRAM_STORE_VERSION", "NgramStore", "write_ngram_store", "TokenDatastore",
     "DEFAULT_CHUNK_TOKENS", "dir_bytes", "tokenizer_hash", "query_tree",
     "default_dir", "load_or_train", "DEFAULT_CORPORA", "DistillData", "collect_cached", "interleave", "sequence_ids",
+    "FeatureOptions", "FeatureStore",
     "optimizer_step", "trainable", "add_common_arguments", "corpora_and_recipe",
     "Question", "Task", "encode_prompt",
 ]
