@@ -162,6 +162,10 @@ class FeatureStore:
                                   f"{index.positions} positions; ask for fewer positions or add corpora")
             self.ensure(index.positions + max(int(missing), 256), progress, desc)
 
+    def sequences(self, rows: np.ndarray) -> list[dict[str, Any]]:
+        """Stored sequences ``rows`` of ``table()`` (ascending): dicts ``ids, start, hidden, labels[, layer_states]``."""
+        return read_sequences(self.path, self.index, self.table(), rows, bool(self.key["layers"]))
+
     def data(self, positions: int, n_predict: int, heldout_every: int = HELDOUT_EVERY, heldout_span: int | None = None,
              heldout_cap: int | None = None, progress: bool = True, desc: str = "target forward") -> DistillData:
         """``positions`` example starts for ``n_predict`` predicted tokens (``feature_view.py``), reading only
@@ -184,7 +188,7 @@ class FeatureStore:
         chosen, is_held = chosen[order], (np.arange(len(chosen)) >= len(sel.train))[order]
         if not len(sel.train):
             raise ConfigError(f"feature store: corpora {','.join(self.key['corpora'])} gave no usable sequences")
-        items = read_sequences(self.path, self.index, table, chosen, bool(self.key["layers"]))
+        items = self.sequences(chosen)
         return assemble(items, is_held.tolist(), n_predict)
 
     def describe(self) -> dict[str, Any]:
