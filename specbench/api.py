@@ -82,7 +82,7 @@ from specbench.training.feature_store import FeatureOptions, FeatureStore
 from specbench.training.recipes import FULL, QUICK, RECIPE_NAMES, check_recipe, eta_minutes
 from specbench.training.resume import EpochState
 from specbench.training.steps import optimizer_step, trainable
-from specbench.training.trainer_args import add_common_arguments, corpora_and_recipe
+from specbench.training.trainer_args import TrainerSpec, register_train_command
 
 # tasks
 from specbench.prompts.task import Question, Task, encode_prompt
@@ -104,6 +104,6 @@ __all__ = [
     "DEFAULT_CHUNK_TOKENS", "dir_bytes", "tokenizer_hash", "query_tree",
     "default_dir", "load_or_train", "DEFAULT_CORPORA", "DistillData", "interleave", "sequence_ids",
     "FeatureOptions", "FeatureStore", "FULL", "QUICK", "RECIPE_NAMES", "check_recipe", "eta_minutes", "EpochState",
-    "optimizer_step", "trainable", "add_common_arguments", "corpora_and_recipe",
+    "optimizer_step", "trainable", "TrainerSpec", "register_train_command",
     "Question", "Task", "encode_prompt",
 ]

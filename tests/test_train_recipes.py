@@ -111,3 +111,53 @@ def test_quick_keeps_its_cache_folder_and_full_gets_its_own(tmp_path) -> None:
     assert quick == Path(tmp_path) / "eagle" / f"default-{hashlib.sha256(legacy_key.encode()).hexdigest()[:12]}"
     assert full.name.startswith("full-") and full.parent == quick.parent
     assert RECIPES["quick"] == EagleTrainConfig() and RECIPES["full"].tokens == 300_000
+
+
+def test_curve_command_trains_each_size_on_one_heldout_set(tmp_path, monkeypatch, capsys) -> None:
+    from specbench.cli import main
+    from tiny_model_dir import save_tiny_model
+
+    model_dir = save_tiny_model(tmp_path / "tiny")
+    monkeypatch.setenv("SPECBENCH_CACHE", str(tmp_path / "cache"))
+    argv = ["train", "medusa", "--model", str(model_dir), "--corpus", CORPUS, "--curve", "0.3k,150"]
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    assert "| positions | held-out heldout_top1 (medusa, quick recipe)" in out and "| 150 |" in out and "| 300 |" in out
+    table = Path(out.split("written to ")[1].strip())
+    assert table.name == "curve-medusa-quick.json" and (table.parent / "index.json").is_file()  # next to the store
+    rows = json.loads(table.read_text())["rows"]
+    assert [r["positions"] for r in rows] == [150, 300] and rows[0]["heldout_examples"] == rows[1]["heldout_examples"]
+    assert all(len(r["top1"]) == 4 for r in rows)
+    assert main(argv) == 0  # done sizes are read back, not trained again
+    assert "| 150 |" in capsys.readouterr().out
+
+
+def test_train_command_fills_the_recipes_cache_folder_or_asks_for_out(tmp_path, monkeypatch, capsys) -> None:
+    from specbench.cli import main
+    from tiny_model_dir import save_tiny_model
+
+    model_dir = save_tiny_model(tmp_path / "tiny")
+    monkeypatch.setenv("SPECBENCH_CACHE", str(tmp_path / "cache"))
+    assert main(["train", "medusa", "--model", str(model_dir), "--corpus", CORPUS, "--tokens", "200"]) == 2
+    assert "give --out" in capsys.readouterr().err
+    assert main(["train", "medusa", "--model", str(model_dir), "--corpus", CORPUS, "--tokens", "200",
+                 "--out", str(tmp_path / "m")]) == 0
+    assert "--method-opt medusa.checkpoint=" in capsys.readouterr().out
+    assert json.loads((tmp_path / "m" / "config.json").read_text())["recipe"] == "custom"
+
+
+@pytest.mark.parametrize("method", ["eagle", "eagle3", "hydra", "medusa", "sps", "redrafter"])
+def test_each_readme_documents_the_recipe_option(method: str) -> None:
+    from test_method_readme_defaults import documented_defaults, readme
+
+    documented = documented_defaults(readme(method).read_text(encoding="utf-8"), method)
+    assert documented.get("recipe", "").strip("`") == "quick"
+    assert "full" in next(line for line in readme(method).read_text().splitlines() if line.startswith("| `recipe`"))
+
+
+def test_the_report_header_names_each_drafters_recipe() -> None:
+    from specbench.reports.report import _header
+
+    manifest = {"artifacts": {"eagle": {"gsm8k": {"recipe": "quick"}}, "eagle@full": {"gsm8k": {"recipe": "full"}},
+                              "pld": {"gsm8k": {"overhead": {}}}}}
+    assert "Trained drafters' recipes: eagle quick, eagle@full full." in _header(manifest)

@@ -58,7 +58,7 @@ class EagleTrainConfig:
             raise ConfigError("eagle train: noise and noise_len must be >= 0")
 
 
-TRAIN_S_PER_POSITION = 0.0005  # seconds per example position and epoch, 2 CPU cores (README: measured)
+TRAIN_S_PER_POSITION = 0.0005  # s per position and epoch, 2 cores: docs/training.md
 FULL_EPOCHS = 20
 # quick: the first-use default (20k positions, minutes); full: 15x the positions, epochs sized to about an hour
 RECIPES = {"quick": EagleTrainConfig(), "full": EagleTrainConfig(tokens=300_000, epochs=FULL_EPOCHS)}

@@ -71,8 +71,8 @@ class Eagle3TrainConfig:
         return self.autocast == "bfloat16" or (self.autocast == "auto" and draft_dtype("auto", target) == torch.bfloat16)
 
 
-TRAIN_S_PER_POSITION = 0.0018  # seconds per example position and epoch, 2 CPU cores (README: measured)
-FULL_EPOCHS = 6
+TRAIN_S_PER_POSITION = 0.0018  # s per position and epoch, 2 cores: docs/training.md
+FULL_EPOCHS = 5
 # quick: the first-use default (20k positions, minutes); full: 15x the positions, epochs sized to about an hour
 RECIPES = {"quick": Eagle3TrainConfig(), "full": Eagle3TrainConfig(tokens=300_000, epochs=FULL_EPOCHS)}
 

@@ -80,8 +80,8 @@ class HydraTrainConfig:
             raise ConfigError("hydra train: dropout in [0, 1), final_lr in [0, 1], weight_decay >= 0")
 
 
-TRAIN_S_PER_POSITION = 0.0033  # seconds per example position and epoch, 2 CPU cores (README: measured)
-FULL_TOKENS, FULL_EPOCHS = 300_000, 4
+TRAIN_S_PER_POSITION = 0.0033  # s per position and epoch, 2 cores: docs/training.md
+FULL_TOKENS, FULL_EPOCHS = 300_000, 3
 RECIPES = ("quick", "full")
 
 

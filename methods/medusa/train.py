@@ -44,7 +44,7 @@ class MedusaTrainConfig:
             raise ConfigError("medusa train: num_heads, num_layers, tokens, epochs, batch_size must be >= 1")
 
 
-TRAIN_S_PER_POSITION = 0.0056  # seconds per example position and epoch, 2 CPU cores (README: measured)
+TRAIN_S_PER_POSITION = 0.0056  # s per position and epoch, 2 cores: docs/training.md
 FULL_EPOCHS = 2
 # quick: the first-use default (20k positions, minutes); full: 15x the positions, epochs sized to about an hour
 RECIPES = {"quick": MedusaTrainConfig(), "full": MedusaTrainConfig(tokens=300_000, epochs=FULL_EPOCHS)}

@@ -65,7 +65,7 @@ class TrainConfig:
         return eta_minutes(self.tokens, self.epochs, TRAIN_S_PER_POSITION * cost)
 
 
-TRAIN_S_PER_POSITION = 0.0068  # seconds per example and epoch of the default head, 2 CPU cores (README: measured)
+TRAIN_S_PER_POSITION = 0.0068  # s per position and epoch, 2 cores: docs/training.md
 
 
 def loss_fn(head: DraftHead, context: torch.Tensor, inputs: torch.Tensor, labels: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:

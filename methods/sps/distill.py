@@ -62,8 +62,8 @@ class DistillConfig:
             raise ConfigError("draft distillation: vocab must be >= 2 and seq_len >= 8")
 
 
-TRAIN_S_PER_POSITION = 0.0012  # seconds per answer position and epoch, 2 CPU cores (README: measured)
-FULL_EPOCHS = 4
+TRAIN_S_PER_POSITION = 0.0012  # s per answer position and epoch, 2 cores: docs/training.md
+FULL_EPOCHS = 5
 # quick: the first-use default (60k answer positions, minutes); full: 300k positions, resumable
 RECIPES = {"quick": DistillConfig(), "full": DistillConfig(tokens=300_000, epochs=FULL_EPOCHS)}
 
