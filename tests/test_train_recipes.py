@@ -161,3 +161,33 @@ def test_the_report_header_names_each_drafters_recipe() -> None:
     manifest = {"artifacts": {"eagle": {"gsm8k": {"recipe": "quick"}}, "eagle@full": {"gsm8k": {"recipe": "full"}},
                               "pld": {"gsm8k": {"overhead": {}}}}}
     assert "Trained drafters' recipes: eagle quick, eagle@full full." in _header(manifest)
+
+
+def test_quick_and_full_run_side_by_side_as_labelled_variants(tmp_path, monkeypatch) -> None:
+    """``--methods ar,medusa,medusa@full --method-opt medusa@full.recipe=full``: two drafters, two cache folders,
+    each recipe in the manifest and the report header (tiny recipes on a tiny model)."""
+    import methods.medusa.method as medusa_method
+    from specbench.config.run_config import RunConfig
+    from specbench.reports.report import write_report
+    from specbench.results.run_folder import read_manifest
+    from specbench.run.plan import make_plan, run_dir_for
+    from specbench.run.runner import Runner
+    from tiny_model_dir import save_tiny_model
+
+    monkeypatch.setenv("SPECBENCH_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setattr(medusa_method, "DEFAULT_CORPORA", (CORPUS,))
+    monkeypatch.setitem(medusa_method.RECIPES, "quick", MedusaTrainConfig(tokens=200, batch_size=16))
+    monkeypatch.setitem(medusa_method.RECIPES, "full", MedusaTrainConfig(tokens=400, epochs=2, batch_size=16))
+    task = tmp_path / "t.jsonl"
+    task.write_text(json.dumps({"id": "q1", "turns": ["Say one two three."]}) + "\n")
+    cfg = RunConfig(methods=("ar", "medusa", "medusa@full"), tasks=(f"jsonl:{task}",), max_new_tokens=8, warmup=0,
+                    model=str(save_tiny_model(tmp_path / "model")), device="cpu", out_dir=str(tmp_path / "runs"),
+                    method_options={"medusa@full": {"recipe": "full"}})
+    plan = make_plan(cfg)
+    assert Runner(plan, run_dir_for(plan), progress=False).run() == 0
+    artifacts = read_manifest(run_dir_for(plan))["artifacts"]
+    quick, full = (next(iter(artifacts[m].values())) for m in ("medusa", "medusa@full"))
+    assert (quick["recipe"], full["recipe"]) == ("quick", "full")
+    assert Path(quick["checkpoint"]["path"]).name.startswith("default-") and Path(full["checkpoint"]["path"]).name.startswith("full-")
+    assert json.loads((Path(full["checkpoint"]["path"]) / "config.json").read_text())["recipe"] == "full"
+    assert "Trained drafters' recipes: medusa quick, medusa@full full." in write_report(run_dir_for(plan))
