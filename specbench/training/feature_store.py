@@ -15,7 +15,7 @@ Example::
     data = store.data(20000, n_predict=1)  # DistillData: train / held-out starts as each trainer had them
 
 ``teacher_dtype``: ``float32`` (the default: the numerics the drafters always had) or ``bfloat16`` (a faster
-prefill on a CPU with avx512_bf16, 1.4x measured here under load; the references also compute features with
+prefill on a CPU with avx512_bf16, 1.1-1.5x measured here under load; the references also compute features with
 a half-precision target). Measured on the embedded SmolLM2-135M over the first 24 sequences of the default
 corpora (3,288 response positions): bf16's greedy labels differ from fp32's at 62 positions (1.9%; 2.3% of
 the first 1,992), its hidden states by 1.5% (mean relative L2 error). ``docs/training.md`` has the figures.

@@ -22,7 +22,7 @@ from specbench.errors import ConfigError
 QUICK, FULL = "quick", "full"
 RECIPE_NAMES = (QUICK, FULL)
 # the batched fp32 target pass of the embedded 135M model on 2 cores: response positions per second
-# (measured about 290/s on a quiet machine in batches of 4096 padded tokens; a loaded one gives ~150/s)
+# (measured 303/s at load ~1.7 and 77-99/s at load ~3; docs/training.md)
 COLLECT_POSITIONS_PER_S = 250.0
 
 
