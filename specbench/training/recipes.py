@@ -6,7 +6,7 @@
 cost per example position and epoch; ``eta_minutes`` adds the target pass when its features are new.
 
 >>> round(eta_minutes(300_000, 20, 0.0005, collect=True))
-67
+70
 >>> check_recipe("eagle", "full", ("quick", "full"))
 >>> check_recipe("eagle", "slow", ("quick", "full"))
 Traceback (most recent call last):
