@@ -147,3 +147,14 @@ def test_the_key_names_the_store_and_separates_teachers(tmp_path) -> None:
     assert deep.data(50, 1, progress=False).layer_states.shape[1:] == (2, 32)
     with pytest.raises(ConfigError, match="teacher_dtype"):
         FeatureOptions(teacher_dtype="float16").validate()
+
+
+def test_doctests_of_the_training_modules() -> None:
+    import doctest
+    import importlib
+
+    for name in ("specbench.training.feature_collect", "specbench.training.feature_view", "specbench.training.recipes",
+                 "specbench.training.trainer_args", "specbench.training.curve", "methods.sps.labels",
+                 "methods.redrafter.vocab", "methods.hydra.train"):
+        mod = importlib.import_module(name)
+        assert doctest.testmod(mod).failed == 0, name
