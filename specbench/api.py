@@ -27,7 +27,7 @@ A method in 15 lines (prompt lookup of one token, for illustration)::
 
 Groups: the drafter contract (what ``propose`` gets and returns); registration; errors and config
 helpers; the target and checkpoints (loading, hub ids, hashes); datastores (REST's suffix arrays,
-CREST's n-gram store, corpora); training (the shared self-distillation data and trainer steps); tasks (and the
+CREST's n-gram store, corpora); training (the shared feature store, recipes, epoch checkpoints and trainer steps); tasks (and the
 embedded tokenizer and input-length labels of the long-input tasks).
 """
 from __future__ import annotations
@@ -75,11 +75,14 @@ from specbench.datastore.token_files import DEFAULT_CHUNK_TOKENS, dir_bytes
 from specbench.datastore.tokenize_corpus import tokenizer_hash
 from specbench.datastore.trie import query_tree
 
-# training: the shared self-distillation data, trainer steps, checkpoints trained on first use
+# training: the shared feature store, recipes, trainer steps, checkpoints trained on first use
 from specbench.training.checkpoints import default_dir, load_or_train
-from specbench.training.distill_data import DEFAULT_CORPORA, DistillData, collect_cached, interleave, sequence_ids
+from specbench.training.distill_data import DEFAULT_CORPORA, DistillData, interleave, sequence_ids
+from specbench.training.feature_store import FeatureOptions, FeatureStore
+from specbench.training.recipes import FULL, QUICK, RECIPE_NAMES, check_recipe, eta_minutes
+from specbench.training.resume import EpochState
 from specbench.training.steps import optimizer_step, trainable
-from specbench.training.trainer_args import add_common_arguments, corpora_and_recipe
+from specbench.training.trainer_args import TrainerSpec, register_train_command
 
 # tasks
 from specbench.prompts.task import Question, Task, encode_prompt
@@ -99,7 +102,8 @@ __all__ = [
     "read_gz_jsonl", "sharegpt_conversations", "prompt_probes", "test_prompts", "NGRAM_STORE_FILE",
     "NGRAM_STORE_VERSION", "NgramStore", "write_ngram_store", "TokenDatastore",
     "DEFAULT_CHUNK_TOKENS", "dir_bytes", "tokenizer_hash", "query_tree",
-    "default_dir", "load_or_train", "DEFAULT_CORPORA", "DistillData", "collect_cached", "interleave", "sequence_ids",
-    "optimizer_step", "trainable", "add_common_arguments", "corpora_and_recipe",
+    "default_dir", "load_or_train", "DEFAULT_CORPORA", "DistillData", "interleave", "sequence_ids",
+    "FeatureOptions", "FeatureStore", "FULL", "QUICK", "RECIPE_NAMES", "check_recipe", "eta_minutes", "EpochState",
+    "optimizer_step", "trainable", "TrainerSpec", "register_train_command",
     "Question", "Task", "encode_prompt",
 ]

@@ -84,3 +84,17 @@ def no_profiling_of_real_models(monkeypatch):
     for module, name in ((measure, "measure_forward_curve"), (cost_profile, "measure_forward_curve"),
                          (breakdown, "measure_breakdown")):
         monkeypatch.setattr(module, name, guarded(getattr(module, name)))
+
+
+@pytest.fixture(scope="session")
+def _feature_root(tmp_path_factory) -> object:
+    return tmp_path_factory.mktemp("features")
+
+
+@pytest.fixture(autouse=True)
+def features_in_a_temporary_folder(monkeypatch, _feature_root):
+    """Feature stores written by tests (tiny models' trainings) go to one folder of the session, never into
+    the user's cache: ``specbench.training.feature_store.default_root`` points there."""
+    import specbench.training.feature_store as feature_store
+
+    monkeypatch.setattr(feature_store, "default_root", lambda: _feature_root)

@@ -325,27 +325,31 @@ def test_spec_bench_preset_runs_eagle3_as_its_script() -> None:
     assert "checkpoint" not in seven.method_options["eagle3"]  # no published EAGLE-3 draft for Vicuna-7B
 
 
-def test_distillation_data_keeps_the_asked_layers_and_old_caches_stay_valid(tmp_path) -> None:
-    """``collect_cached(..., layers=...)`` keeps those hidden states per position; without layers the data
-    and its ``data.json`` are as before, so the other drafters' cached collections still load."""
+def test_feature_store_keeps_the_asked_layers_in_a_store_of_their_own(tmp_path) -> None:
+    """A store asked for ``layers`` keeps those hidden states per response position; one asked for none keeps
+    none, under another key, so the other drafters' store is not EAGLE-3's."""
     from specbench.datastore import corpora
-    from specbench.training.distill_data import collect_cached
+    from specbench.training.feature_store import FeatureStore
     from test_golden import char_tokenizer
 
     target, tok = make_tiny_model("llama", seed=2), char_tokenizer()
     corpora.PAIR_LOADERS.setdefault("tiny_eagle3_plain", lambda data_dir: (("", "abcabc def " * 3) for _ in range(6)))
-    args = (target, tok, ["tiny_eagle3_plain"], None, 60, 1, 40)
-    plain = collect_cached(tmp_path / "plain", *args, progress=False)
-    assert plain.layer_states is None and "layers" not in json.loads((tmp_path / "plain" / "data.json").read_text())
-    deep = collect_cached(tmp_path / "deep", *args, progress=False, layers=(2, 0, 1))
-    assert json.loads((tmp_path / "deep" / "data.json").read_text())["layers"] == [2, 0, 1]
+
+    def store(layers):
+        return FeatureStore.open(target, tok, ["tiny_eagle3_plain"], None, model_id="tiny", max_seq_len=40,
+                                 layers=layers, root=tmp_path)
+
+    plain = store(()).data(60, 1, progress=False)
+    assert plain.layer_states is None and json.loads((store(()).path / "key.json").read_text())["layers"] == []
+    deep_store = store((2, 0, 1))
+    deep = deep_store.data(60, 1, progress=False)
+    assert deep_store.path != store(()).path and json.loads((deep_store.path / "key.json").read_text())["layers"] == [2, 0, 1]
     assert deep.layer_states.shape == (len(deep.tokens), 3, 32) and deep.layer_states.dtype == torch.float16
-    first = deep.tokens[:33]  # the first sequence (33 tokens)
+    first = deep.tokens[:33]  # the first sequence (33 tokens, no prompt: every position is a response row)
     with torch.inference_mode():
         states = target.base_model(input_ids=first[None], output_hidden_states=True).hidden_states
     for j, index in enumerate((2, 0, 1)):
         torch.testing.assert_close(deep.layer_states[:33, j].float(), states[index][0], atol=2e-3, rtol=2e-3)
     torch.testing.assert_close(deep.layer_states[:33, 0].float(), deep.hidden[:33].float())  # index 2 = final norm
-    again = collect_cached(tmp_path / "deep", *args, progress=False, layers=(2, 0, 1))  # loaded, not collected
-    assert torch.equal(again.layer_states, deep.layer_states)
-    assert collect_cached(tmp_path / "plain", *args, progress=False).layer_states is None
+    again = store((2, 0, 1))
+    assert torch.equal(again.data(60, 1, progress=False).layer_states, deep.layer_states) and again.forwards == 0

@@ -28,7 +28,7 @@ def test_training_follows_the_head_placement(tmp_path, monkeypatch) -> None:
     """A placement other than the default (here float64) reaches the head, every batch and the optimiser."""
     model = make_tiny_model("llama").to(torch.bfloat16)
     cfg = TrainConfig(tokens=400, batch_size=64, checkpoint_every=100)
-    _synthetic_run(tmp_path, model, cfg)
+    _synthetic_run(monkeypatch, cfg)
     monkeypatch.setattr(train_mod, "head_placement", lambda m: (next(m.parameters()).device, torch.float64))
     seen = []
     real_step = train_mod.train_step

@@ -13,6 +13,7 @@ from specbench.training.distill_data import DistillData
 from methods.redrafter.diagnose import root_repeat_rates
 from methods.redrafter.drafter import ReDrafter
 from methods.redrafter.beam import beam_search, head_step_fn, warped_log_probs
+from methods.redrafter.config import RECIPES
 from methods.redrafter.head import build_head, head_config_for
 from methods.redrafter.train import TrainConfig
 from specbench.config.run_flags import parse_method_opts
@@ -190,12 +191,19 @@ def test_untrained_head_repeats_the_root() -> None:
 def test_train_cli_recipe_sets_budget_and_flags_override() -> None:
     import argparse
 
-    from methods.redrafter.train_cli import _add_arguments, train_config_from_args
+    from methods.redrafter.train_cli import _add_arguments, _recipes
+    from specbench.training.trainer_args import add_common_arguments, corpora_and_recipe
 
     parser = argparse.ArgumentParser()
     _add_arguments(parser)
-    parse = lambda *a: train_config_from_args(parser.parse_args(["--corpus", "sharegpt", "--out", "x", *a]))  # noqa: E731
+    add_common_arguments(parser, tuple(_recipes(argparse.Namespace())))
+
+    def parse(*a: str) -> TrainConfig:
+        args = parser.parse_args(["--corpus", "sharegpt", "--out", "x", *a])
+        return corpora_and_recipe(args, _recipes(args), ("sharegpt",))[1]
+
     assert (parse().tokens, parse().epochs) == (20000, 1) and parse() == TrainConfig()
     paper = parse("--recipe", "paper", "--no-proj", "--num-blocks", "2", "--n-predict", "5")
     assert paper == default_train_config(ReDrafterConfig(**REFERENCE))  # CLI and default head agree
     assert parse("--recipe", "paper", "--epochs", "1").tokens == 100000 and parse("--recipe", "paper", "--epochs", "1").epochs == 1
+    assert (parse("--recipe", "full").tokens, parse("--recipe", "full").epochs) == RECIPES["full"]

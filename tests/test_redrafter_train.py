@@ -52,17 +52,23 @@ def test_checkpoint_round_trip(tmp_path) -> None:
         load_checkpoint(tmp_path / "missing")
 
 
-def _synthetic_run(out, model, cfg: TrainConfig) -> DistillData:
-    """Write distillation data where ``_train`` expects it (the collection step is then skipped)."""
+class _SyntheticStore:
+    key = {"corpora": ["synthetic"]}
+
+    def describe(self) -> dict:
+        return {"path": None, "key": self.key}
+
+
+def _synthetic_run(monkeypatch, cfg: TrainConfig) -> DistillData:
+    """Serve synthetic features in place of the feature store (no target pass)."""
+    from specbench.training.feature_store import FeatureOptions
+
     g = torch.Generator().manual_seed(1)
     n_tok = 400
     tokens = torch.randint(0, 64, (n_tok,), generator=g)
     data = DistillData(torch.randn(n_tok, 32, generator=g).half(), tokens, (tokens * 7 + 3) % 64,
                        torch.arange(0, 300), torch.arange(300, n_tok - cfg.n_predict - 2))
-    meta = {"model_id": "tiny", "corpora": ["synthetic"], "tokens": cfg.tokens, "max_seq_len": cfg.max_seq_len,
-            "n_predict": cfg.n_predict, "heldout_every": cfg.heldout_every}
-    out.mkdir(parents=True, exist_ok=True)
-    data.save(out, meta)
+    monkeypatch.setattr(FeatureOptions, "load", lambda self, *a, **k: (data, _SyntheticStore()))
     return data
 
 
@@ -70,11 +76,10 @@ def test_training_resumes_exactly(tmp_path, monkeypatch) -> None:
     model = make_tiny_model("llama")
     cfg = TrainConfig(tokens=400, batch_size=32, checkpoint_every=3, lr=3e-3)
     args = (model, None, ["synthetic"], None)
-    _synthetic_run(tmp_path / "a", model, cfg)
+    _synthetic_run(monkeypatch, cfg)
     full = train_redrafter(*args, tmp_path / "a", cfg, model_id="tiny", progress=False)
     assert full["steps"] == 10 and len(full["heldout_top1"]) == 3
 
-    _synthetic_run(tmp_path / "b", model, cfg)
     calls = {"n": 0}
     real_step = train_mod.train_step
 
@@ -108,11 +113,12 @@ def test_train_config_validation() -> None:
 
 
 @pytest.mark.embedded
-def test_collect_matches_target_greedy(embedded) -> None:
-    from specbench.training.distill_data import collect
+def test_store_labels_match_target_greedy(embedded, tmp_path) -> None:
+    from specbench.training.feature_store import FeatureOptions
 
-    data = collect(embedded.model, embedded.tokenizer, ["gsm8k_train"], _data_dir(), 60, 3, 128,
-                   heldout_every=2, progress=False)
+    data, _ = FeatureOptions(root=tmp_path).load(embedded.model, embedded.tokenizer, ["gsm8k_train"], _data_dir(),
+                                                 embedded.model_id, positions=60, n_predict=3, max_seq_len=128,
+                                                 heldout_every=2, progress=False)
     assert len(data.train_starts) > 0 and len(data.heldout_starts) > 0
     t = int(data.train_starts[0])
     with torch.no_grad():

@@ -13,7 +13,7 @@ best-scoring nodes.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from pathlib import Path
 
 import numpy as np
 import torch
@@ -22,10 +22,11 @@ from torch import nn
 
 from methods.eagle.checkpoint import load_layer
 from methods.eagle.layer import DraftCache, EagleLayer, LayerShape
-from methods.eagle.train import EagleTrainConfig, train_eagle
+from methods.eagle.train import RECIPES, TRAIN_S_PER_POSITION, train_eagle
 from methods.eagle.tree import EAGLE1_TREE, dynamic_tree, static_tree
-from specbench.api import (DEFAULT_CORPORA, DTYPES, BaseDrafter, ConfigError, DraftContext, DraftTree, MethodEnv,
-                           default_dir, draft_dtype, load_or_train, pack_for_inference, register_method)
+from specbench.api import (DEFAULT_CORPORA, DTYPES, BaseDrafter, ConfigError, DraftContext, DraftTree, FeatureOptions,
+                           MethodEnv, check_recipe, default_dir, draft_dtype, eta_minutes, load_or_train,
+                           pack_for_inference, register_method)
 
 TREES = ("dynamic", "static")
 
@@ -37,7 +38,8 @@ class EagleConfig:
     nodes expanded per level for ``depth`` levels after the first, the best ``total_tokens`` kept; the
     reference's defaults are 10, 5 and 60 with the root, i.e. 59 draft nodes); ``tree=static`` is EAGLE-1's
     25-node tree. ``dtype`` of the draft's weights: ``auto`` = bfloat16 on a CPU with oneDNN bf16 kernels
-    (the draft only proposes, so its rounding cannot change the output), else the target's dtype."""
+    (the draft only proposes, so its rounding cannot change the output), else the target's dtype. ``recipe``
+    of the default layer: ``quick`` (first use, minutes) or ``full`` (``train.RECIPES``; about an hour)."""
 
     checkpoint: str = "default"
     tree: str = "dynamic"
@@ -45,8 +47,10 @@ class EagleConfig:
     depth: int = 4
     total_tokens: int = 16
     dtype: str = "auto"
+    recipe: str = "quick"
 
     def validate(self) -> None:
+        check_recipe("eagle", self.recipe, RECIPES)
         if self.tree not in TREES:
             raise ConfigError(f"eagle: tree must be one of {', '.join(TREES)}")
         if self.dtype != "auto" and self.dtype not in DTYPES:
@@ -137,28 +141,33 @@ class EagleDrafter(BaseDrafter):
         return DraftTree(tuple(self.head.to_target(list(tree.tokens))), tree.parents)
 
 
-def trained_layer(checkpoint: str, env: MethodEnv) -> tuple[EagleLayer, np.ndarray | None]:
-    """(draft layer, its draft vocabulary or None) ``checkpoint`` names: ``random`` (tests), ``default``
-    (self-distilled on first use), a folder or a hub id (``specbench.api.load_or_train``)."""
-    target = env.model
+def trained_layer(config: EagleConfig, env: MethodEnv) -> tuple[EagleLayer, np.ndarray | None]:
+    """(draft layer, its draft vocabulary or None) ``config.checkpoint`` names: ``random`` (tests), ``default``
+    (self-distilled on first use with ``config.recipe``), a folder or a hub id (``specbench.api.load_or_train``)."""
+    target, checkpoint = env.model, config.checkpoint
     param = next(target.parameters())
     if checkpoint == "random":
         torch.manual_seed(0)
         return EagleLayer(LayerShape.from_config(target.config), target.get_input_embeddings()).to(param.device), None
-    recipe = EagleTrainConfig()  # the default's; any other checkpoint: a folder or a hub id (ORG/NAME[@REVISION]),
+    recipe = RECIPES[config.recipe]  # the default's; any other checkpoint: a folder or a hub id (ORG/NAME[@REVISION]),
+    features = FeatureOptions(root=Path(env.cache_dir) / "features")
     path = load_or_train(  # e.g. yuhuili/EAGLE-Vicuna-7B-v1.3
-        checkpoint, env, option="eagle.checkpoint", what="draft layer", default=lambda: default_dir(env, "eagle", recipe),
-        train=lambda out: train_eagle(target, env.tokenizer, DEFAULT_CORPORA, env.data_dir, out, recipe, env.model_id))
+        checkpoint, env, option="eagle.checkpoint", what="draft layer", recipe=config.recipe,
+        minutes=eta_minutes(recipe.tokens, recipe.epochs, TRAIN_S_PER_POSITION),
+        default=lambda: default_dir(env, "eagle", recipe, config.recipe),
+        train=lambda out: train_eagle(target, env.tokenizer, DEFAULT_CORPORA, env.data_dir, out, recipe, env.model_id,
+                                      features=features, recipe=config.recipe))
     layer, vocab, meta = load_layer(path, target)
     env.artifacts["checkpoint"] = {"path": str(path), "metrics": meta.get("metrics"),
                                    "draft_vocab": None if vocab is None else len(vocab)}
+    env.artifacts["recipe"] = config.recipe if checkpoint in (None, "default") else meta.get("recipe")
     return layer.to(param.device, torch.float32), vocab
 
 
 @register_method("eagle", EagleConfig)
 def build_eagle(config: EagleConfig, env: MethodEnv) -> EagleDrafter:
     """EAGLE's draft layer over the target's features, drafting EAGLE-2's dynamic or EAGLE-1's static tree."""
-    layer, vocab = trained_layer(config.checkpoint, env)
+    layer, vocab = trained_layer(config, env)
     env.declare_overhead(parameters=layer.parameter_count())
     dtype = draft_dtype(config.dtype, env.model)
     head = DraftHead(env.model.get_output_embeddings(), vocab).to(dtype)

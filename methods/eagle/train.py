@@ -1,4 +1,4 @@
-"""Self-distilling an EAGLE draft layer on CPU from the frozen target (``specbench/training/distill_data.py``).
+"""Self-distilling an EAGLE draft layer on CPU from the frozen target's features (the shared feature store).
 
 Row p of a training window reads the target's feature ``f_p`` (plus uniform noise of width
 ``noise * noise_len / L`` for a sequence of L positions, as the reference's ``AddUniformNoise``) and token ``p + 1``; the loss is the reference's: smooth-L1 to the target's next feature
@@ -6,8 +6,9 @@ Row p of a training window reads the target's feature ``f_p`` (plus uniform nois
 (over the draft vocabulary when it is reduced). Windows are runs of consecutive positions of one
 sequence, cut to ``window`` rows and packed into batches with a block-diagonal causal mask.
 
-Example: ``EagleTrainConfig()`` collects 20k positions and trains 10 epochs over an 8192-token draft
-vocabulary: minutes on 2 CPU cores (``README.md`` gives the measured time).
+Example: ``RECIPES["quick"]`` (``EagleTrainConfig()``) reads 20k positions and trains 10 epochs over an
+8192-token draft vocabulary: minutes on 2 CPU cores (``README.md`` gives the measured time); ``RECIPES["full"]``
+reads 300k positions, resumable after every epoch.
 """
 from __future__ import annotations
 
@@ -25,7 +26,8 @@ import torch.nn.functional as F
 
 from methods.eagle.checkpoint import save_layer
 from methods.eagle.layer import EagleLayer, LayerShape
-from specbench.api import ConfigError, DistillData, collect_cached, optimizer_step, stop_token_ids, trainable
+from specbench.api import (ConfigError, DistillData, EpochState, FeatureOptions, optimizer_step, stop_token_ids,
+                           trainable)
 
 
 @dataclass(frozen=True)
@@ -54,6 +56,12 @@ class EagleTrainConfig:
             raise ConfigError(f"eagle train: clip_by must be value or norm, not {self.clip_by!r}")
         if self.noise_len < 0 or self.noise < 0:
             raise ConfigError("eagle train: noise and noise_len must be >= 0")
+
+
+TRAIN_S_PER_POSITION = 0.0005  # s per position and epoch, 2 cores: docs/training.md
+FULL_EPOCHS = 20
+# quick: the first-use default (20k positions, minutes); full: 15x the positions, epochs sized to about an hour
+RECIPES = {"quick": EagleTrainConfig(), "full": EagleTrainConfig(tokens=300_000, epochs=FULL_EPOCHS)}
 
 
 def sequence_lengths(starts: torch.Tensor, size: int) -> torch.Tensor:
@@ -158,14 +166,17 @@ def _loss(layer: EagleLayer, head_w: torch.Tensor, ids: torch.Tensor | None, dat
 
 @trainable
 def train_eagle(target: torch.nn.Module, tokenizer: Any, corpora: Sequence[str], data_dir: Path | None, out: Path,
-                cfg: EagleTrainConfig, model_id: str = "", progress: bool = True) -> dict[str, Any]:
-    """Collect data, train the layer, save it in ``out``; returns held-out top-1 and durations."""
+                cfg: EagleTrainConfig, model_id: str = "", progress: bool = True,
+                features: FeatureOptions = FeatureOptions(), recipe: str = "custom") -> dict[str, Any]:
+    """Read the features, train the layer (resuming after its last finished epoch), save it in ``out``;
+    returns held-out top-1 and durations."""
     from tqdm import tqdm
 
     cfg.validate()
     t0 = time.perf_counter()
-    data = collect_cached(out, target, tokenizer, corpora, data_dir, cfg.tokens, 1, cfg.max_seq_len, cfg.heldout_every,
-                          progress, "eagle: target forward", model_id)
+    data, store = features.load(target, tokenizer, corpora, data_dir, model_id, positions=cfg.tokens, n_predict=1,
+                                max_seq_len=cfg.max_seq_len, heldout_every=cfg.heldout_every, progress=progress,
+                                desc="eagle: target forward")
     t_collect = time.perf_counter() - t0
     param = next(target.parameters())
     device = param.device
@@ -182,10 +193,11 @@ def train_eagle(target: torch.nn.Module, tokenizer: Any, corpora: Sequence[str],
     per_epoch = len(list(pack_runs(windows, cfg.batch_size, list(range(len(windows))))))
     total = per_epoch * cfg.epochs
     warmup = max(1, total // 20)
+    state = EpochState(out, {"train": dataclasses.asdict(cfg), "features": store.key})
+    first_epoch, step = state.restore({"layer": layer}, opt)
     t1 = time.perf_counter()
-    bar = tqdm(total=total, desc="eagle: train", unit="step", disable=not progress)
-    step = 0
-    for epoch in range(cfg.epochs):
+    bar = tqdm(total=total, initial=step, desc="eagle: train", unit="step", disable=not progress)
+    for epoch in range(first_epoch, cfg.epochs):
         order = torch.randperm(len(windows), generator=torch.Generator().manual_seed(cfg.seed + epoch)).tolist()
         for batch in pack_runs(windows, cfg.batch_size, order):
             scale = lr_scale(step, warmup, total)
@@ -194,6 +206,7 @@ def train_eagle(target: torch.nn.Module, tokenizer: Any, corpora: Sequence[str],
             loss, _, _ = _loss(layer, head_w, ids, data, batch, cfg, device, seq_len)
             optimizer_step(opt, loss, bar, clip=cfg.clip, clip_by=cfg.clip_by)
             step += 1
+        state.save(epoch + 1, step, {"layer": layer}, opt, last=epoch + 1 == cfg.epochs)
     bar.close()
     layer.eval()
     metrics: dict[str, Any] = {"collect_s": round(t_collect, 1), "train_s": round(time.perf_counter() - t1, 1), "steps": total}
@@ -206,8 +219,9 @@ def train_eagle(target: torch.nn.Module, tokenizer: Any, corpora: Sequence[str],
                 hits, n = hits + h, n + k
         metrics["heldout_top1"] = round(hits / max(n, 1), 4)  # teacher-forced: the draft's first token vs the target's
         metrics["heldout_examples"] = n
-    save_layer(layer, vocab, out, {"model_id": model_id, "corpora": list(corpora), "train": dataclasses.asdict(cfg),
-                                   "metrics": metrics})
+    save_layer(layer, vocab, out, {"model_id": model_id, "corpora": list(corpora), "recipe": recipe,
+                                   "train": dataclasses.asdict(cfg), "features": store.describe(), "metrics": metrics})
+    state.clear()
     print(f"[eagle] held-out top-1 (first draft token, teacher-forced): {metrics.get('heldout_top1')}; -> {out}",
           file=sys.stderr)
     return metrics

@@ -14,6 +14,7 @@ states of layers (2, 15, 27) into 40 rows (positions 0..39, tokens 1..40 with th
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
 import torch
 import torch.nn.functional as F
@@ -23,9 +24,10 @@ from methods.eagle.tree import dynamic_tree
 from methods.eagle3.checkpoint import load_draft
 from methods.eagle3.init import new_draft
 from methods.eagle3.layer import Eagle3Layer, reference_layers
-from methods.eagle3.train import Eagle3TrainConfig, train_eagle3
-from specbench.api import (DEFAULT_CORPORA, DTYPES, BaseDrafter, ConfigError, DraftContext, DraftTree, MethodEnv,
-                           default_dir, draft_dtype, load_or_train, pack_for_inference, register_method)
+from methods.eagle3.train import RECIPES, TRAIN_S_PER_POSITION, train_eagle3
+from specbench.api import (DEFAULT_CORPORA, DTYPES, BaseDrafter, ConfigError, DraftContext, DraftTree, FeatureOptions,
+                           MethodEnv, check_recipe, default_dir, draft_dtype, eta_minutes, load_or_train,
+                           pack_for_inference, register_method)
 
 
 @dataclass(frozen=True)
@@ -34,15 +36,18 @@ class Eagle3Config:
     a folder or a hub id (ours, or a published EAGLE-3 draft in the reference's layout). The tree is
     EAGLE-2's: ``top_k`` nodes expanded per level for ``depth`` levels after the first, the best
     ``total_tokens`` kept (Spec-Bench ran 10, 5 and 60 with the root, i.e. 59 draft nodes). ``dtype`` of the
-    draft's weights: ``auto`` = bfloat16 on a CPU with oneDNN bf16 kernels, else the target's dtype."""
+    draft's weights: ``auto`` = bfloat16 on a CPU with oneDNN bf16 kernels, else the target's dtype.
+    ``recipe`` of the default draft: ``quick`` (first use, minutes) or ``full`` (``train.RECIPES``)."""
 
     checkpoint: str = "default"
     top_k: int = 6
     depth: int = 4
     total_tokens: int = 16
     dtype: str = "auto"
+    recipe: str = "quick"
 
     def validate(self) -> None:
+        check_recipe("eagle3", self.recipe, RECIPES)
         if self.dtype != "auto" and self.dtype not in DTYPES:
             raise ConfigError(f"eagle3: dtype must be auto or one of {', '.join(DTYPES)}")
         if min(self.top_k, self.total_tokens) < 1 or self.depth < 0:
@@ -107,30 +112,34 @@ class Eagle3Drafter(BaseDrafter):
         return DraftTree(tuple(layer.to_target(torch.tensor(tree.tokens, device=dev)).tolist()), tree.parents)
 
 
-def trained_draft(checkpoint: str, env: MethodEnv) -> tuple[Eagle3Layer, tuple[int, ...]]:
-    """(draft, its feature layers) ``checkpoint`` names: ``random`` (tests), ``default`` (self-distilled on
-    first use), a folder or a hub id (``specbench.api.load_or_train``)."""
-    target = env.model
+def trained_draft(config: Eagle3Config, env: MethodEnv) -> tuple[Eagle3Layer, tuple[int, ...]]:
+    """(draft, its feature layers) ``config.checkpoint`` names: ``random`` (tests), ``default`` (self-distilled
+    on first use with ``config.recipe``), a folder or a hub id (``specbench.api.load_or_train``)."""
+    target, checkpoint = env.model, config.checkpoint
     param = next(target.parameters())
     if checkpoint == "random":  # untrained, as training starts: the whole vocabulary, the target's head rows
         torch.manual_seed(0)
         return new_draft(target, None).to(param.device), reference_layers(int(target.config.num_hidden_layers))
-    recipe = Eagle3TrainConfig()  # the default's; any other checkpoint: a folder or a hub id (ORG/NAME[@REVISION]),
+    recipe = RECIPES[config.recipe]  # the default's; any other checkpoint: a folder or a hub id (ORG/NAME[@REVISION]),
+    features = FeatureOptions(root=Path(env.cache_dir) / "features")
     path = load_or_train(  # e.g. yuhuili/EAGLE3-Vicuna1.3-13B
-        checkpoint, env, option="eagle3.checkpoint", what="EAGLE-3 draft",
-        default=lambda: default_dir(env, "eagle3", recipe),
-        train=lambda out: train_eagle3(target, env.tokenizer, DEFAULT_CORPORA, env.data_dir, out, recipe, env.model_id))
+        checkpoint, env, option="eagle3.checkpoint", what="EAGLE-3 draft", recipe=config.recipe,
+        minutes=eta_minutes(recipe.tokens, recipe.epochs, TRAIN_S_PER_POSITION),
+        default=lambda: default_dir(env, "eagle3", recipe, config.recipe),
+        train=lambda out: train_eagle3(target, env.tokenizer, DEFAULT_CORPORA, env.data_dir, out, recipe, env.model_id,
+                                       features=features, recipe=config.recipe))
     layer, layers, meta = load_draft(path, target)
     env.artifacts["checkpoint"] = {"path": str(path), "metrics": meta.get("metrics"),
                                    "weights_sha256": meta.get("weights_sha256"), "feature_layers": list(layers),
                                    "draft_vocab": int(layer.lm_head.weight.shape[0])}
+    env.artifacts["recipe"] = config.recipe if checkpoint in (None, "default") else meta.get("recipe")
     return layer.to(param.device, torch.float32), layers
 
 
 @register_method("eagle3", Eagle3Config)
 def build_eagle3(config: Eagle3Config, env: MethodEnv) -> Eagle3Drafter:
     """EAGLE-3's draft over fused low / middle / high target features, drafting EAGLE-2's dynamic tree."""
-    layer, layers = trained_draft(config.checkpoint, env)
+    layer, layers = trained_draft(config, env)
     env.declare_overhead(parameters=layer.parameter_count())
     layer = layer.to(draft_dtype(config.dtype, env.model))
     pack_for_inference(layer)

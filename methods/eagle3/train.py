@@ -1,14 +1,16 @@
 """Self-distilling an EAGLE-3 draft on CPU from the frozen target, with training-time test (``ttt.py``).
 
-The shared pipeline (``specbench/training/distill_data.py``) runs the target once over chat-formatted
-corpus sequences and keeps, per position, the hidden states of the three feature layers, the final state
-(the teacher's distribution over the draft vocabulary) and its argmax. The draft vocabulary is the most
+The shared feature store (``specbench/training/feature_store.py``, a store of its own since it keeps the
+three feature layers) runs the target once over chat-formatted corpus sequences and keeps, per position,
+the hidden states of the three feature layers, the final state (the teacher's distribution over the draft
+vocabulary) and its argmax. The draft vocabulary is the most
 frequent response tokens (the reference's ``scandata``). Windows of consecutive response rows are
 unrolled ``ttt_steps`` steps; AdamW with betas (0.9, 0.95) and gradient-norm clipping at 0.5 as the
 reference's DeepSpeed config, a short warm-up and a cosine decay.
 
-Example: ``Eagle3TrainConfig()`` on SmolLM2-135M collects 20k positions and trains about four minutes on
-2 CPU cores (``README.md`` gives the measured time and held-out accuracy).
+Example: ``RECIPES["quick"]`` (``Eagle3TrainConfig()``) on SmolLM2-135M reads 20k positions and trains about
+four minutes on 2 CPU cores (``README.md`` gives the measured time and held-out accuracy); ``RECIPES["full"]``
+reads 300k positions, resumable after every epoch.
 """
 from __future__ import annotations
 
@@ -28,7 +30,8 @@ from methods.eagle3.init import new_draft
 from methods.eagle3.layer import Eagle3Layer, reference_layers
 from methods.eagle3.ttt import Windows, ttt_loss
 from methods.eagle3.vocab import most_frequent
-from specbench.api import ConfigError, DistillData, collect_cached, draft_dtype, optimizer_step, trainable
+from specbench.api import (ConfigError, DistillData, EpochState, FeatureOptions, draft_dtype, optimizer_step,
+                           trainable)
 
 HEAD_INITS = ("target", "random")
 AUTOCASTS = ("auto", "bfloat16", "none")
@@ -68,6 +71,12 @@ class Eagle3TrainConfig:
         return self.autocast == "bfloat16" or (self.autocast == "auto" and draft_dtype("auto", target) == torch.bfloat16)
 
 
+TRAIN_S_PER_POSITION = 0.0018  # s per position and epoch, 2 cores: docs/training.md
+FULL_EPOCHS = 5
+# quick: the first-use default (20k positions, minutes); full: 15x the positions, epochs sized to about an hour
+RECIPES = {"quick": Eagle3TrainConfig(), "full": Eagle3TrainConfig(tokens=300_000, epochs=FULL_EPOCHS)}
+
+
 def _batches(windows: list[tuple[int, int]], per_batch: int, order: list[int]) -> Iterator[list[tuple[int, int]]]:
     for i in range(0, len(order), per_batch):
         yield [windows[w] for w in order[i : i + per_batch]]
@@ -90,7 +99,7 @@ def gather(data: DistillData, batch: list[tuple[int, int]], window: int, steps: 
 def response_tokens(data: DistillData, steps: int) -> torch.Tensor:
     """Every response token of the training sequences, the end-of-turn token included (the reference counts
     all loss-masked tokens). A sequence's starts run ``first .. first + n - 1`` and stop ``steps + 1``
-    positions before its last token (``collect_cached`` with ``n_predict = steps``)."""
+    positions before its last token (the store's view with ``n_predict = steps``)."""
     spans = [data.tokens[first + 1 : first + n + steps + 1] for first, n in runs(data.train_starts, 1 << 62)]
     return torch.cat(spans) if spans else data.tokens[:0]
 
@@ -115,15 +124,18 @@ def evaluate(layer: Eagle3Layer, data: DistillData, cfg: Eagle3TrainConfig, head
 
 @trainable
 def train_eagle3(target: torch.nn.Module, tokenizer: Any, corpora: Sequence[str], data_dir: Path | None, out: Path,
-                 cfg: Eagle3TrainConfig, model_id: str = "", progress: bool = True) -> dict[str, Any]:
-    """Collect data, train the draft, save it in ``out`` (the reference's layout); returns held-out metrics."""
+                 cfg: Eagle3TrainConfig, model_id: str = "", progress: bool = True,
+                 features: FeatureOptions = FeatureOptions(), recipe: str = "custom") -> dict[str, Any]:
+    """Read the features, train the draft (resuming after its last finished epoch), save it in ``out`` (the
+    reference's layout); returns held-out metrics."""
     from tqdm import tqdm
 
     cfg.validate()
     t0 = time.perf_counter()
     layers = reference_layers(int(target.config.num_hidden_layers))
-    data = collect_cached(out, target, tokenizer, corpora, data_dir, cfg.tokens, cfg.ttt_steps, cfg.max_seq_len,
-                          cfg.heldout_every, progress, "eagle3: target forward", model_id, layers=layers)
+    data, store = features.load(target, tokenizer, corpora, data_dir, model_id, positions=cfg.tokens,
+                                n_predict=cfg.ttt_steps, max_seq_len=cfg.max_seq_len, heldout_every=cfg.heldout_every,
+                                layers=layers, progress=progress, desc="eagle3: target forward")
     t_collect = time.perf_counter() - t0
     device = next(target.parameters()).device
     vocab_size = int(target.get_output_embeddings().weight.shape[0])
@@ -140,10 +152,11 @@ def train_eagle3(target: torch.nn.Module, tokenizer: Any, corpora: Sequence[str]
     per_batch = max(1, cfg.batch_size // cfg.window)
     total = math.ceil(len(windows) / per_batch) * cfg.epochs
     warmup = max(1, total // 20)
+    state = EpochState(out, {"train": dataclasses.asdict(cfg), "features": store.key})
+    first_epoch, step = state.restore({"layer": layer}, opt)
     t1 = time.perf_counter()
-    bar = tqdm(total=total, desc="eagle3: train", unit="step", disable=not progress)
-    step = 0
-    for epoch in range(cfg.epochs):
+    bar = tqdm(total=total, initial=step, desc="eagle3: train", unit="step", disable=not progress)
+    for epoch in range(first_epoch, cfg.epochs):
         order = torch.randperm(len(windows), generator=torch.Generator().manual_seed(cfg.seed + epoch)).tolist()
         for batch in _batches(windows, per_batch, order):
             scale = lr_scale(step, warmup, total)
@@ -154,12 +167,14 @@ def train_eagle3(target: torch.nn.Module, tokenizer: Any, corpora: Sequence[str]
                                       head_w, cfg.decay)
             optimizer_step(opt, loss, bar, clip=cfg.clip, clip_by="norm")
             step += 1
+        state.save(epoch + 1, step, {"layer": layer}, opt, last=epoch + 1 == cfg.epochs)
     bar.close()
     layer.eval()
     metrics: dict[str, Any] = {"collect_s": round(t_collect, 1), "train_s": round(time.perf_counter() - t1, 1),
                                "steps": total, **evaluate(layer, data, cfg, head_w, device)}
-    save_draft(layer, layers, out, {"model_id": model_id, "corpora": list(corpora), "train": dataclasses.asdict(cfg),
-                                    "metrics": metrics})
+    save_draft(layer, layers, out, {"model_id": model_id, "corpora": list(corpora), "recipe": recipe,
+                                    "train": dataclasses.asdict(cfg), "features": store.describe(), "metrics": metrics})
+    state.clear()
     print(f"[eagle3] held-out top-1 per drafted depth (teacher-forced context): {metrics.get('heldout_top1_steps')}; "
           f"-> {out}", file=sys.stderr)
     return metrics

@@ -1,44 +1,35 @@
-"""``specbench train eagle3 --out DIR``: self-distil an EAGLE-3 draft from the frozen target on CPU.
+"""``specbench train eagle3 [--recipe quick|full] [--out DIR]``: self-distil an EAGLE-3 draft on CPU.
 
 Example: ``specbench train eagle3 --out /tmp/e3 --ttt-steps 7 --epochs 8`` -> a draft in the reference's
-layout, used with ``--method-opt eagle3.checkpoint=/tmp/e3``.
+layout, used with ``--method-opt eagle3.checkpoint=/tmp/e3``; ``--recipe full`` without ``--out`` fills the
+cache folder ``--method-opt eagle3.recipe=full`` reads.
 """
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
+from typing import Any, Sequence
 
-from specbench.api import (DEFAULT_CORPORA, PluginCommand, add_common_arguments, corpora_and_recipe, int_at_least,
-                           positive_int, register_trainer, resolve_data_dir)
+from methods.eagle3.layer import reference_layers
+from methods.eagle3.train import RECIPES, TRAIN_S_PER_POSITION, train_eagle3
+from specbench.api import (DEFAULT_CORPORA, TrainerSpec, default_dir, int_at_least, positive_int,
+                           register_train_command)
 
 
-def _run(args: argparse.Namespace) -> int:
-    from methods.eagle3.train import Eagle3TrainConfig, train_eagle3
-    from specbench.api import load_model
-
-    corpora, cfg = corpora_and_recipe(args, Eagle3TrainConfig, DEFAULT_CORPORA)
-    loaded = load_model(args.model, "float32", args.device)
-    metrics = train_eagle3(loaded.model, loaded.tokenizer, corpora, resolve_data_dir(args.data_dir), Path(args.out), cfg,
-                           model_id=loaded.model_id)
-    print(f"held-out top-1 per drafted depth: {metrics.get('heldout_top1_steps')}; collect {metrics['collect_s']} s, "
-          f"train {metrics['train_s']} s")
-    print(f"use it with: --method-opt eagle3.checkpoint={args.out}")
-    return 0
+def _default_dir(env: Any, name: str, cfg: Any, corpora: Sequence[str]) -> Any:
+    same = cfg == RECIPES.get(name) and tuple(corpora) == tuple(DEFAULT_CORPORA)
+    return default_dir(env, "eagle3", cfg, name) if same else None
 
 
 def _add_arguments(r: argparse.ArgumentParser) -> None:
-    r.add_argument("--out", required=True, help="output directory")
-    r.add_argument("--corpus", help="corpus name(s), comma-separated (default sharegpt,code_alpaca,gsm8k_train)")
-    r.add_argument("--tokens", type=positive_int, help="positions to collect (default 20000)")
-    r.add_argument("--epochs", type=positive_int, help="passes over the data (default 4)")
     r.add_argument("--ttt-steps", dest="ttt_steps", type=positive_int,
                    help="training-time test: unrolled steps (default 5; the reference's 7)")
     r.add_argument("--draft-vocab", dest="draft_vocab", type=int_at_least(0),
                    help="tokens the draft scores (default 8192; 0 = the target's whole vocabulary)")
     r.add_argument("--head-init", dest="head_init", choices=("target", "random"),
                    help="the head's start: the target's rows (default) or a fresh init (the reference's)")
-    add_common_arguments(r)
 
 
-register_trainer(PluginCommand("eagle3", "self-distil an EAGLE-3 draft from the frozen target on CPU", _add_arguments,
-                               _run))
+register_train_command(TrainerSpec(
+    "eagle3", "self-distil an EAGLE-3 draft from the frozen target on CPU", lambda args: RECIPES, train_eagle3,
+    _default_dir, _add_arguments, TRAIN_S_PER_POSITION, metric="heldout_top1_steps", option="eagle3.checkpoint",
+    store_shape=lambda target, cfg: (cfg.max_seq_len, reference_layers(int(target.config.num_hidden_layers)))))

@@ -13,16 +13,18 @@ head 2 the 10 depth-2 ones, head 3 the 1 depth-3 one: 63 nodes in 4 head calls o
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path as Folder
 
 import torch
 
 from methods.eagle.layer import DraftCache, LayerShape
 from methods.hydra.checkpoint import ARCHS, load_heads
 from methods.hydra.heads import HydraHeads, SubHead
-from methods.hydra.train import recipe_for, train_hydra
+from methods.hydra.train import RECIPES, TRAIN_S_PER_POSITION, recipe_for, train_hydra
 from methods.hydra.tree import TREES, Path, plan, walk
-from specbench.api import (DEFAULT_CORPORA, DTYPES, BaseDrafter, ConfigError, DraftContext, DraftTree, MethodEnv,
-                           default_dir, draft_dtype, load_or_train, pack_for_inference, register_method)
+from specbench.api import (DEFAULT_CORPORA, DTYPES, BaseDrafter, ConfigError, DraftContext, DraftTree, FeatureOptions,
+                           MethodEnv, check_recipe, default_dir, draft_dtype, eta_minutes, load_or_train,
+                           pack_for_inference, register_method)
 
 
 @dataclass(frozen=True)
@@ -31,15 +33,18 @@ class HydraConfig:
     heads that repeat the target's prediction; tests) or a folder or hub id (ours or a published Hydra checkpoint,
     whose ``config.json`` names its head). ``head`` (for ``default`` and ``random``): ``prefix-mlp`` = Hydra++
     (the published checkpoints' head), ``mlp`` = the paper's base Hydra heads. ``dtype`` of the heads' weights:
-    ``auto`` = bfloat16 on a CPU with oneDNN bf16 kernels (a draft only proposes), else the target's."""
+    ``auto`` = bfloat16 on a CPU with oneDNN bf16 kernels (a draft only proposes), else the target's.
+    ``recipe`` of the default heads: ``quick`` (first use, minutes) or ``full`` (``train.recipe_for``)."""
 
     checkpoint: str = "default"
     head: str = "prefix-mlp"
     tree: str = "mc_sim_7b_63"
     tree_size: int = 0  # > 0: only the tree's first N choices (listed best first)
     dtype: str = "auto"
+    recipe: str = "quick"
 
     def validate(self) -> None:
+        check_recipe("hydra", self.recipe, RECIPES)
         if self.head not in ARCHS:
             raise ConfigError(f"hydra: head must be one of {', '.join(ARCHS)}")
         if self.tree not in TREES:
@@ -95,21 +100,25 @@ def trained_heads(config: HydraConfig, env: MethodEnv) -> HydraHeads:
     folder or a hub id (``specbench.api.load_or_train``), in fp32 on the target's device."""
     target = env.model
     param = next(target.parameters())
-    recipe = recipe_for(config.head)
+    recipe = recipe_for(config.head, config.recipe)
     if config.checkpoint == "random":
         torch.manual_seed(0)
         shape = LayerShape.from_config(target.config) if recipe.head == "prefix-mlp" else None
         heads = HydraHeads(int(target.get_input_embeddings().weight.shape[1]), recipe.num_heads, recipe.num_layers, shape,
                            head=SubHead(target.get_output_embeddings(), None))
         return heads.identity_init().to(param.device)
+    features = FeatureOptions(root=Folder(env.cache_dir) / "features")
     path = load_or_train(  # any other checkpoint: a folder or a hub id (ORG/NAME[@REVISION]), e.g. ankner/hydra-vicuna-7b-v1.3
-        config.checkpoint, env, option="hydra.checkpoint", what="heads",
-        default=lambda: default_dir(env, "hydra", recipe),
-        train=lambda out: train_hydra(target, env.tokenizer, DEFAULT_CORPORA, env.data_dir, out, recipe, env.model_id))
+        config.checkpoint, env, option="hydra.checkpoint", what="heads", recipe=config.recipe,
+        minutes=eta_minutes(recipe.tokens, recipe.epochs, TRAIN_S_PER_POSITION),
+        default=lambda: default_dir(env, "hydra", recipe, config.recipe),
+        train=lambda out: train_hydra(target, env.tokenizer, DEFAULT_CORPORA, env.data_dir, out, recipe, env.model_id,
+                                      features=features, recipe=config.recipe))
     heads, meta = load_heads(path, target)
     env.artifacts["checkpoint"] = {"path": str(path), "head": heads.arch, "metrics": meta.get("metrics"),
                                    "draft_vocab": None if heads.shared is None else heads.shared.size,
                                    "weights_sha256": meta.get("weights_sha256")}
+    env.artifacts["recipe"] = config.recipe if config.checkpoint in (None, "default") else meta.get("recipe")
     return heads.to(param.device, torch.float32)
 
 

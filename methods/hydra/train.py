@@ -1,4 +1,4 @@
-"""Self-distilling Hydra heads on CPU from the frozen target (``specbench/training/distill_data.py``).
+"""Self-distilling Hydra heads on CPU from the frozen target's features (the shared feature store).
 
 An example is a position t of a corpus sequence: the heads read the context feature there (the target's
 hidden state ``h_t``, through Hydra++'s prefix layer when it has one) and the TEXT's next tokens as the
@@ -16,7 +16,8 @@ matrices only, warm-up, then a cosine decay to ``final_lr`` x the peak (the refe
 ``final_lr_multiplier``). Held-out top-1 per head: the head's first choice against the target's greedy token.
 
 Example: ``HydraTrainConfig()`` (Hydra++: prefix layer, 4 heads of 4 blocks, teacher loss, dropout 0.2,
-8192-token draft vocabulary) collects 20k positions and trains ``epochs`` passes on 2 CPU cores.
+8192-token draft vocabulary) reads 20k positions and trains ``epochs`` passes on 2 CPU cores;
+``recipe_for("prefix-mlp", "full")`` reads 300k positions, resumable after every epoch.
 """
 from __future__ import annotations
 
@@ -37,8 +38,8 @@ from methods.eagle.layer import LayerShape
 from methods.eagle.train import choose_vocab, pack_runs, runs
 from methods.hydra.checkpoint import ARCHS, save_heads
 from methods.hydra.heads import HydraHeads, SubHead
-from specbench.api import (ConfigError, DistillData, collect_cached, draft_dtype, optimizer_step, stop_token_ids,
-                           trainable)
+from specbench.api import (ConfigError, DistillData, EpochState, FeatureOptions, check_recipe, draft_dtype,
+                           optimizer_step, stop_token_ids, trainable)
 
 LOSSES = ("teacher", "lm")
 AMPS = ("auto", "off")
@@ -79,16 +80,23 @@ class HydraTrainConfig:
             raise ConfigError("hydra train: dropout in [0, 1), final_lr in [0, 1], weight_decay >= 0")
 
 
-def recipe_for(head: str) -> HydraTrainConfig:
+TRAIN_S_PER_POSITION = 0.0033  # s per position and epoch, 2 cores: docs/training.md
+FULL_TOKENS, FULL_EPOCHS = 300_000, 3
+RECIPES = ("quick", "full")
+
+
+def recipe_for(head: str, recipe: str = "quick") -> HydraTrainConfig:
     """The default recipe of each head: Hydra++ (the reference's published recipe) or the paper's base Hydra
-    (one block per head, the text's next-token loss, no dropout).
+    (one block per head, the text's next-token loss, no dropout); ``recipe="full"``: 300k positions.
 
     >>> recipe_for("mlp").num_layers, recipe_for("mlp").loss, recipe_for("prefix-mlp").loss
     (1, 'lm', 'teacher')
+    >>> recipe_for("prefix-mlp", "full").tokens
+    300000
     """
-    if head == "mlp":
-        return HydraTrainConfig(head="mlp", num_layers=1, loss="lm", dropout=0.0)
-    return HydraTrainConfig()
+    check_recipe("hydra", recipe, RECIPES)
+    cfg = HydraTrainConfig(head="mlp", num_layers=1, loss="lm", dropout=0.0) if head == "mlp" else HydraTrainConfig()
+    return cfg if recipe == "quick" else dataclasses.replace(cfg, tokens=FULL_TOKENS, epochs=FULL_EPOCHS)
 
 
 def _loss(heads: HydraHeads, embed: torch.nn.Module, data: DistillData, batch: list[tuple[int, int]],
@@ -156,14 +164,17 @@ def _optimizer(heads: HydraHeads, cfg: HydraTrainConfig) -> torch.optim.Optimize
 
 @trainable
 def train_hydra(target: torch.nn.Module, tokenizer: Any, corpora: Sequence[str], data_dir: Path | None, out: Path,
-                cfg: HydraTrainConfig, model_id: str = "", progress: bool = True) -> dict[str, Any]:
-    """Collect data, train the heads, save them in ``out``; returns held-out top-1 per head and durations."""
+                cfg: HydraTrainConfig, model_id: str = "", progress: bool = True,
+                features: FeatureOptions = FeatureOptions(), recipe: str = "custom") -> dict[str, Any]:
+    """Read the features, train the heads (resuming after their last finished epoch), save them in ``out``;
+    returns held-out top-1 per head and durations."""
     from tqdm import tqdm
 
     cfg.validate()
     t0 = time.perf_counter()
-    data = collect_cached(out, target, tokenizer, corpora, data_dir, cfg.tokens, cfg.num_heads, cfg.max_seq_len,
-                          cfg.heldout_every, progress, "hydra: target forward", model_id)
+    data, store = features.load(target, tokenizer, corpora, data_dir, model_id, positions=cfg.tokens,
+                                n_predict=cfg.num_heads, max_seq_len=cfg.max_seq_len, heldout_every=cfg.heldout_every,
+                                progress=progress, desc="hydra: target forward")
     t_collect = time.perf_counter() - t0
     device = next(target.parameters()).device
     head = target.get_output_embeddings()
@@ -184,11 +195,12 @@ def train_hydra(target: torch.nn.Module, tokenizer: Any, corpora: Sequence[str],
               for e in range(cfg.epochs)]
     total = sum(len(list(pack_runs(windows, cfg.batch_size, order))) for order in orders)
     warmup = max(1, total // 20)
+    state = EpochState(out, {"train": dataclasses.asdict(cfg), "features": store.key})
+    first_epoch, step = state.restore({"heads": heads}, opt)
     t1 = time.perf_counter()
-    bar = tqdm(total=total, desc="hydra: train", unit="step", disable=not progress)
-    step = 0
-    for order in orders:
-        for batch in pack_runs(windows, cfg.batch_size, order):
+    bar = tqdm(total=total, initial=step, desc="hydra: train", unit="step", disable=not progress)
+    for epoch in range(first_epoch, cfg.epochs):
+        for batch in pack_runs(windows, cfg.batch_size, orders[epoch]):
             frac = (step - warmup) / max(1, total - warmup)
             scale = (step + 1) / warmup if step < warmup else cfg.final_lr + (1 - cfg.final_lr) * 0.5 * (1 + math.cos(math.pi * frac))
             for g in opt.param_groups:
@@ -197,6 +209,7 @@ def train_hydra(target: torch.nn.Module, tokenizer: Any, corpora: Sequence[str],
                 loss, _, _ = _loss(heads, embed, data, batch, cfg, device)
             optimizer_step(opt, loss, bar)
             step += 1
+        state.save(epoch + 1, step, {"heads": heads}, opt, last=epoch + 1 == cfg.epochs)
     bar.close()
     heads.eval()
     metrics: dict[str, Any] = {"collect_s": round(t_collect, 1), "train_s": round(time.perf_counter() - t1, 1), "steps": total,
@@ -210,7 +223,8 @@ def train_hydra(target: torch.nn.Module, tokenizer: Any, corpora: Sequence[str],
                 hits, n = hits + h, n + k
         metrics["heldout_top1"] = [round(float(v) / max(n, 1), 4) for v in hits]  # teacher-forced, per head
         metrics["heldout_examples"] = n
-    save_heads(heads, vocab, out, {"model_id": model_id, "corpora": list(corpora), "train": dataclasses.asdict(cfg),
-                                   "metrics": metrics})
+    save_heads(heads, vocab, out, {"model_id": model_id, "corpora": list(corpora), "recipe": recipe,
+                                   "train": dataclasses.asdict(cfg), "features": store.describe(), "metrics": metrics})
+    state.clear()
     print(f"[hydra] held-out top-1 per head (teacher-forced): {metrics.get('heldout_top1')}; -> {out}", file=sys.stderr)
     return metrics

@@ -6,31 +6,33 @@ and the reference's 63-node tree of rank paths (``tree.py``) becomes the draft t
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from pathlib import Path
 
 import torch
 
 from methods.medusa.checkpoint import load_heads
 from methods.medusa.heads import MedusaHeads
-from methods.medusa.train import MedusaTrainConfig, train_medusa
+from methods.medusa.train import RECIPES, TRAIN_S_PER_POSITION, train_medusa
 from methods.medusa.tree import TREES, max_rank, tree_from_choices
 from specbench.api import (
-    DEFAULT_CORPORA, BaseDrafter, ConfigError, DraftContext, DraftTree, MethodEnv, default_dir, load_or_train,
-    register_method)
-
+    DEFAULT_CORPORA, BaseDrafter, ConfigError, DraftContext, DraftTree, FeatureOptions, MethodEnv, check_recipe,
+    default_dir, eta_minutes, load_or_train, register_method)
 
 
 @dataclass(frozen=True)
 class MedusaConfig:
     """``checkpoint``: ``default`` (self-distilled from the target on first use, cached), ``random``
     (untrained heads: each repeats the target's own prediction; for tests) or a folder (ours or a
-    published Medusa checkpoint)."""
+    published Medusa checkpoint). ``recipe`` of the default heads: ``quick`` (first use, minutes) or ``full``
+    (``train.RECIPES``; about an hour)."""
 
     checkpoint: str = "default"
     tree: str = "mc_sim_7b_63"
     tree_size: int = 0  # > 0: only the tree's first N choices (the reference lists them best first)
+    recipe: str = "quick"
 
     def validate(self) -> None:
+        check_recipe("medusa", self.recipe, RECIPES)
         if self.tree not in TREES:
             raise ConfigError(f"medusa: tree must be one of {', '.join(TREES)}")
         if self.tree_size < 0:
@@ -51,21 +53,26 @@ class MedusaDrafter(BaseDrafter):
         return tree if len(tree) else None
 
 
-def trained_heads(checkpoint: str, env: MethodEnv) -> MedusaHeads:
-    """The heads ``checkpoint`` names: ``random`` (tests), ``default`` (self-distilled on first use), a folder
-    or a hub id (``specbench.api.load_or_train``), in fp32 on the target's device."""
-    target = env.model
+def trained_heads(config: MedusaConfig, env: MethodEnv) -> MedusaHeads:
+    """The heads ``config.checkpoint`` names: ``random`` (tests), ``default`` (self-distilled on first use with
+    ``config.recipe``), a folder or a hub id (``specbench.api.load_or_train``), in fp32 on the target's device."""
+    target, checkpoint = env.model, config.checkpoint
     param = next(target.parameters())
     if checkpoint == "random":
         torch.manual_seed(0)
         return MedusaHeads(int(target.config.hidden_size), int(target.config.vocab_size), 4, 1,
                            target.get_output_embeddings()).to(param.device)
-    recipe = MedusaTrainConfig()  # the default's; any other checkpoint: a folder or a hub id (ORG/NAME[@REVISION]),
+    recipe = RECIPES[config.recipe]  # the default's; any other checkpoint: a folder or a hub id (ORG/NAME[@REVISION]),
+    features = FeatureOptions(root=Path(env.cache_dir) / "features")
     path = load_or_train(  # e.g. FasterDecoding/medusa-vicuna-7b-v1.3
-        checkpoint, env, option="medusa.checkpoint", what="heads", default=lambda: default_dir(env, "medusa", recipe),
-        train=lambda out: train_medusa(target, env.tokenizer, DEFAULT_CORPORA, env.data_dir, out, recipe, env.model_id))
+        checkpoint, env, option="medusa.checkpoint", what="heads", recipe=config.recipe,
+        minutes=eta_minutes(recipe.tokens, recipe.epochs, TRAIN_S_PER_POSITION),
+        default=lambda: default_dir(env, "medusa", recipe, config.recipe),
+        train=lambda out: train_medusa(target, env.tokenizer, DEFAULT_CORPORA, env.data_dir, out, recipe, env.model_id,
+                                       features=features, recipe=config.recipe))
     heads, meta = load_heads(path, target)
     env.artifacts["checkpoint"] = {"path": str(path), "metrics": meta.get("metrics")}
+    env.artifacts["recipe"] = config.recipe if checkpoint in (None, "default") else meta.get("recipe")
     return heads.to(param.device, torch.float32)
 
 
@@ -73,4 +80,4 @@ def trained_heads(checkpoint: str, env: MethodEnv) -> MedusaHeads:
 def build_medusa(config: MedusaConfig, env: MethodEnv) -> MedusaDrafter:
     """Medusa-1 heads on the target's last hidden state, top-k per head in the reference's sparse tree."""
     choices = TREES[config.tree]
-    return MedusaDrafter(trained_heads(config.checkpoint, env), choices[: config.tree_size] if config.tree_size else choices)
+    return MedusaDrafter(trained_heads(config, env), choices[: config.tree_size] if config.tree_size else choices)

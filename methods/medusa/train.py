@@ -1,10 +1,11 @@
 """Self-distilling Medusa heads on CPU: the frozen target's hidden states and greedy labels
-(``specbench/training/distill_data.py``), one cross-entropy per head summed unweighted, as the reference's trainer
+(the shared feature store, ``specbench/training/feature_store.py``), one cross-entropy per head summed unweighted, as the reference's trainer
 (``medusa/train/train_legacy.py``); ``decay`` < 1 weights head k by ``decay ** k`` (0.8 is the decay
 coefficient of the reference's separate axolotl recipe).
 
-Example: ``MedusaTrainConfig()`` (4 heads, 1 block each, the target's LM head shared) collects 20k
-positions and trains one epoch: a few minutes on 2 CPU cores.
+Example: ``RECIPES["quick"]`` (``MedusaTrainConfig()``: 4 heads, 1 block each, the target's LM head shared)
+reads 20k positions and trains one epoch: a few minutes on 2 CPU cores; ``RECIPES["full"]`` reads 300k
+positions, resumable after every epoch.
 """
 from __future__ import annotations
 
@@ -21,7 +22,7 @@ import torch.nn.functional as F
 
 from methods.medusa.checkpoint import save_heads
 from methods.medusa.heads import MedusaHeads
-from specbench.api import ConfigError, DistillData, collect_cached, optimizer_step, trainable
+from specbench.api import ConfigError, DistillData, EpochState, FeatureOptions, optimizer_step, trainable
 
 
 @dataclass(frozen=True)
@@ -43,6 +44,12 @@ class MedusaTrainConfig:
             raise ConfigError("medusa train: num_heads, num_layers, tokens, epochs, batch_size must be >= 1")
 
 
+TRAIN_S_PER_POSITION = 0.0056  # s per position and epoch, 2 cores: docs/training.md
+FULL_EPOCHS = 2
+# quick: the first-use default (20k positions, minutes); full: 15x the positions, epochs sized to about an hour
+RECIPES = {"quick": MedusaTrainConfig(), "full": MedusaTrainConfig(tokens=300_000, epochs=FULL_EPOCHS)}
+
+
 def _step_loss(heads: MedusaHeads, data: DistillData, starts: torch.Tensor, cfg: MedusaTrainConfig,
                device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
     hidden, _, labels = data.batch(starts, cfg.num_heads, "target")  # labels[:, k]: head k's token
@@ -56,14 +63,17 @@ def _step_loss(heads: MedusaHeads, data: DistillData, starts: torch.Tensor, cfg:
 
 @trainable
 def train_medusa(target: torch.nn.Module, tokenizer: Any, corpora: Sequence[str], data_dir: Path | None, out: Path,
-                 cfg: MedusaTrainConfig, model_id: str = "", progress: bool = True) -> dict[str, Any]:
-    """Collect data, train the heads, save them in ``out``; returns held-out top-1 per head and durations."""
+                 cfg: MedusaTrainConfig, model_id: str = "", progress: bool = True,
+                 features: FeatureOptions = FeatureOptions(), recipe: str = "custom") -> dict[str, Any]:
+    """Read the features, train the heads (resuming after their last finished epoch), save them in ``out``;
+    returns held-out top-1 per head and durations."""
     from tqdm import tqdm
 
     cfg.validate()
     t0 = time.perf_counter()
-    data = collect_cached(out, target, tokenizer, corpora, data_dir, cfg.tokens, cfg.num_heads, cfg.max_seq_len,
-                          cfg.heldout_every, progress, "medusa: target forward", model_id)
+    data, store = features.load(target, tokenizer, corpora, data_dir, model_id, positions=cfg.tokens,
+                                n_predict=cfg.num_heads, max_seq_len=cfg.max_seq_len, heldout_every=cfg.heldout_every,
+                                progress=progress, desc="medusa: target forward")
     t_collect = time.perf_counter() - t0
     param = next(target.parameters())
     torch.manual_seed(cfg.seed)
@@ -77,10 +87,11 @@ def train_medusa(target: torch.nn.Module, tokenizer: Any, corpora: Sequence[str]
     opt = torch.optim.AdamW([p for p in heads.parameters() if p.requires_grad], lr=cfg.lr)
     per_epoch = math.ceil(len(data.train_starts) / cfg.batch_size)
     total = per_epoch * cfg.epochs
+    state = EpochState(out, {"train": dataclasses.asdict(cfg), "features": store.key})
+    first_epoch, step = state.restore({"heads": heads}, opt)
     t1 = time.perf_counter()
-    bar = tqdm(total=total, desc="medusa: train", unit="step", disable=not progress)
-    step = 0
-    for epoch in range(cfg.epochs):
+    bar = tqdm(total=total, initial=step, desc="medusa: train", unit="step", disable=not progress)
+    for epoch in range(first_epoch, cfg.epochs):
         perm = torch.randperm(len(data.train_starts), generator=torch.Generator().manual_seed(cfg.seed + epoch))
         for b in range(per_epoch):
             for g in opt.param_groups:
@@ -88,6 +99,7 @@ def train_medusa(target: torch.nn.Module, tokenizer: Any, corpora: Sequence[str]
             loss, _ = _step_loss(heads, data, data.train_starts[perm[b * cfg.batch_size : (b + 1) * cfg.batch_size]], cfg, param.device)
             optimizer_step(opt, loss, bar)
             step += 1
+        state.save(epoch + 1, step, {"heads": heads}, opt, last=epoch + 1 == cfg.epochs)
     bar.close()
     heads.eval()
     metrics: dict[str, Any] = {"collect_s": round(t_collect, 1), "train_s": round(time.perf_counter() - t1, 1), "steps": total}
@@ -97,6 +109,8 @@ def train_medusa(target: torch.nn.Module, tokenizer: Any, corpora: Sequence[str]
             hits = sum(_step_loss(heads, data, c, cfg, param.device)[1] * len(c) for c in chunks) / len(data.heldout_starts)
         metrics["heldout_top1"] = [round(float(h), 4) for h in hits]
         metrics["heldout_examples"] = len(data.heldout_starts)
-    save_heads(heads, out, {"model_id": model_id, "corpora": list(corpora), "train": dataclasses.asdict(cfg), "metrics": metrics})
+    save_heads(heads, out, {"model_id": model_id, "corpora": list(corpora), "recipe": recipe,
+                            "train": dataclasses.asdict(cfg), "features": store.describe(), "metrics": metrics})
+    state.clear()
     print(f"[medusa] held-out top-1 per head: {metrics.get('heldout_top1')}; -> {out}", file=sys.stderr)
     return metrics

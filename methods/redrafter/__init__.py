@@ -17,8 +17,9 @@ from methods.redrafter import train_cli  # noqa: F401  (registers `specbench tra
 from methods.redrafter.config import HeadConfig, ReDrafterConfig
 from methods.redrafter.drafter import ReDrafter
 from methods.redrafter.head import DraftHead
-from methods.redrafter.vocab import DATA
-from specbench.api import MethodEnv, draft_dtype, load_or_train, pack_for_inference, register_method, stop_token_ids
+from methods.redrafter.vocab import COUNTS, DATA
+from specbench.api import (FeatureOptions, MethodEnv, draft_dtype, load_or_train, pack_for_inference, register_method,
+                           stop_token_ids)
 
 if TYPE_CHECKING:
     from methods.redrafter.train import TrainConfig
@@ -49,7 +50,8 @@ def default_checkpoint_dir(env: MethodEnv, config: ReDrafterConfig) -> Path:
     if dtype != torch.float32:  # hidden states of another precision: another head
         recipe["dtype"] = str(dtype)
     key = hashlib.sha256(json.dumps(recipe, sort_keys=True).encode()).hexdigest()[:12]
-    return env.cache_dir / "redrafter" / f"default-{key}"
+    prefix = "default" if config.recipe == "quick" else config.recipe  # quick's folders keep their names
+    return Path(env.cache_dir) / "redrafter" / f"{prefix}-{key}"
 
 
 def _train_default(env: MethodEnv, config: ReDrafterConfig, out: Path) -> None:
@@ -59,12 +61,13 @@ def _train_default(env: MethodEnv, config: ReDrafterConfig, out: Path) -> None:
     print(
         f"[specbench] redrafter: no checkpoint given; training a default head once on {config.default_corpus} "
         f"({tcfg.tokens} tokens, {tcfg.epochs} epoch(s), recipe {config.recipe}; roughly {tcfg.eta_minutes():.0f} min "
-        f"on 2 CPU cores) -> {out}\n"
+        f"on 2 CPU cores{'; interrupted, it resumes where it stopped' if config.recipe != 'quick' else ''}) -> {out}\n"
         f"[specbench] (train your own with `specbench train redrafter ...` and pass --method-opt redrafter.checkpoint=DIR)",
         file=sys.stderr,
     )
     t = time.perf_counter()
-    train_redrafter(env.model, env.tokenizer, config.default_corpus.split(","), env.data_dir, out, tcfg, model_id=env.model_id)
+    train_redrafter(env.model, env.tokenizer, config.default_corpus.split(","), env.data_dir, out, tcfg, model_id=env.model_id,
+                    features=FeatureOptions(root=Path(env.cache_dir) / "features"), recipe=config.recipe)
     print(f"[specbench] redrafter: default head trained in {(time.perf_counter() - t) / 60:.1f} min", file=sys.stderr)
 
 
@@ -97,7 +100,8 @@ def build_redrafter(config: ReDrafterConfig, env: MethodEnv) -> ReDrafter:
     key = (str(ckpt.resolve()), digest)
     head, meta = shared_head(env.model, key, lambda: load_checkpoint(ckpt, env.model))
     env.artifacts.update(info, checkpoint=str(ckpt), checkpoint_sha256=digest, head=meta["head"],
-                         heldout_accuracy=meta.get("metrics", {}).get("heldout_top1"))
+                         heldout_accuracy=meta.get("metrics", {}).get("heldout_top1"),
+                         recipe=config.recipe if config.checkpoint in (None, "default") else meta.get("recipe"))
     env.declare_overhead(storage_bytes=(ckpt / "head.safetensors").stat().st_size, parameters=head_parameters(head))
     return _drafter(head, key, ckpt, config, env)
 
@@ -125,7 +129,7 @@ def _drafter(head: DraftHead, key: tuple, ckpt: Path | None, config: ReDrafterCo
         return draft, ids, pack_for_inference(draft)
 
     draft, ids, packed = shared_head(env.model, (*key, config.draft_vocab, str(dtype)), build)
-    has_data = ckpt is not None and (ckpt / DATA).is_file()
+    has_data = ckpt is not None and ((ckpt / COUNTS).is_file() or (ckpt / DATA).is_file())
     env.artifacts.update(packed=packed, draft_dtype=str(dtype).removeprefix("torch."),
                          draft_vocab=None if ids is None else len(ids),
                          draft_vocab_source=None if ids is None else ("checkpoint data" if has_data else "token id order"))

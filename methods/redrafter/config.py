@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from specbench.api import DTYPES, ConfigError
+from specbench.api import DTYPES, ConfigError, check_recipe
 
 
 @dataclass(frozen=True)
@@ -31,9 +31,10 @@ class HeadConfig:
         return self.proj_dim or 2 * self.hidden_size
 
 
-# Training recipes of the auto-trained default head: name -> (corpus positions collected, epochs).
-# "quick" fits a few minutes on 2 CPU cores; "paper" is the reference's 2 epochs on a larger slice.
-RECIPES: dict[str, tuple[int, int]] = {"quick": (20000, 1), "paper": (100000, 2)}
+# Training recipes of the auto-trained default head: name -> (corpus positions read, epochs).
+# "quick" fits a few minutes on 2 CPU cores; "paper" is the reference's 2 epochs on a larger slice; "full"
+# 15x quick's positions, its epochs sized to about an hour (``train.TRAIN_S_PER_POSITION``).
+RECIPES: dict[str, tuple[int, int]] = {"quick": (20000, 1), "paper": (100000, 2), "full": (300000, 2)}
 
 
 @dataclass(frozen=True)
@@ -80,8 +81,7 @@ the drafting copy, never the checkpoint; ``draft_vocab=0 dtype=float32`` scores 
             raise ConfigError(f"redrafter: draft_vocab must be 0 (whole vocabulary) or >= beam_width, got {self.draft_vocab}")
         if self.dtype != "auto" and self.dtype not in DTYPES:
             raise ConfigError(f"redrafter: dtype must be auto or one of {', '.join(DTYPES)}, got {self.dtype!r}")
-        if self.recipe not in RECIPES:
-            raise ConfigError(f"redrafter: recipe must be one of {', '.join(RECIPES)}, got {self.recipe!r}")
+        check_recipe("redrafter", self.recipe, RECIPES)
 
     def train_budget(self) -> tuple[int, int]:
         """(positions collected, epochs) for the default head: the recipe's, tokens overridable."""

@@ -4,19 +4,18 @@ At a held-out position t the context is the target's hidden state at t, whose gr
 root g0 (token t+1); draft position 1 should predict the target's token after it (t+2). A head that
 reads the context like the target's own LM head repeats the root instead: the untrained head does.
 
-    python -m methods.redrafter.diagnose DATA_DIR [CHECKPOINT_DIR]
+    python -m methods.redrafter.diagnose [CHECKPOINT_DIR] [--tokens 20000] [--n-predict 3]
 
-``DATA_DIR`` holds a training run's ``data.safetensors`` (e.g. the default head's cache folder);
-without ``CHECKPOINT_DIR`` both untrained layouts are checked. Also prints the held-out top-1 accuracy
-per predicted position (as many positions as the data were collected for). E.g. for the embedded target:
+The data are the shared feature store's first ``--tokens`` positions (the default corpora, computed on
+first use); without ``CHECKPOINT_DIR`` both untrained layouts are checked. Also prints the held-out top-1
+accuracy per predicted position (``--n-predict`` of them). E.g. for the embedded target:
 ``untrained proj=True blocks=1: 1004 positions, first draft == root 0.998, == wanted token 0.055; ...``.
-Several heads evaluated on one data folder share the held-out split (every 20th sequence), so their
-figures compare directly.
+Several heads evaluated with the same ``--tokens`` share the held-out split (every 20th sequence), so
+their figures compare directly.
 """
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
 
 import torch
@@ -36,20 +35,21 @@ def root_repeat_rates(head: DraftHead, data: DistillData, starts: torch.Tensor) 
 
 
 def main(argv: list[str] | None = None) -> int:
-    from safetensors.torch import load_file
-
     from methods.redrafter.checkpoint import load_checkpoint
     from methods.redrafter.head import build_head, head_config_for
     from methods.redrafter.train import TrainConfig, evaluate
-    from specbench.api import load_model
+    from specbench.api import DEFAULT_CORPORA, FeatureOptions, load_model, resolve_data_dir
 
     p = argparse.ArgumentParser(prog="python -m methods.redrafter.diagnose", description=__doc__.splitlines()[0])
-    p.add_argument("data_dir", type=Path, help="folder with a training run's data.safetensors")
     p.add_argument("checkpoint", type=Path, nargs="?", help="a trained head (default: the untrained layouts)")
+    p.add_argument("--tokens", type=int, default=20000, help="positions of the feature store read (held-out included)")
+    p.add_argument("--n-predict", dest="n_predict", type=int, default=3, help="predicted positions evaluated")
     p.add_argument("--model", default="embedded")
     args = p.parse_args(argv)
-    data = DistillData(**load_file(str(args.data_dir / "data.safetensors")))
-    model = load_model(args.model, "float32", "cpu").model
+    loaded = load_model(args.model, "float32", "cpu")
+    model, n_predict = loaded.model, args.n_predict
+    data, _ = FeatureOptions().load(model, loaded.tokenizer, DEFAULT_CORPORA, resolve_data_dir(None), loaded.model_id,
+                                    positions=args.tokens, n_predict=n_predict, max_seq_len=512)
     starts = data.heldout_starts
     if args.checkpoint:
         heads = [(str(args.checkpoint), load_checkpoint(args.checkpoint, model)[0])]
@@ -57,7 +57,6 @@ def main(argv: list[str] | None = None) -> int:
         torch.manual_seed(0)
         heads = [(f"untrained proj={proj} blocks={nb}", build_head(head_config_for(model, proj, nb), model).eval())
                  for proj, nb in ((True, 1), (False, 2))]
-    n_predict = json.loads((args.data_dir / "data.json").read_text())["n_predict"]  # positions the data hold
     for name, head in heads:
         root, wanted = root_repeat_rates(head, data, starts)
         top1 = evaluate(head, data, starts, TrainConfig(n_predict=n_predict))["heldout_top1"]

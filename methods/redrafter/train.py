@@ -4,9 +4,10 @@ The head trains on the target's device in float32 master weights whatever the ta
 precision would lose the small AdamW updates); it borrows the target's embedding table without a copy,
 and every batch and running total lives on that device (``head_placement``).
 
-Output directory layout: ``data.safetensors``/``data.json`` (collected hidden states, reused on
-resume), ``train_state.safetensors``/``train_state.json`` (head + AdamW moments + step, written
-every ``checkpoint_every`` steps), and finally ``head.safetensors``/``config.json`` (the checkpoint).
+The features come from the shared feature store (``specbench/training/feature_store.py``: computed once per
+target and corpora, reused by every trained drafter). Output directory layout:
+``train_state.safetensors``/``train_state.json`` (head + AdamW moments + step, written every
+``checkpoint_every`` steps), and finally ``head.safetensors``/``config.json`` (the checkpoint).
 """
 from __future__ import annotations
 
@@ -23,7 +24,8 @@ import torch
 import torch.nn.functional as F
 
 from methods.redrafter.checkpoint import save_checkpoint
-from specbench.api import ConfigError, DistillData, collect_cached, strict_json, trainable
+from methods.redrafter.vocab import save_token_counts
+from specbench.api import ConfigError, DistillData, FeatureOptions, eta_minutes, strict_json, trainable
 from methods.redrafter.head import DraftHead, build_head, head_config_for
 
 
@@ -55,12 +57,15 @@ class TrainConfig:
             raise ConfigError("redrafter train: warmup must be in [0, 1)")
 
     def eta_minutes(self) -> float:
-        """Rough wall time on 2 CPU cores. Measured with 3-4 other jobs on the same 2 cores: ~12 examples/s
-        collected (the prompt tokens are run too) and ~28 examples/s trained; an idle machine is ~2-3x faster.
-        A training step costs ~n_predict/3 times more with more predicted positions and ~1.3x more for the
-        2h-wide head (measured: 3.9 s vs 1.8 s per batch of 64 for the reference vs the default head)."""
+        """Rough wall time on 2 CPU cores: the target pass (the feature store's, when its features are new)
+        and ``TRAIN_S_PER_POSITION`` per example and epoch. A training step costs ~n_predict/3 times more with
+        more predicted positions and ~1.3x more for the 2h-wide head (measured: 3.9 s vs 1.8 s per batch of
+        64 for the reference vs the default head)."""
         cost = self.n_predict / 3 * (1.0 if self.proj else 1.3)
-        return self.tokens / 30 / 60 + self.epochs * self.tokens * cost / 60 / 60
+        return eta_minutes(self.tokens, self.epochs, TRAIN_S_PER_POSITION * cost)
+
+
+TRAIN_S_PER_POSITION = 0.0068  # s per position and epoch, 2 cores: docs/training.md
 
 
 def loss_fn(head: DraftHead, context: torch.Tensor, inputs: torch.Tensor, labels: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -173,22 +178,25 @@ def _load_state(out: Path, head: DraftHead, opt: torch.optim.Optimizer, train_cf
 def train_redrafter(*args: Any, **kwargs: Any) -> dict[str, Any]:
     """Collect (or reuse) distillation data, train (or resume) the head, save the checkpoint in ``out``.
 
-    Arguments: ``(model, tokenizer, corpora, data_dir, out, cfg, model_id="", progress=True)``; the
-    target is only read (its hidden states, embeddings and output head). Safe to call from inside
+    Arguments: ``(model, tokenizer, corpora, data_dir, out, cfg, model_id="", progress=True,
+    features=FeatureOptions(), recipe="custom")``; the target is only read (its hidden states, embeddings and output head). Safe to call from inside
     an inference-mode region (e.g. a method factory).
     """
     return trainable(_train)(*args, **kwargs)
 
 
 def _train(model: torch.nn.Module, tokenizer: Any, corpora: Sequence[str], data_dir: Path | None, out: Path,
-           cfg: TrainConfig, model_id: str = "", progress: bool = True) -> dict[str, Any]:
+           cfg: TrainConfig, model_id: str = "", progress: bool = True, features: FeatureOptions = FeatureOptions(),
+           recipe: str = "custom") -> dict[str, Any]:
     from tqdm import tqdm
 
     cfg.validate()
     train_cfg = dataclasses.asdict(cfg)
     t0 = time.perf_counter()
-    data = collect_cached(out, model, tokenizer, corpora, data_dir, cfg.tokens, cfg.n_predict, cfg.max_seq_len, cfg.heldout_every,
-                          progress, "redrafter: target forward", model_id)
+    data, store = features.load(model, tokenizer, corpora, data_dir, model_id, positions=cfg.tokens,
+                                n_predict=cfg.n_predict, max_seq_len=cfg.max_seq_len, heldout_every=cfg.heldout_every,
+                                progress=progress, desc="redrafter: target forward")
+    out.mkdir(parents=True, exist_ok=True)
     t_collect = time.perf_counter() - t0
 
     torch.manual_seed(cfg.seed)
@@ -223,7 +231,10 @@ def _train(model: torch.nn.Module, tokenizer: Any, corpora: Sequence[str], data_
     metrics = evaluate(head, data, data.heldout_starts, cfg)
     metrics.update(train_examples=len(data.train_starts), steps=total, collect_s=round(t_collect, 1),
                    train_s=round(time.perf_counter() - t1, 1))
-    save_checkpoint(head, out, {"model_id": model_id, "corpora": list(corpora), "train": train_cfg, "metrics": metrics, "curve": curve})
+    # the draft vocabulary's counts (``vocab.py``), before the head file that marks the folder complete
+    save_token_counts(out, data.argmax, data.tokens, head.config.vocab_size)
+    save_checkpoint(head, out, {"model_id": model_id, "corpora": list(corpora), "recipe": recipe, "train": train_cfg,
+                                "features": store.describe(), "metrics": metrics, "curve": curve})
     for name in ("train_state.safetensors", "train_state.json"):  # finished: resume state no longer needed
         (out / name).unlink(missing_ok=True)
     print(f"[redrafter] held-out top-1 per position: {metrics.get('heldout_top1')} "

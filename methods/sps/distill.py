@@ -1,8 +1,8 @@
 """A small draft LM distilled from the target on CPU: the target's first layers, a reduced vocabulary.
 
-Recipe (``DistillConfig``):
-1. Run the frozen target over chat-formatted corpus sequences (the benchmark's own prompt format) and
-   keep, per position of each answer, the target's greedy next token: the labels.
+Recipe (``DistillConfig``; ``RECIPES`` names the quick first-use one and the full one):
+1. Read the frozen target's greedy next token at every answer position of chat-formatted corpus sequences
+   (the benchmark's own prompt format) from the shared feature store: the labels (``labels.py``).
 2. Vocabulary: the ``vocab - 1`` target tokens most frequent among inputs and labels, plus one slot for
    every other token. The draft's output head then costs ``vocab / V`` of the target's (8192 of 49152
    for SmolLM2), the part that dominates a small model's forward.
@@ -30,7 +30,11 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from specbench.api import ConfigError, file_sha256, optimizer_step, trainable, verify_checkpoint
+from methods.sps.labels import STORE_SEQ_LEN, LabelledSequence, select
+from specbench.api import (ConfigError, EpochState, FeatureOptions, FeatureStore, file_sha256, optimizer_step, trainable,
+                           verify_checkpoint)
+
+__all__ = ["DistillConfig", "LabelledSequence", "RECIPES", "choose_vocab", "distill_draft", "load_distilled"]
 
 VOCAB_FILE = "vocab.npy"
 META_FILE = "distill.json"
@@ -58,42 +62,25 @@ class DistillConfig:
             raise ConfigError("draft distillation: vocab must be >= 2 and seq_len >= 8")
 
 
-@dataclass
-class LabelledSequence:
-    """One chat-formatted corpus sequence and the target's greedy label after each position."""
-
-    ids: list[int]
-    labels: list[int]  # target greedy token after each position; -1 where not trained (prompt)
+TRAIN_S_PER_POSITION = 0.0012  # s per answer position and epoch, 2 cores: docs/training.md
+FULL_EPOCHS = 5
+# quick: the first-use default (60k answer positions, minutes); full: 300k positions, resumable
+RECIPES = {"quick": DistillConfig(), "full": DistillConfig(tokens=300_000, epochs=FULL_EPOCHS)}
 
 
-@torch.inference_mode()
 def collect_labels(model: torch.nn.Module, tokenizer: Any, corpora: Sequence[str], data_dir: Path | None,
-                   cfg: DistillConfig, progress: bool = True) -> tuple[list[LabelledSequence], list[LabelledSequence]]:
-    """(train, held-out) sequences with the target's greedy labels on answer positions."""
-    from tqdm import tqdm
-
-    from specbench.api import interleave, sequence_ids
-
-    device = next(model.parameters()).device
-    train: list[LabelledSequence] = []
-    held: list[LabelledSequence] = []
-    got = 0
-    bar = tqdm(total=cfg.tokens, desc="draft: target labels", unit="tok", disable=not progress)
-    for i, (prompt, response) in enumerate(interleave(corpora, data_dir)):
-        ids, start = sequence_ids(tokenizer, prompt, response, cfg.seq_len)
-        if len(ids) - start < 4:
-            continue
-        logits = model(input_ids=torch.tensor([ids], device=device), logits_to_keep=len(ids) - start).logits[0]
-        labels = [-1] * start + logits.argmax(-1).tolist()  # position t's label = target's token after t
-        (held if i % cfg.heldout_every == cfg.heldout_every - 1 else train).append(LabelledSequence(ids, labels))
-        got += len(ids) - start
-        bar.update(len(ids) - start)
-        if got >= cfg.tokens:
-            break
-    bar.close()
+                   cfg: DistillConfig, progress: bool = True, model_id: str = "",
+                   features: FeatureOptions = FeatureOptions()) -> tuple[list[LabelledSequence], list[LabelledSequence], FeatureStore]:
+    """(train, held-out) sequences with the target's greedy labels on answer positions, and their store."""
+    features.validate()
+    store = FeatureStore.open(model, tokenizer, corpora, data_dir, model_id=model_id,
+                              max_seq_len=max(STORE_SEQ_LEN, cfg.seq_len), teacher_dtype=features.teacher_dtype,
+                              root=features.root)
+    train, held = select(store, cfg.seq_len, cfg.tokens, cfg.heldout_every, features.heldout_span, features.heldout_cap,
+                         progress)
     if not train:
         raise ConfigError(f"draft distillation: corpus {','.join(corpora)} gave no usable sequences")
-    return train, held
+    return train, held, store
 
 
 def choose_vocab(seqs: list[LabelledSequence], size: int, keep: set[int]) -> np.ndarray:
@@ -170,15 +157,17 @@ def heldout_agreement(draft: torch.nn.Module, seqs: list[LabelledSequence], to_d
 
 @trainable
 def distill_draft(target: torch.nn.Module, tokenizer: Any, corpora: Sequence[str], data_dir: Path | None, out: Path,
-                  cfg: DistillConfig, model_id: str = "", progress: bool = True) -> dict[str, Any]:
-    """Collect labels, choose the vocabulary, train the draft and save it in ``out``; returns the metrics."""
+                  cfg: DistillConfig, model_id: str = "", progress: bool = True,
+                  features: FeatureOptions = FeatureOptions(), recipe: str = "custom") -> dict[str, Any]:
+    """Read labels, choose the vocabulary, train the draft (resuming after its last finished epoch) and save
+    it in ``out``; returns the metrics."""
     from tqdm import tqdm
 
     from specbench.api import stop_token_ids
 
     cfg.validate()
     t0 = time.perf_counter()
-    train, held = collect_labels(target, tokenizer, corpora, data_dir, cfg, progress)
+    train, held, store = collect_labels(target, tokenizer, corpora, data_dir, cfg, progress, model_id, features)
     t_collect = time.perf_counter() - t0
     vocab = choose_vocab(train, cfg.vocab, stop_token_ids(tokenizer, target))
     to_draft = np.zeros(int(target.config.vocab_size), dtype=np.int64)
@@ -190,10 +179,11 @@ def distill_draft(target: torch.nn.Module, tokenizer: Any, corpora: Sequence[str
     per_epoch = math.ceil(len(train) / cfg.batch_size)
     total = per_epoch * cfg.epochs
     warm = max(1, int(cfg.warmup * total))
+    state = EpochState(out, {"train": dataclasses.asdict(cfg), "features": store.key})
+    first_epoch, step = state.restore({"draft": draft}, opt)
     t1 = time.perf_counter()
-    bar = tqdm(total=total, desc="draft: train", unit="step", disable=not progress)
-    step = 0
-    for epoch in range(cfg.epochs):
+    bar = tqdm(total=total, initial=step, desc="draft: train", unit="step", disable=not progress)
+    for epoch in range(first_epoch, cfg.epochs):
         for ids, lab, lengths in _batches(train, to_draft, cfg, epoch):
             lr = cfg.lr * (step + 1) / warm if step < warm else cfg.lr * 0.5 * (1 + math.cos(math.pi * (step - warm) / max(1, total - warm)))
             for g in opt.param_groups:
@@ -201,14 +191,16 @@ def distill_draft(target: torch.nn.Module, tokenizer: Any, corpora: Sequence[str
             loss, _, _ = _loss(draft, ids, lab, lengths)
             optimizer_step(opt, loss, bar, clip=1.0)
             step += 1
+        state.save(epoch + 1, step, {"draft": draft}, opt, last=epoch + 1 == cfg.epochs)
     bar.close()
     draft.eval()
     metrics = heldout_agreement(draft, held, to_draft, cfg) if held else {}
     metrics.update(collect_s=round(t_collect, 1), train_s=round(time.perf_counter() - t1, 1), steps=total,
                    train_sequences=len(train), heldout_sequences=len(held),
                    parameters=sum(p.numel() for p in draft.parameters()))
+    state.clear()  # before the folder's files are hashed
     save_draft(draft, vocab, out, {"model_id": model_id, "corpora": list(corpora), "recipe": dataclasses.asdict(cfg),
-                                   "metrics": metrics})
+                                   "recipe_name": recipe, "features": store.describe(), "metrics": metrics})
     print(f"[sps] distilled draft: held-out top-1 agreement with the target {metrics.get('top1_all')} "
           f"(in-vocabulary labels {metrics.get('top1_in_vocab')}); -> {out}", file=sys.stderr)
     return metrics

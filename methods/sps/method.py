@@ -19,11 +19,12 @@ import numpy as np
 import torch
 
 from specbench.api import (
-    DEFAULT_CORPORA, BaseDrafter, ConfigError, DraftContext, DraftTree, MethodEnv, Proposal, StepResult, is_hub_id,
-    load_or_train, register_method, resolve_checkpoint, stop_token_ids)
+    DEFAULT_CORPORA, BaseDrafter, ConfigError, DraftContext, DraftTree, FeatureOptions, MethodEnv, Proposal, StepResult,
+    check_recipe, eta_minutes, is_hub_id, load_or_train, register_method, resolve_checkpoint, stop_token_ids)
 
 from methods.sps.adaptive import AdaptiveThreshold, require_sklearn
-from methods.sps.distill import META_FILE, VOCAB_FILE, DistillConfig, distill_draft, load_distilled
+from methods.sps.distill import (META_FILE, RECIPES, TRAIN_S_PER_POSITION, VOCAB_FILE, DistillConfig, distill_draft,
+                                 load_distilled)
 from methods.sps.draft_runner import DraftRunner
 
 SCHEDULES = ("constant", "heuristic")
@@ -35,14 +36,17 @@ class SpSConfig:
     +2 after a step that accepted every draft token, -1 otherwise, never below 1); ``constant`` keeps
     ``gamma``. ``min_confidence`` stops a draft early after a token the draft itself doubts (transformers
     5 uses 0.4 with a constant 20); ``adaptive`` re-fits it after every step as transformers does with
-    scikit-learn installed (``adaptive.py``). A draft also ends at a stop token, as transformers' does."""
+    scikit-learn installed (``adaptive.py``). A draft also ends at a stop token, as transformers' does.
+    ``recipe`` of the distilled draft: ``quick`` (first use, minutes) or ``full`` (``distill.RECIPES``)."""
 
     draft_model: str = "distilled"  # "distilled" (trained from the target on first use), an HF id or a local directory
     gamma: int = 5
     schedule: str = "heuristic"
     min_confidence: float | str = 0.0  # a probability in [0, 1), or "adaptive"
+    recipe: str = "quick"
 
     def validate(self) -> None:
+        check_recipe("sps", self.recipe, RECIPES)
         if self.gamma < 1:
             raise ConfigError("sps: gamma must be >= 1")
         if self.schedule not in SCHEDULES:
@@ -112,20 +116,24 @@ _LOADED: dict[tuple[str, str, str], tuple[Any, np.ndarray | None]] = {}
 _SOURCES: dict[str, dict[str, Any]] = {}  # hub drafts: repository, commit and hashes (for every manifest)
 
 
-def distilled_dir(env: MethodEnv, recipe: DistillConfig) -> Path:
-    """The cache folder of the default draft of this target, keyed by model, corpora and recipe."""
-    key = json.dumps({"model": env.model_id, "corpora": DEFAULT_CORPORA, "recipe": dataclasses.asdict(recipe)}, sort_keys=True)
-    return Path(env.cache_dir) / "sps" / f"distilled-{hashlib.sha256(key.encode()).hexdigest()[:12]}"
+def distilled_dir(env: MethodEnv, recipe: DistillConfig, name: str = "quick") -> Path:
+    """The cache folder of the default draft of this target, keyed by model, corpora and recipe (``quick``:
+    ``distilled-<hash>`` as before recipes had names; else ``distilled-<name>-<hash>``, the name in the key)."""
+    fields: dict[str, Any] = {"model": env.model_id, "corpora": DEFAULT_CORPORA, "recipe": dataclasses.asdict(recipe)}
+    if name != "quick":
+        fields["recipe_name"] = name
+    digest = hashlib.sha256(json.dumps(fields, sort_keys=True).encode()).hexdigest()[:12]
+    return Path(env.cache_dir) / "sps" / (("distilled-" if name == "quick" else f"distilled-{name}-") + digest)
 
 
-def load_draft(name: str, env: MethodEnv) -> tuple[Any, np.ndarray | None]:
+def load_draft(name: str, env: MethodEnv, recipe: str = "quick") -> tuple[Any, np.ndarray | None]:
     """(draft model on the target's device and dtype, its vocabulary map or None), loaded once per
-    process; the distilled default is trained on first use. One-line errors for bad drafts."""
+    process; the distilled default (of ``recipe``) is trained on first use. One-line errors for bad drafts."""
     param = next(env.model.parameters())
-    key = (name, str(param.dtype), str(param.device))
+    key = (name if name != "distilled" else f"distilled@{recipe}", str(param.dtype), str(param.device))
     if key not in _LOADED:
         if name == "distilled":
-            _LOADED[key] = _distilled(env, param)
+            _LOADED[key] = _distilled(env, param, recipe)
         elif (Path(name) / VOCAB_FILE).is_file():
             loaded = load_distilled(Path(name), param.device, param.dtype)
             if loaded is None:
@@ -140,12 +148,14 @@ def load_draft(name: str, env: MethodEnv) -> tuple[Any, np.ndarray | None]:
     return _LOADED[key]
 
 
-def _distilled(env: MethodEnv, param: torch.Tensor) -> tuple[Any, np.ndarray]:
-    recipe = DistillConfig()
+def _distilled(env: MethodEnv, param: torch.Tensor, name: str) -> tuple[Any, np.ndarray]:
+    recipe = RECIPES[name]
+    features = FeatureOptions(root=Path(env.cache_dir) / "features")
     out = load_or_train(None, env, option="sps.draft_model", what="draft (distilled from the target)", done=META_FILE,
-                        default=lambda: distilled_dir(env, recipe),
+                        recipe=name, minutes=eta_minutes(recipe.tokens, recipe.epochs, TRAIN_S_PER_POSITION),
+                        default=lambda: distilled_dir(env, recipe, name),
                         train=lambda out: distill_draft(env.model, env.tokenizer, DEFAULT_CORPORA, env.data_dir, out,
-                                                        recipe, env.model_id))
+                                                        recipe, env.model_id, features=features, recipe=name))
     loaded = load_distilled(out, param.device, param.dtype)
     assert loaded is not None  # complete: its META_FILE is written last
     return loaded
@@ -173,8 +183,10 @@ def build_sps(config: SpSConfig, env: MethodEnv) -> SpSDrafter:
     """Speculative decoding with a small draft model (default: distilled from the target on first use)."""
     if not config.draft_model:
         raise ConfigError("sps needs a draft model: sps.draft_model=distilled, an HF id or a directory")
-    draft, vocab = load_draft(config.draft_model, env)
+    draft, vocab = load_draft(config.draft_model, env, config.recipe)
     env.artifacts["draft_model"] = config.draft_model
+    if config.draft_model == "distilled":
+        env.artifacts["recipe"] = config.recipe
     if config.draft_model in _SOURCES:
         env.artifacts["draft_source"] = _SOURCES[config.draft_model]
     stops = frozenset(stop_token_ids(env.tokenizer, env.model)) if env.tokenizer is not None else frozenset()

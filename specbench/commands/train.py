@@ -8,7 +8,7 @@ from specbench.plugins.registry import TRAINERS
 
 
 def register(subs: argparse._SubParsersAction) -> None:
-    p = subs.add_parser("train", help="train a learned drafter (redrafter head, sps draft)")
+    p = subs.add_parser("train", help="train a learned drafter (eagle, eagle3, hydra, medusa, redrafter, the sps draft): --recipe quick|full, --curve")
     kinds = p.add_subparsers(dest="kind", metavar="METHOD", parser_class=type(p))
     kinds.required = True
     for name in TRAINERS.names():

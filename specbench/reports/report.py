@@ -68,7 +68,25 @@ def _header(manifest: dict[str, Any]) -> list[str]:
     versions = manifest.get("task_versions") or {}
     if versions:
         lines.append("Task versions: " + ", ".join(f"{t} v{v}" for t, v in versions.items()) + ".")
+    recipes = drafter_recipes(manifest)
+    if recipes:
+        lines.append("Trained drafters' recipes: " + ", ".join(f"{m} {r}" for m, r in recipes.items()) + ".")
     return lines
+
+
+def drafter_recipes(manifest: dict[str, Any]) -> dict[str, str]:
+    """Method label -> the training recipe its drafter came from (``artifacts[label][task]["recipe"]``).
+
+    >>> drafter_recipes({"artifacts": {"eagle": {"gsm8k": {"recipe": "quick"}}, "eagle@full": {"gsm8k": {"recipe": "full"}},
+    ...                                "pld": {"gsm8k": {}}}})
+    {'eagle': 'quick', 'eagle@full': 'full'}
+    """
+    out: dict[str, str] = {}
+    for label, per_task in (manifest.get("artifacts") or {}).items():
+        found = {str(a["recipe"]) for a in (per_task or {}).values() if isinstance(a, dict) and a.get("recipe")}
+        if found:
+            out[label] = "/".join(sorted(found))
+    return out
 
 
 def _sampling_text(manifest: dict[str, Any]) -> str:

@@ -1,0 +1,78 @@
+"""``specbench train METHOD --curve 20k,100k,300k,1m``: held-out accuracy against training positions.
+
+Each size trains the method's recipe (``--recipe``, flags on top) on the feature store's first N positions;
+every size is evaluated on one held-out set: the held-out sequences of the largest size's span, capped at
+``HELDOUT_CAP`` positions (``FeatureOptions.heldout_span``), so the rows compare. The drafters go to
+``<features root>/curves/<method>-<recipe>-<N>/``; the table is printed as markdown and written as
+``curve-<method>-<recipe>.json`` next to the store. A size already in that json (same recipe) is not
+trained again, so an interrupted curve resumes.
+
+Example row: ``| 20,000 | 0.338 | 96 |`` (positions, held-out top-1, training seconds).
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+from typing import Any, Sequence
+
+from specbench.files.jsonfile import strict_json
+
+HELDOUT_CAP = 10_000  # held-out positions the curve evaluates on (whole sequences, so a few more)
+
+
+def fmt_metric(value: Any) -> str:
+    """``0.3381`` -> ``0.338``; a list (per head / depth) -> ``0.204 / 0.107``.
+
+    >>> fmt_metric([0.2044, 0.1072]), fmt_metric(0.33812), fmt_metric(None)
+    ('0.204 / 0.107', '0.338', '-')
+    """
+    if value is None:
+        return "-"
+    if isinstance(value, (list, tuple)):
+        return " / ".join(f"{float(v):.3f}" for v in value)
+    return f"{float(value):.3f}"
+
+
+def markdown(method: str, recipe: str, metric: str, rows: list[dict[str, Any]]) -> str:
+    head = (f"| positions | held-out {metric} ({method}, {recipe} recipe) | held-out examples | train s |\n"
+            "| --- | --- | --- | --- |\n")
+    return head + "".join(f"| {r['positions']:,} | {fmt_metric(r['top1'])} | {r.get('heldout_examples', '-')} | "
+                          f"{r.get('train_s', '-')} |\n" for r in rows)
+
+
+def run_curve(spec: Any, loaded: Any, corpora: Sequence[str], data_dir: Path | None, recipe: str, cfg: Any,
+              sizes: Sequence[int], features: Any) -> list[dict[str, Any]]:
+    """Train ``cfg`` at each of ``sizes`` positions (``spec``: the method's ``TrainerSpec``); returns the rows."""
+    from specbench.training.feature_store import FeatureStore, default_root
+
+    root = Path(features.root or default_root())
+    max_seq_len, layers = spec.store_shape(loaded.model, cfg)
+    store = FeatureStore.open(loaded.model, loaded.tokenizer, corpora, data_dir, model_id=loaded.model_id,
+                              max_seq_len=max_seq_len, layers=layers, teacher_dtype=features.teacher_dtype, root=root)
+    span = dataclasses.replace(features, root=root, heldout_span=max(sizes), heldout_cap=HELDOUT_CAP)
+    table = store.path / f"curve-{spec.name}-{recipe}.json"
+    head = {"method": spec.name, "recipe": recipe, "metric": spec.metric, "train": _plain(cfg),
+            "heldout_span": max(sizes), "heldout_cap": HELDOUT_CAP}
+    old = json.loads(table.read_text(encoding="utf-8")) if table.is_file() else {}
+    same = all(old.get(k) == v for k, v in head.items())  # rows of another recipe or span do not compare
+    rows: dict[int, dict[str, Any]] = {int(r["positions"]): r for r in old.get("rows", [])} if same else {}
+    for n in sorted(sizes):
+        if n in rows:
+            continue
+        out = root / "curves" / f"{spec.name}-{recipe}-{n}"
+        metrics = spec.train(loaded.model, loaded.tokenizer, corpora, data_dir, out, dataclasses.replace(cfg, tokens=n),
+                             loaded.model_id, features=span, recipe=f"{recipe}@{n}")
+        rows[n] = {"positions": n, "top1": metrics.get(spec.metric),
+                   "heldout_examples": metrics.get("heldout_examples", metrics.get("heldout_labels")),
+                   "train_s": metrics.get("train_s"), "checkpoint": str(out)}
+        table.write_text(strict_json({**head, "rows": [rows[k] for k in sorted(rows)]}, indent=1), encoding="utf-8")
+    done = [rows[k] for k in sorted(rows) if k in sizes]
+    print(markdown(spec.name, recipe, spec.metric, done))
+    print(f"written to {table}")
+    return done
+
+
+def _plain(cfg: Any) -> dict[str, Any]:
+    """The recipe without its size (the curve varies ``tokens``)."""
+    return {k: v for k, v in dataclasses.asdict(cfg).items() if k != "tokens"}

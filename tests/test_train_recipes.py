@@ -1,0 +1,193 @@
+"""Trained drafters on the shared feature store: one target pass for several trainers, epoch-level resume,
+and the ``recipe`` option (validated, part of the cache key, recorded)."""
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+import torch
+
+import methods.eagle.train as eagle_train
+import specbench.training.feature_store as feature_store
+from methods.eagle.train import EagleTrainConfig, train_eagle
+from methods.medusa.train import MedusaTrainConfig, train_medusa
+from specbench.datastore import corpora
+from specbench.errors import ConfigError
+from specbench.training.checkpoints import default_dir
+from specbench.training.distill_data import DEFAULT_CORPORA
+from test_golden import char_tokenizer
+from test_sps_distill import tied_tiny_target
+
+CORPUS = "tiny_train_recipes"
+TEXTS = [("" if i % 2 else f"q{i}", "abc def gh ij " * (2 + i % 4)) for i in range(80)]
+corpora.PAIR_LOADERS.setdefault(CORPUS, lambda data_dir: iter(TEXTS))
+SMALL = dict(tokens=600, max_seq_len=64, heldout_every=4)
+
+
+def _count_extensions(monkeypatch) -> dict[str, int]:
+    calls = {"n": 0}
+    real = feature_store.extend_store
+
+    def counted(*a, **k):
+        calls["n"] += 1
+        return real(*a, **k)
+
+    monkeypatch.setattr(feature_store, "extend_store", counted)
+    return calls
+
+
+def test_two_drafters_trained_one_after_the_other_run_the_target_once(tmp_path, monkeypatch) -> None:
+    target, tok = tied_tiny_target(), char_tokenizer()
+    calls = _count_extensions(monkeypatch)
+    medusa = train_medusa(target, tok, [CORPUS], None, tmp_path / "medusa", MedusaTrainConfig(epochs=1, **SMALL), "tiny",
+                          progress=False)
+    assert calls["n"] == 1
+    eagle = train_eagle(target, tok, [CORPUS], None, tmp_path / "eagle",
+                        EagleTrainConfig(epochs=1, window=16, batch_size=64, **SMALL), "tiny", progress=False)
+    assert calls["n"] == 1  # the second trainer read the first one's features: no forward
+    meta = json.loads((tmp_path / "eagle" / "config.json").read_text())
+    assert meta["features"]["path"] == json.loads((tmp_path / "medusa" / "config.json").read_text())["features"]["path"]
+    assert meta["recipe"] == "custom" and medusa["heldout_examples"] > 0 and eagle["heldout_examples"] > 0
+
+
+def test_an_interrupted_training_resumes_after_its_last_epoch(tmp_path, monkeypatch) -> None:
+    target, tok = tied_tiny_target(), char_tokenizer()
+    cfg = EagleTrainConfig(epochs=3, window=16, batch_size=64, **SMALL)
+    whole = train_eagle(target, tok, [CORPUS], None, tmp_path / "whole", cfg, "tiny", progress=False)
+    steps_per_epoch = whole["steps"] // 3
+    real, seen = eagle_train.optimizer_step, {"n": 0}
+
+    def interrupted(*a, **k):
+        seen["n"] += 1
+        if seen["n"] == 2 * steps_per_epoch + 1:  # the first step of the third epoch
+            raise KeyboardInterrupt
+        return real(*a, **k)
+
+    monkeypatch.setattr(eagle_train, "optimizer_step", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        train_eagle(target, tok, [CORPUS], None, tmp_path / "resumed", cfg, "tiny", progress=False)
+    assert json.loads((tmp_path / "resumed" / "train_state.json").read_text())["epochs_done"] == 2
+    monkeypatch.setattr(eagle_train, "optimizer_step", real)
+    resumed = train_eagle(target, tok, [CORPUS], None, tmp_path / "resumed", cfg, "tiny", progress=False)
+    assert resumed["heldout_top1"] == whole["heldout_top1"] and resumed["steps"] == whole["steps"]
+    from safetensors.torch import load_file
+
+    a, b = (load_file(str(tmp_path / d / "eagle.safetensors")) for d in ("whole", "resumed"))
+    assert all(torch.allclose(a[k], b[k], atol=1e-6) for k in a)
+    assert not (tmp_path / "resumed" / "train_state.json").exists()  # finished: the state is gone
+
+
+@pytest.mark.parametrize("method", ["eagle", "eagle3", "hydra", "medusa", "sps", "redrafter"])
+def test_recipe_is_validated_in_one_line(method: str) -> None:
+    config_cls = _config_class(method)
+    config_cls(recipe="full").validate()
+    with pytest.raises(ConfigError, match=rf"^{method}: recipe must be one of quick, .*full.*, got 'slow'$"):
+        config_cls(recipe="slow").validate()
+
+
+def _config_class(method: str):
+    from methods.eagle.method import EagleConfig
+    from methods.eagle3.method import Eagle3Config
+    from methods.hydra.method import HydraConfig
+    from methods.medusa.method import MedusaConfig
+    from methods.redrafter.config import ReDrafterConfig
+    from methods.sps.method import SpSConfig
+
+    return {"eagle": EagleConfig, "eagle3": Eagle3Config, "hydra": HydraConfig, "medusa": MedusaConfig,
+            "sps": SpSConfig, "redrafter": ReDrafterConfig}[method]
+
+
+def test_quick_keeps_its_cache_folder_and_full_gets_its_own(tmp_path) -> None:
+    from methods.eagle.train import RECIPES
+
+    env = SimpleNamespace(model=torch.nn.Linear(2, 2), model_id="m", cache_dir=tmp_path)
+    quick, full = default_dir(env, "eagle", RECIPES["quick"]), default_dir(env, "eagle", RECIPES["full"], "full")
+    legacy_key = json.dumps({"model": "m", "dtype": "torch.float32", "corpora": DEFAULT_CORPORA,
+                             "recipe": dataclasses.asdict(EagleTrainConfig())}, sort_keys=True)  # as before recipes
+    assert quick == Path(tmp_path) / "eagle" / f"default-{hashlib.sha256(legacy_key.encode()).hexdigest()[:12]}"
+    assert full.name.startswith("full-") and full.parent == quick.parent
+    assert RECIPES["quick"] == EagleTrainConfig() and RECIPES["full"].tokens == 300_000
+
+
+def test_curve_command_trains_each_size_on_one_heldout_set(tmp_path, monkeypatch, capsys) -> None:
+    from specbench.cli import main
+    from tiny_model_dir import save_tiny_model
+
+    model_dir = save_tiny_model(tmp_path / "tiny")
+    monkeypatch.setenv("SPECBENCH_CACHE", str(tmp_path / "cache"))
+    argv = ["train", "medusa", "--model", str(model_dir), "--corpus", CORPUS, "--curve", "0.3k,150"]
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    assert "| positions | held-out heldout_top1 (medusa, quick recipe)" in out and "| 150 |" in out and "| 300 |" in out
+    table = Path(out.split("written to ")[1].strip())
+    assert table.name == "curve-medusa-quick.json" and (table.parent / "index.json").is_file()  # next to the store
+    rows = json.loads(table.read_text())["rows"]
+    assert [r["positions"] for r in rows] == [150, 300] and rows[0]["heldout_examples"] == rows[1]["heldout_examples"]
+    assert all(len(r["top1"]) == 4 for r in rows)
+    assert main(argv) == 0  # done sizes are read back, not trained again
+    assert "| 150 |" in capsys.readouterr().out
+
+
+def test_train_command_fills_the_recipes_cache_folder_or_asks_for_out(tmp_path, monkeypatch, capsys) -> None:
+    from specbench.cli import main
+    from tiny_model_dir import save_tiny_model
+
+    model_dir = save_tiny_model(tmp_path / "tiny")
+    monkeypatch.setenv("SPECBENCH_CACHE", str(tmp_path / "cache"))
+    assert main(["train", "medusa", "--model", str(model_dir), "--corpus", CORPUS, "--tokens", "200"]) == 2
+    assert "give --out" in capsys.readouterr().err
+    assert main(["train", "medusa", "--model", str(model_dir), "--corpus", CORPUS, "--tokens", "200",
+                 "--out", str(tmp_path / "m")]) == 0
+    assert "--method-opt medusa.checkpoint=" in capsys.readouterr().out
+    assert json.loads((tmp_path / "m" / "config.json").read_text())["recipe"] == "custom"
+
+
+@pytest.mark.parametrize("method", ["eagle", "eagle3", "hydra", "medusa", "sps", "redrafter"])
+def test_each_readme_documents_the_recipe_option(method: str) -> None:
+    from test_method_readme_defaults import documented_defaults, readme
+
+    documented = documented_defaults(readme(method).read_text(encoding="utf-8"), method)
+    assert documented.get("recipe", "").strip("`") == "quick"
+    assert "full" in next(line for line in readme(method).read_text().splitlines() if line.startswith("| `recipe`"))
+
+
+def test_the_report_header_names_each_drafters_recipe() -> None:
+    from specbench.reports.report import _header
+
+    manifest = {"artifacts": {"eagle": {"gsm8k": {"recipe": "quick"}}, "eagle@full": {"gsm8k": {"recipe": "full"}},
+                              "pld": {"gsm8k": {"overhead": {}}}}}
+    assert "Trained drafters' recipes: eagle quick, eagle@full full." in _header(manifest)
+
+
+def test_quick_and_full_run_side_by_side_as_labelled_variants(tmp_path, monkeypatch) -> None:
+    """``--methods ar,medusa,medusa@full --method-opt medusa@full.recipe=full``: two drafters, two cache folders,
+    each recipe in the manifest and the report header (tiny recipes on a tiny model)."""
+    import methods.medusa.method as medusa_method
+    from specbench.config.run_config import RunConfig
+    from specbench.reports.report import write_report
+    from specbench.results.run_folder import read_manifest
+    from specbench.run.plan import make_plan, run_dir_for
+    from specbench.run.runner import Runner
+    from tiny_model_dir import save_tiny_model
+
+    monkeypatch.setenv("SPECBENCH_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setattr(medusa_method, "DEFAULT_CORPORA", (CORPUS,))
+    monkeypatch.setitem(medusa_method.RECIPES, "quick", MedusaTrainConfig(tokens=200, batch_size=16))
+    monkeypatch.setitem(medusa_method.RECIPES, "full", MedusaTrainConfig(tokens=400, epochs=2, batch_size=16))
+    task = tmp_path / "t.jsonl"
+    task.write_text(json.dumps({"id": "q1", "turns": ["Say one two three."]}) + "\n")
+    cfg = RunConfig(methods=("ar", "medusa", "medusa@full"), tasks=(f"jsonl:{task}",), max_new_tokens=8, warmup=0,
+                    model=str(save_tiny_model(tmp_path / "model")), device="cpu", out_dir=str(tmp_path / "runs"),
+                    method_options={"medusa@full": {"recipe": "full"}})
+    plan = make_plan(cfg)
+    assert Runner(plan, run_dir_for(plan), progress=False).run() == 0
+    artifacts = read_manifest(run_dir_for(plan))["artifacts"]
+    quick, full = (next(iter(artifacts[m].values())) for m in ("medusa", "medusa@full"))
+    assert (quick["recipe"], full["recipe"]) == ("quick", "full")
+    assert Path(quick["checkpoint"]["path"]).name.startswith("default-") and Path(full["checkpoint"]["path"]).name.startswith("full-")
+    assert json.loads((Path(full["checkpoint"]["path"]) / "config.json").read_text())["recipe"] == "full"
+    assert "Trained drafters' recipes: medusa quick, medusa@full full." in write_report(run_dir_for(plan))
