@@ -117,8 +117,11 @@ def test_curve_command_trains_each_size_on_one_heldout_set(tmp_path, monkeypatch
     from specbench.cli import main
     from tiny_model_dir import save_tiny_model
 
+    import specbench.training.curve as curve
+
     model_dir = save_tiny_model(tmp_path / "tiny")
     monkeypatch.setenv("SPECBENCH_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setattr(curve, "HELDOUT_SPAN", 400)  # the tiny corpus' scale of the 200k default
     argv = ["train", "medusa", "--model", str(model_dir), "--corpus", CORPUS, "--curve", "0.3k,150"]
     assert main(argv) == 0
     out = capsys.readouterr().out
@@ -130,6 +133,10 @@ def test_curve_command_trains_each_size_on_one_heldout_set(tmp_path, monkeypatch
     assert all(len(r["top1"]) == 4 for r in rows)
     assert main(argv) == 0  # done sizes are read back, not trained again
     assert "| 150 |" in capsys.readouterr().out
+    # a later, larger curve keeps the rows already trained: the held-out set does not depend on the sizes
+    assert main([*argv[:-1], "100,0.3k"]) == 0
+    later = json.loads(table.read_text())["rows"]
+    assert [r["positions"] for r in later] == [100, 150, 300] and later[1:] == rows
 
 
 def test_train_command_fills_the_recipes_cache_folder_or_asks_for_out(tmp_path, monkeypatch, capsys) -> None:

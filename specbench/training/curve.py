@@ -1,8 +1,10 @@
 """``specbench train METHOD --curve 20k,100k,300k,1m``: held-out accuracy against training positions.
 
 Each size trains the method's recipe (``--recipe``, flags on top) on the feature store's first N positions;
-every size is evaluated on one held-out set: the held-out sequences of the largest size's span, capped at
-``HELDOUT_CAP`` positions (``FeatureOptions.heldout_span``), so the rows compare. The drafters go to
+every size is evaluated on one held-out set: the held-out sequences of the store's first ``HELDOUT_SPAN``
+positions, capped at ``HELDOUT_CAP`` positions (``FeatureOptions.heldout_span``), so the rows compare, also
+across invocations: the set does not depend on the sizes asked, so ``--curve 20k,100k`` now and ``--curve
+300k,1m`` later give one table. The drafters go to
 ``<features root>/curves/<method>-<recipe>-<N>/``; the table is printed as markdown and written as
 ``curve-<method>-<recipe>.json`` next to the store. A size already in that json (same recipe) is not
 trained again, so an interrupted curve resumes.
@@ -19,6 +21,9 @@ from typing import Any, Sequence
 from specbench.files.jsonfile import strict_json
 
 HELDOUT_CAP = 10_000  # held-out positions the curve evaluates on (whole sequences, so a few more)
+# positions whose held-out sequences the curve draws from: every 20th sequence is held out, so 200k
+# positions hold ~10k held-out ones; the store collects this span however small the sizes asked
+HELDOUT_SPAN = 200_000
 
 
 def fmt_metric(value: Any) -> str:
@@ -50,10 +55,10 @@ def run_curve(spec: Any, loaded: Any, corpora: Sequence[str], data_dir: Path | N
     max_seq_len, layers = spec.store_shape(loaded.model, cfg)
     store = FeatureStore.open(loaded.model, loaded.tokenizer, corpora, data_dir, model_id=loaded.model_id,
                               max_seq_len=max_seq_len, layers=layers, teacher_dtype=features.teacher_dtype, root=root)
-    span = dataclasses.replace(features, root=root, heldout_span=max(sizes), heldout_cap=HELDOUT_CAP)
+    span = dataclasses.replace(features, root=root, heldout_span=HELDOUT_SPAN, heldout_cap=HELDOUT_CAP)
     table = store.path / f"curve-{spec.name}-{recipe}.json"
     head = {"method": spec.name, "recipe": recipe, "metric": spec.metric, "train": _plain(cfg),
-            "heldout_span": max(sizes), "heldout_cap": HELDOUT_CAP}
+            "heldout_span": HELDOUT_SPAN, "heldout_cap": HELDOUT_CAP}
     old = json.loads(table.read_text(encoding="utf-8")) if table.is_file() else {}
     same = all(old.get(k) == v for k, v in head.items())  # rows of another recipe or span do not compare
     rows: dict[int, dict[str, Any]] = {int(r["positions"]): r for r in old.get("rows", [])} if same else {}
