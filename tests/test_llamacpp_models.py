@@ -118,6 +118,7 @@ def test_run_on_the_embedded_model_records_and_labels_the_backend(tmp_path, caps
     assert all(r.get("lossless_class") != "MISMATCH" for r in records)
     report = (tmp_path / "llama" / "report.md").read_text()
     assert "backend llamacpp (1 thread, GGUF float32)" in report
+    assert "### Lossless check vs AR (GGUF fp32 token ids)" in report  # the precision the ids were compared at
 
 
 @needs_llamacpp

@@ -139,6 +139,37 @@ def test_curve_command_trains_each_size_on_one_heldout_set(tmp_path, monkeypatch
     assert [r["positions"] for r in later] == [100, 150, 300] and later[1:] == rows
 
 
+def test_the_curve_size_equal_to_the_recipes_fills_the_recipes_folder(tmp_path, monkeypatch, capsys) -> None:
+    """``--curve ...,300k --recipe full`` leaves the full recipe's drafter where ``medusa.recipe=full`` reads it
+    (here a tiny recipe of 300 positions stands in), copied whole, and keeps a finished one already there."""
+    import methods.medusa.train_cli as medusa_cli
+    import specbench.training.curve as curve
+    from specbench.cli import main
+    from tiny_model_dir import save_tiny_model
+
+    model_dir = save_tiny_model(tmp_path / "tiny")
+    monkeypatch.setenv("SPECBENCH_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setattr(curve, "HELDOUT_SPAN", 400)
+    tiny = {"quick": MedusaTrainConfig(tokens=300, max_seq_len=64), "full": MedusaTrainConfig(tokens=300, epochs=2,
+                                                                                          max_seq_len=64)}
+    monkeypatch.setattr(medusa_cli, "RECIPES", tiny)
+    monkeypatch.setattr(medusa_cli, "DEFAULT_CORPORA", (CORPUS,))
+    argv = ["train", "medusa", "--model", str(model_dir), "--corpus", CORPUS, "--recipe", "full", "--curve", "150,300"]
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    adopted = Path(out.split("adopted from this curve: ")[1].splitlines()[0])
+    assert adopted.name.startswith("full-") and adopted.parent.name == "medusa"
+    assert json.loads((adopted / "config.json").read_text())["recipe"] == "full@300"
+    curve_dir = tmp_path / "cache" / "features" / "curves" / "medusa-full-300"
+    assert sorted(p.name for p in adopted.iterdir()) == sorted(p.name for p in curve_dir.iterdir())
+    assert not adopted.with_name(adopted.name + ".partial").exists()
+    (adopted / "marker").write_text("kept")
+    assert main(argv) == 0  # rows read back; the drafter there is kept, not copied over
+    assert "holds a drafter already" in capsys.readouterr().out and (adopted / "marker").is_file()
+    assert main([*argv[:-1], "150"]) == 0  # a curve without the recipe's size adopts nothing
+    assert "adopted" not in capsys.readouterr().out
+
+
 def test_train_command_fills_the_recipes_cache_folder_or_asks_for_out(tmp_path, monkeypatch, capsys) -> None:
     from specbench.cli import main
     from tiny_model_dir import save_tiny_model

@@ -64,3 +64,21 @@ def backend_label(manifest: dict[str, Any]) -> str:
 def dtype_label(manifest: dict[str, Any]) -> str:
     model = manifest.get("model") or {}
     return str(model.get("dtype") or (manifest.get("config") or {}).get("dtype") or "?")
+
+
+def checked_precision(manifest: dict[str, Any]) -> str:
+    """The numbers the lossless check compared token ids at: the model's dtype, or a llama.cpp run's GGUF
+    type (a quantised target's AR is the reference its methods must equal, not fp32's).
+
+    >>> checked_precision({"model": {"dtype": "float32"}}), checked_precision({"model": {"dtype": "torch.bfloat16"}})
+    ('fp32', 'bf16')
+    >>> checked_precision({"model": {"dtype": "float32"}, "backend": {"name": "llamacpp", "gguf": {"dtype": "q8_0"}}})
+    'GGUF q8_0'
+    """
+    short = {"float32": "fp32", "float16": "fp16", "bfloat16": "bf16"}
+    backend = manifest.get("backend") or {}
+    if backend.get("name") == "llamacpp":
+        gguf = str((backend.get("gguf") or {}).get("dtype"))
+        return f"GGUF {short.get(gguf, gguf)}"
+    raw = dtype_label(manifest).removeprefix("torch.")
+    return short.get(raw, raw)

@@ -24,7 +24,7 @@ from specbench.reports import batch_report as BR
 from specbench.reports.batch_report import batch_stats
 from specbench.reports import metric_tables as MT
 from specbench.reports.budget_report import auto_vs_default_table, prediction_table
-from specbench.reports.labels import backend_label, ran_on_cpu
+from specbench.reports.labels import backend_label, checked_precision, ran_on_cpu
 from specbench.reports.long_context import length_prediction_table, length_tables
 from specbench.reports.long_context_plot import PLOT_FILE, write_length_figure
 from specbench.reports.numfmt import fmt_num
@@ -134,7 +134,7 @@ def render(run: Run, fmt: str = "github", stats: dict[str, dict[str, Cell]] | No
         )
     elif rows:
         parts.append(
-            "### Lossless check vs AR (fp32 token ids)\n\n"
+            f"### Lossless check vs AR ({checked_precision(run.manifest or {})} token ids)\n\n"
             + tabulate(rows, headers=["method", "exact", "numerical tie", "MISMATCH", "status"], tablefmt=fmt)
         )
     parts += _budget_sections(run, stats, fmt)

@@ -9,12 +9,19 @@ across invocations: the set does not depend on the sizes asked, so ``--curve 20k
 ``curve-<method>-<recipe>.json`` next to the store. A size already in that json (same recipe) is not
 trained again, so an interrupted curve resumes.
 
+The size equal to the recipe's own (300k for ``full``) *is* that recipe's training, so when the recipe is
+unchanged its drafter is also copied to the recipe's cache folder (``adopt``): ``--curve 20k,100k,300k
+--recipe full`` leaves the drafter ``--method-opt eagle.recipe=full`` reads, without training 300k twice.
+(It trains on exactly the sequences a plain ``--recipe full`` trains on: ``feature_view.select`` holds every
+20th sequence out either way; only the held-out set it is scored on is the curve's.)
+
 Example row: ``| 20,000 | 0.338 | 96 |`` (positions, held-out top-1, training seconds).
 """
 from __future__ import annotations
 
 import dataclasses
 import json
+import shutil
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -47,8 +54,9 @@ def markdown(method: str, recipe: str, metric: str, rows: list[dict[str, Any]]) 
 
 
 def run_curve(spec: Any, loaded: Any, corpora: Sequence[str], data_dir: Path | None, recipe: str, cfg: Any,
-              sizes: Sequence[int], features: Any) -> list[dict[str, Any]]:
-    """Train ``cfg`` at each of ``sizes`` positions (``spec``: the method's ``TrainerSpec``); returns the rows."""
+              sizes: Sequence[int], features: Any, adopt: Path | None = None) -> list[dict[str, Any]]:
+    """Train ``cfg`` at each of ``sizes`` positions (``spec``: the method's ``TrainerSpec``); returns the rows.
+    ``adopt``: the recipe's cache folder, filled with the drafter of size ``cfg.tokens`` (see the module's text)."""
     from specbench.training.feature_store import FeatureStore, default_root
 
     root = Path(features.root or default_root())
@@ -72,10 +80,29 @@ def run_curve(spec: Any, loaded: Any, corpora: Sequence[str], data_dir: Path | N
                    "heldout_examples": metrics.get("heldout_examples", metrics.get("heldout_labels")),
                    "train_s": metrics.get("train_s"), "checkpoint": str(out)}
         table.write_text(strict_json({**head, "rows": [rows[k] for k in sorted(rows)]}, indent=1), encoding="utf-8")
+    if adopt is not None and cfg.tokens in rows and cfg.tokens in sizes:
+        _adopt(Path(rows[cfg.tokens]["checkpoint"]), adopt)
     done = [rows[k] for k in sorted(rows) if k in sizes]
     print(markdown(spec.name, recipe, spec.metric, done))
     print(f"written to {table}")
     return done
+
+
+def _adopt(source: Path, target: Path) -> None:
+    """Copy the curve's drafter ``source`` into the recipe's folder ``target`` unless one is there already
+    (a folder half-filled by an interrupted ``--recipe`` training is replaced: the copy is whole)."""
+    if target.is_dir() and (target / "config.json").is_file() and not (target / "train_state.json").exists():
+        print(f"the recipe's folder holds a drafter already, kept: {target}")
+        return
+    if not source.is_dir():
+        print(f"the curve's drafter is gone ({source}); the recipe's folder is left as it is")
+        return
+    partial = target.with_name(target.name + ".partial")
+    shutil.rmtree(partial, ignore_errors=True)
+    shutil.copytree(source, partial)
+    shutil.rmtree(target, ignore_errors=True)
+    partial.rename(target)  # whole or absent: a method never reads a half-copied drafter
+    print(f"the recipe's drafter, adopted from this curve: {target}")
 
 
 def _plain(cfg: Any) -> dict[str, Any]:

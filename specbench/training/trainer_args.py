@@ -4,7 +4,8 @@ redrafter, the SpS draft), built from the method's ``TrainerSpec``.
 Flags every trainer shares: ``--recipe quick|full`` (the method's recipes; flags given on top override
 their fields), ``--out`` (default: the cache folder the method's ``recipe`` option reads, so
 ``specbench train eagle --recipe full`` fills what ``--method-opt eagle.recipe=full`` uses), ``--corpus``,
-``--tokens``, ``--epochs``, ``--teacher-dtype``, ``--curve SIZES`` (``curve.py``), optimisation basics and
+``--tokens``, ``--epochs``, ``--teacher-dtype``, ``--curve SIZES`` (``curve.py``; its size equal to the recipe's
+fills the recipe's cache folder too), optimisation basics and
 the target. Example: ``--corpus sharegpt,gsm8k_train --epochs 2`` with the quick recipe ``R`` ->
 ``(["sharegpt", "gsm8k_train"], replace(R, epochs=2))``.
 """
@@ -130,11 +131,12 @@ def run(spec: TrainerSpec, args: argparse.Namespace) -> int:
     loaded = load_model(args.model, "float32", args.device)
     data_dir = resolve_data_dir(args.data_dir)
     features = FeatureOptions(teacher_dtype=args.teacher_dtype)
-    if args.curve:
-        run_curve(spec, loaded, corpora, data_dir, args.recipe if not changed else "custom", cfg, args.curve, features)
-        return 0
     env = SimpleNamespace(model=loaded.model, model_id=loaded.model_id, cache_dir=cache_dir())
     default = None if changed or args.teacher_dtype != "float32" else spec.default_dir(env, args.recipe, cfg, corpora)
+    if args.curve:
+        run_curve(spec, loaded, corpora, data_dir, args.recipe if not changed else "custom", cfg, args.curve, features,
+                  adopt=None if args.out else default)
+        return 0
     if not args.out and default is None:
         raise ConfigError(f"train {spec.name}: give --out (flags or corpora other than the {args.recipe} recipe's "
                           "make a drafter that no method option reads from the cache)")
