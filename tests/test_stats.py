@@ -174,3 +174,30 @@ def test_no_zero_width_ci_from_single_question_strata():
     assert point is not None and lo is None and hi is None
     two = [np.array([[10.0, 1.0, 10.0, 2.0], [10.0, 2.0, 10.0, 2.0]])]
     assert paired_speedup(two)[1] is not None
+
+
+def test_questions_of_one_batch_are_resampled_together(tmp_path: Path) -> None:
+    """At B > 1 a batch's questions share its time: one batch per task gives no interval (not ±0.00),
+    two batches per task give an interval, and the point estimate stays the pooled ratio."""
+    import dataclasses
+
+    from specbench.results.run import Run
+
+    run = load_run(write_fake_run(tmp_path / "run", tasks=("gsm8k", "humaneval"), n_questions=4))
+
+    def batched(size: int) -> Run:
+        recs = []
+        for r in run.records:
+            idx = int(r.question_id.rsplit("-", 1)[1]) // size  # static groups of `size` questions in order
+            wall = sum(s.wall_time_s for s in run.records if s.method == r.method and s.task == r.task
+                       and int(s.question_id.rsplit("-", 1)[1]) // size == idx)
+            recs.append(dataclasses.replace(r, batch_size=size, batch_wall_time_s=wall, wall_time_s=wall / size))
+        return Run(run.path, run.manifest, recs)
+
+    one_batch = run_stats(batched(4))["pld"]
+    assert all(c.ci_low is None and c.speedup is not None for c in one_batch.values())
+    assert "±" not in one_batch[OVERALL].speedup_text()
+    two_batches = run_stats(batched(2))["pld"][OVERALL]
+    assert two_batches.ci_low is not None and two_batches.ci_low < two_batches.speedup < two_batches.ci_high
+    per_question = run_stats(run)["pld"][OVERALL]  # unbatched: every question its own unit, as before
+    assert per_question.ci_low is not None

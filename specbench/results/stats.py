@@ -7,6 +7,9 @@ Definitions (all pooled over records, never averages of per-question ratios):
 - 95% CI: paired bootstrap over questions. Resample the questions of each subtask with replacement
   (``B`` times, fixed seed), recompute the pooled ratio with M and AR summed over the *same* resampled
   questions, take the 2.5 / 97.5 percentiles. "Overall" resamples within every subtask (stratified).
+  Questions decoded in one batch (``--batch-size`` > 1) share its time equally, so they are not
+  independent draws: they are resampled together, as one unit per batch (``_batch_clusters``). A subtask
+  decoded as a single batch has one unit: no interval, rather than a zero-width one.
 - tau = tokens emitted / forward passes (prefill included, so AR is exactly 1.0).
 - acceptance rate = accepted draft tokens / drafted tokens (``sum(accept_lengths - 1) / sum(draft_sizes)``
   over decode passes); mean draft size = drafted tokens / decode passes (passes after the prefill).
@@ -90,15 +93,49 @@ def _questions(recs: Iterable[Record]) -> set[tuple[str, str]]:
     return {(r.task, r.question_id) for r in recs}
 
 
+def _batch_clusters(recs: Iterable[Record]) -> dict[tuple[str, str], tuple[str, str]]:
+    """Each question's resampling unit: questions that shared a batched generation (same method, task,
+    turn, repeat, batch size and batch time: one ``BatchJob``) are joined, across turns and both sides of
+    a pair; a question never batched is its own unit. The unit is named by its smallest question.
+
+    >>> from specbench.results.record import Record
+    >>> def rec(q, wall): return Record(method="ar", task="t", subtask="T", task_version="1", question_id=q, category="c",
+    ...     turn=1, repeat=0, prompt_tokens=1, new_tokens=1, wall_time_s=wall / 2, forward_passes=1,
+    ...     draft_time_s=0.0, verify_time_s=0.0, accept_lengths=[1], output_ids=[1], batch_size=2,
+    ...     batch_wall_time_s=wall)
+    >>> sorted(_batch_clusters([rec("1", 0.5), rec("2", 0.5), rec("3", 0.7)]).items())
+    [(('t', '1'), ('t', '1')), (('t', '2'), ('t', '1')), (('t', '3'), ('t', '3'))]
+    """
+    parent: dict[tuple[str, str], tuple[str, str]] = {}
+
+    def root(q: tuple[str, str]) -> tuple[str, str]:
+        while parent.setdefault(q, q) != q:
+            q = parent[q]
+        return q
+
+    jobs: dict[tuple, tuple[str, str]] = {}
+    for r in recs:
+        q = root((r.task, r.question_id))
+        if not r.batch_size or r.batch_size < 2 or r.batch_wall_time_s is None:
+            continue
+        first = jobs.setdefault((r.method, r.task, r.turn, r.repeat, r.batch_size, r.batch_wall_time_s), q)
+        a, b = root(first), q
+        if a != b:
+            parent[max(a, b)] = min(a, b)
+    return {q: root(q) for q in list(parent)}
+
+
 def _paired_arrays(method_recs: list[Record], ar_recs: list[Record]) -> tuple[list[tuple], np.ndarray]:
-    """Per question: [method tokens, method time, AR tokens, AR time] over units both sides have."""
+    """Per resampling unit (a question, or the questions of one batch, ``_batch_clusters``):
+    [method tokens, method time, AR tokens, AR time] over units both sides have."""
     ar_by_unit: dict[Unit, Record] = {r.unit: r for r in ar_recs}
+    cluster = _batch_clusters([*method_recs, *ar_recs])
     rows: dict[tuple, np.ndarray] = {}
     for r in method_recs:
         a = ar_by_unit.get(r.unit)
         if a is None:
             continue
-        row = rows.setdefault((r.task, r.question_id), np.zeros(4))
+        row = rows.setdefault(cluster.get((r.task, r.question_id), (r.task, r.question_id)), np.zeros(4))
         row += (r.new_tokens, r.wall_time_s, a.new_tokens, a.wall_time_s)
     keys = sorted(rows)
     return keys, np.array([rows[k] for k in keys]).reshape(len(keys), 4)
