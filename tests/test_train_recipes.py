@@ -150,6 +150,8 @@ def test_the_curve_size_equal_to_the_recipes_fills_the_recipes_folder(tmp_path, 
     model_dir = save_tiny_model(tmp_path / "tiny")
     monkeypatch.setenv("SPECBENCH_CACHE", str(tmp_path / "cache"))
     monkeypatch.setattr(curve, "HELDOUT_SPAN", 400)
+    import specbench.training.feature_store as feature_store
+    monkeypatch.setattr(feature_store, "default_root", lambda: tmp_path / "features")  # this test's own curves
     tiny = {"quick": MedusaTrainConfig(tokens=300, max_seq_len=64), "full": MedusaTrainConfig(tokens=300, epochs=2,
                                                                                           max_seq_len=64)}
     monkeypatch.setattr(medusa_cli, "RECIPES", tiny)
@@ -160,7 +162,7 @@ def test_the_curve_size_equal_to_the_recipes_fills_the_recipes_folder(tmp_path, 
     adopted = Path(out.split("adopted from this curve: ")[1].splitlines()[0])
     assert adopted.name.startswith("full-") and adopted.parent.name == "medusa"
     assert json.loads((adopted / "config.json").read_text())["recipe"] == "full@300"
-    curve_dir = tmp_path / "cache" / "features" / "curves" / "medusa-full-300"
+    curve_dir = tmp_path / "features" / "curves" / "medusa-full-300"
     assert sorted(p.name for p in adopted.iterdir()) == sorted(p.name for p in curve_dir.iterdir())
     assert not adopted.with_name(adopted.name + ".partial").exists()
     (adopted / "marker").write_text("kept")
