@@ -2,6 +2,7 @@
 forward, checkpoints (ours and the reference's), self-distillation on a tiny target, losslessness."""
 from __future__ import annotations
 
+import functools
 import json
 
 import numpy as np
@@ -11,7 +12,8 @@ from safetensors.torch import save_file
 
 from conftest import make_tiny_model
 from methods.eagle.checkpoint import load_layer, save_layer
-from methods.eagle.layer import DraftCache, EagleLayer, LayerShape
+from methods.eagle import method as eagle_method
+from methods.eagle.layer import DraftCache, EagleLayer, LayerShape, causal_chunks
 from methods.eagle.method import DraftHead, EagleConfig, EagleDrafter
 from methods.eagle.train import EagleTrainConfig, runs, train_eagle
 from methods.eagle.tree import EAGLE1_TREE, dynamic_tree, select_best, static_tree
@@ -112,6 +114,36 @@ def test_cached_chunks_equal_one_full_forward() -> None:
     cache.truncate(6)
     again = layer(feats[6:], toks[6:], torch.arange(6, 10), torch.ones(4, 10, dtype=torch.bool).tril(6), cache)
     assert torch.allclose(again, b, atol=1e-6)
+
+
+def test_context_read_in_slices_equals_one_pass() -> None:
+    """A long prompt's rows fed ``causal_chunks`` at a time (bounded attention memory) give the features one
+    pass gives, after rows already cached too."""
+    _, layer = _layer()
+    feats, toks = torch.randn(13, 32), torch.randint(0, 64, (13,))
+    full = layer(feats, toks, torch.arange(13), _causal(13))
+    cache = DraftCache()
+    layer(feats[:3], toks[:3], torch.arange(3), _causal(3), cache)
+    pos = torch.arange(3, 13)
+    sliced = [layer(feats[3:][r], toks[3:][r], pos[r], m, cache) for r, m in causal_chunks(3, 10, rows=4)]
+    assert [s.shape[0] for s in sliced] == [4, 4, 2] and cache.length == 13
+    assert torch.allclose(torch.cat(sliced), full[3:], atol=1e-5)
+
+
+def test_drafter_reading_the_prompt_in_slices_proposes_the_same_tree(monkeypatch: pytest.MonkeyPatch) -> None:
+    target, layer = _layer(seed=2)
+    head = DraftHead(target.get_output_embeddings(), None)
+    torch.manual_seed(5)
+    tokens, feats = torch.randint(0, 64, (12,)).tolist(), torch.randn(11, 32)
+
+    def propose() -> DraftTree | None:
+        drafter = EagleDrafter(layer, head, EagleConfig(checkpoint="random", top_k=3, depth=3, total_tokens=12))
+        drafter.begin(tokens[:-1])
+        return drafter.propose(DraftContext(tokens, 11, feats[-1], target, 10, feats))
+
+    whole = propose()
+    monkeypatch.setattr(eagle_method, "causal_chunks", functools.partial(causal_chunks, rows=3))
+    assert whole is not None and propose() == whole
 
 
 def _chain_logp(layer: EagleLayer, head: DraftHead, ctx_feats: torch.Tensor, tokens: list[int], path: list[int]) -> torch.Tensor:

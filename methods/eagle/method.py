@@ -21,7 +21,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from methods.eagle.checkpoint import load_layer
-from methods.eagle.layer import DraftCache, EagleLayer, LayerShape
+from methods.eagle.layer import DraftCache, EagleLayer, LayerShape, causal_chunks
 from methods.eagle.train import RECIPES, TRAIN_S_PER_POSITION, train_eagle
 from methods.eagle.tree import EAGLE1_TREE, dynamic_tree, static_tree
 from specbench.api import (DEFAULT_CORPORA, DTYPES, BaseDrafter, ConfigError, DraftContext, DraftTree, FeatureOptions,
@@ -100,8 +100,8 @@ class EagleDrafter(BaseDrafter):
         dev = self.device
         positions = torch.arange(P - k, P, device=dev)
         nxt = torch.tensor(ctx.tokens[P - k + 1 : P + 1], device=dev)
-        mask = torch.ones(k, P, dtype=torch.bool, device=dev).tril(P - k)
-        out = self.layer(new.to(self.dtype), nxt, positions, mask, self.cache)
+        for rows, mask in causal_chunks(P - k, k, dev):  # a long prompt's rows in slices (bounded memory)
+            out = self.layer(new[rows].to(self.dtype), nxt[rows], positions[rows], mask, self.cache)
         root_feat = out[-1]
         feats: dict[int, torch.Tensor] = {}
         rows: dict[int, int] = {}

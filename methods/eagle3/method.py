@@ -19,7 +19,7 @@ from pathlib import Path
 import torch
 import torch.nn.functional as F
 
-from methods.eagle.layer import DraftCache
+from methods.eagle.layer import DraftCache, causal_chunks
 from methods.eagle.tree import dynamic_tree
 from methods.eagle3.checkpoint import load_draft
 from methods.eagle3.init import new_draft
@@ -78,8 +78,10 @@ class Eagle3Drafter(BaseDrafter):
         dev, layer = self.device, self.layer
         feats = layer.fuse(ctx.layer_states.to(dev, self.dtype))  # [k, h]
         nxt = torch.tensor(ctx.tokens[P - k + 1 : P + 1], device=dev)
-        mask = torch.ones(k, P, dtype=torch.bool, device=dev).tril(P - k)
-        root_feat = layer(feats, nxt, torch.arange(P - k, P, device=dev), mask, self.cache)[-1]
+        positions = torch.arange(P - k, P, device=dev)
+        for rows, mask in causal_chunks(P - k, k, dev):  # a long prompt's rows in slices (bounded memory)
+            out = layer(feats[rows], nxt[rows], positions[rows], mask, self.cache)
+        root_feat = out[-1]
         own: dict[int, torch.Tensor] = {}  # node -> the draft's output at it (its children's input feature)
         rows: dict[int, int] = {}  # node -> its row in the draft cache
         depth_of: dict[int, int] = {}

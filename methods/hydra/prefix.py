@@ -17,7 +17,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from methods.eagle.layer import MLP, Attention, DraftCache, LayerShape, RMSNorm
+from methods.eagle.layer import MLP, Attention, DraftCache, LayerShape, RMSNorm, causal_chunks
 
 
 class PrefixDecoderLayer(nn.Module):
@@ -72,5 +72,6 @@ class PrefixLayer(nn.Module):
         """
         k, start = hidden.shape[0], cache.length
         positions = torch.arange(start, start + k, device=hidden.device)
-        mask = torch.ones(k, start + k, dtype=torch.bool, device=hidden.device).tril(start)  # row i sees rows <= start + i
-        return self.forward(hidden, positions, mask, cache)
+        # row i sees rows <= start + i; a long prompt's rows go in slices (bounded memory)
+        return torch.cat([self.forward(hidden[rows], positions[rows], mask, cache)
+                          for rows, mask in causal_chunks(start, k, hidden.device)])
