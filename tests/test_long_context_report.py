@@ -111,3 +111,12 @@ def test_cached_profile_grows_with_the_longest_context(tmp_path, monkeypatch):
     again, _ = cached_cost_profile(lm, "fast", tmp_path, quiet=True, longest=700)
     assert measured == [128, 512, 896] and again == prof
     assert cost_function(again)(1, 896) == pytest.approx(0.01 * 1.896 + 0.001)
+
+
+def test_eleven_methods_get_eleven_distinct_colours():
+    from specbench.reports.leaderboard.plots import pyplot
+    from specbench.reports.long_context_plot import method_colours
+
+    plt = pyplot()
+    assert len(set(method_colours(plt, 11))) == 11  # the default cycle has 10: the 11th repeated the first
+    assert method_colours(plt, 3) == list(plt.rcParams["axes.prop_cycle"].by_key()["color"])

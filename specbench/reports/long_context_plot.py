@@ -20,12 +20,19 @@ from specbench.results.context_lengths import LengthGroup
 PLOT_FILE = "long_context.png"
 
 
+def method_colours(plt, n: int) -> list:
+    """``n`` distinct line colours: matplotlib's default cycle, or tab20 past its 10 (a run with five methods
+    and their ``@auto`` twins plus AR has 11 lines, and the 11th would repeat AR's blue)."""
+    cycle = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    return list(cycle) if n <= len(cycle) else list(plt.get_cmap("tab20").colors)[:max(n, 1)]
+
+
 def length_figure(groups: list[LengthGroup], methods: list[str], stats: Stats) -> bytes:
     """PNG bytes of the figure (see the module docstring)."""
     plt = pyplot()
     tiers = list(dict.fromkeys(g.tier for g in groups))
     fig, axes = plt.subplots(2, len(tiers), figsize=(4.2 * len(tiers), 6.0), squeeze=False, sharex="col")
-    colours = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    colours = method_colours(plt, len(methods))
     for col, tier in enumerate(tiers):
         rows = [g for g in groups if g.tier == tier]
         xs = [g.length for g in rows]
