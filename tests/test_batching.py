@@ -133,6 +133,17 @@ def test_batched_cache_by_hand() -> None:
     assert cache.lengths == [5, 8]
     assert layer._k[0, 0, 3:5, 0].tolist() == [100.0, 102.0]
     assert layer._k[1, 0, 5:8, 0].tolist() == [108.0, 109.0, 110.0]
+    # freed when dropped, without the cyclic GC: its layers reach it through a weak proxy, not a cycle
+    import gc
+    import weakref
+
+    ref = weakref.ref(layer)
+    gc.disable()
+    try:
+        del cache, layer
+        assert ref() is None
+    finally:
+        gc.enable()
 
 
 def test_select_batch_is_the_best_padded_cut() -> None:

@@ -15,6 +15,7 @@ and masked garbage must never be NaN.
 """
 from __future__ import annotations
 
+import weakref
 from dataclasses import dataclass
 from typing import Any
 
@@ -42,7 +43,9 @@ class BatchedLayer(CacheLayerMixin):
 
     def __init__(self, owner: "BatchedCache") -> None:
         super().__init__()
-        self.owner = owner
+        # a weak proxy: the cache holds its layers, and a strong reference back would make a cycle that
+        # only the cyclic GC frees, keeping every finished batch's buffers alive until it runs
+        self.owner = owner if isinstance(owner, weakref.ProxyTypes) else weakref.proxy(owner)
         self.capacity = owner.capacity
         self._k: torch.Tensor | None = None  # [slots, kv_heads, capacity, head_dim]
         self._v: torch.Tensor | None = None
@@ -120,7 +123,8 @@ class BatchedCache(Cache):
         self.capacity = int(capacity)
         self.lengths = [0] * self.slots
         self.plan: StepPlan | None = None
-        super().__init__(layer_class_to_replicate=lambda: BatchedLayer(self))
+        owner = weakref.proxy(self)  # no cycle through the layer factory either (see BatchedLayer)
+        super().__init__(layer_class_to_replicate=lambda: BatchedLayer(owner))
 
     def plan_step(self, lo: int, hi: int, rows: int, device: torch.device) -> StepPlan:
         """Before a forward of ``rows`` rows (padded) for each of slots ``lo..hi-1``: each slot's write columns.
