@@ -92,14 +92,17 @@ def test_training_resumes_exactly(tmp_path, monkeypatch) -> None:
     monkeypatch.setattr(train_mod, "train_step", interrupted)
     with pytest.raises(KeyboardInterrupt):
         train_redrafter(*args, tmp_path / "b", cfg, model_id="tiny", progress=False)
-    assert json.loads((tmp_path / "b" / "train_state.json").read_text())["step"] == 3
+    state = json.loads((tmp_path / "b" / "train_state.json").read_text())
+    assert state["step"] == 3 and state["train_s"] >= 0.0  # the seconds trained so far travel with the state
+    state["train_s"] = 1000.0  # as if the first part had taken 1000 s: the resumed total must include them
+    (tmp_path / "b" / "train_state.json").write_text(json.dumps(state))
     monkeypatch.setattr(train_mod, "train_step", real_step)
     resumed = train_redrafter(*args, tmp_path / "b", cfg, model_id="tiny", progress=False)
     a, _ = load_checkpoint(tmp_path / "a")
     b, meta = load_checkpoint(tmp_path / "b")
     for (name, pa), (_, pb) in zip(a.state_dict().items(), b.state_dict().items()):
         assert torch.allclose(pa, pb, atol=1e-6), name
-    assert resumed["heldout_top1"] == full["heldout_top1"]
+    assert resumed["heldout_top1"] == full["heldout_top1"] and resumed["train_s"] >= 1000.0
     assert meta["train"] == dataclasses.asdict(cfg) and meta["curve"][-1]["step"] == 10
     assert not (tmp_path / "b" / "train_state.safetensors").exists()
 

@@ -231,3 +231,24 @@ def test_quick_and_full_run_side_by_side_as_labelled_variants(tmp_path, monkeypa
     assert Path(quick["checkpoint"]["path"]).name.startswith("default-") and Path(full["checkpoint"]["path"]).name.startswith("full-")
     assert json.loads((Path(full["checkpoint"]["path"]) / "config.json").read_text())["recipe"] == "full"
     assert "Trained drafters' recipes: medusa quick, medusa@full full." in write_report(run_dir_for(plan))
+
+
+def test_a_resumed_training_reports_its_whole_duration(tmp_path, monkeypatch) -> None:
+    """``train_s`` of a training interrupted after 10 s and resumed for 5 s more is 15 s, not 5 s: the
+    epoch state keeps the seconds trained so far (a curve's duration in a README must be the whole one)."""
+    import specbench.training.resume as resume
+
+    now = {"t": 100.0}
+    monkeypatch.setattr(resume.time, "perf_counter", lambda: now["t"])
+    layer = torch.nn.Linear(2, 2)
+    opt = torch.optim.SGD(layer.parameters(), lr=0.1)
+    first = resume.EpochState(tmp_path, {"recipe": 1})
+    assert first.restore({"layer": layer}, opt) == (0, 0)
+    now["t"] += 10.0
+    first.save(1, 7, {"layer": layer}, opt)
+    assert json.loads((tmp_path / resume.INFO).read_text())["train_s"] == 10.0
+    now["t"] += 1000.0  # the time between the interruption and the resume is not training
+    second = resume.EpochState(tmp_path, {"recipe": 1})
+    assert second.restore({"layer": layer}, opt) == (1, 7)
+    now["t"] += 5.0
+    assert second.elapsed_s() == 15.0

@@ -195,7 +195,6 @@ def train_eagle(target: torch.nn.Module, tokenizer: Any, corpora: Sequence[str],
     warmup = max(1, total // 20)
     state = EpochState(out, {"train": dataclasses.asdict(cfg), "features": store.key})
     first_epoch, step = state.restore({"layer": layer}, opt)
-    t1 = time.perf_counter()
     bar = tqdm(total=total, initial=step, desc="eagle: train", unit="step", disable=not progress)
     for epoch in range(first_epoch, cfg.epochs):
         order = torch.randperm(len(windows), generator=torch.Generator().manual_seed(cfg.seed + epoch)).tolist()
@@ -209,7 +208,7 @@ def train_eagle(target: torch.nn.Module, tokenizer: Any, corpora: Sequence[str],
         state.save(epoch + 1, step, {"layer": layer}, opt, last=epoch + 1 == cfg.epochs)
     bar.close()
     layer.eval()
-    metrics: dict[str, Any] = {"collect_s": round(t_collect, 1), "train_s": round(time.perf_counter() - t1, 1), "steps": total}
+    metrics: dict[str, Any] = {"collect_s": round(t_collect, 1), "train_s": round(state.elapsed_s(), 1), "steps": total}
     held = runs(data.heldout_starts, cfg.window)
     if held:
         with torch.no_grad():

@@ -154,7 +154,6 @@ def train_eagle3(target: torch.nn.Module, tokenizer: Any, corpora: Sequence[str]
     warmup = max(1, total // 20)
     state = EpochState(out, {"train": dataclasses.asdict(cfg), "features": store.key})
     first_epoch, step = state.restore({"layer": layer}, opt)
-    t1 = time.perf_counter()
     bar = tqdm(total=total, initial=step, desc="eagle3: train", unit="step", disable=not progress)
     for epoch in range(first_epoch, cfg.epochs):
         order = torch.randperm(len(windows), generator=torch.Generator().manual_seed(cfg.seed + epoch)).tolist()
@@ -170,7 +169,7 @@ def train_eagle3(target: torch.nn.Module, tokenizer: Any, corpora: Sequence[str]
         state.save(epoch + 1, step, {"layer": layer}, opt, last=epoch + 1 == cfg.epochs)
     bar.close()
     layer.eval()
-    metrics: dict[str, Any] = {"collect_s": round(t_collect, 1), "train_s": round(time.perf_counter() - t1, 1),
+    metrics: dict[str, Any] = {"collect_s": round(t_collect, 1), "train_s": round(state.elapsed_s(), 1),
                                "steps": total, **evaluate(layer, data, cfg, head_w, device)}
     save_draft(layer, layers, out, {"model_id": model_id, "corpora": list(corpora), "recipe": recipe,
                                     "train": dataclasses.asdict(cfg), "features": store.describe(), "metrics": metrics})

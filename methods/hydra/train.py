@@ -197,7 +197,6 @@ def train_hydra(target: torch.nn.Module, tokenizer: Any, corpora: Sequence[str],
     warmup = max(1, total // 20)
     state = EpochState(out, {"train": dataclasses.asdict(cfg), "features": store.key})
     first_epoch, step = state.restore({"heads": heads}, opt)
-    t1 = time.perf_counter()
     bar = tqdm(total=total, initial=step, desc="hydra: train", unit="step", disable=not progress)
     for epoch in range(first_epoch, cfg.epochs):
         for batch in pack_runs(windows, cfg.batch_size, orders[epoch]):
@@ -212,7 +211,7 @@ def train_hydra(target: torch.nn.Module, tokenizer: Any, corpora: Sequence[str],
         state.save(epoch + 1, step, {"heads": heads}, opt, last=epoch + 1 == cfg.epochs)
     bar.close()
     heads.eval()
-    metrics: dict[str, Any] = {"collect_s": round(t_collect, 1), "train_s": round(time.perf_counter() - t1, 1), "steps": total,
+    metrics: dict[str, Any] = {"collect_s": round(t_collect, 1), "train_s": round(state.elapsed_s(), 1), "steps": total,
                                "draft_vocab": sub.size}
     held = runs(data.heldout_starts, cfg.window)
     if held:

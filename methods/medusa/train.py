@@ -89,7 +89,6 @@ def train_medusa(target: torch.nn.Module, tokenizer: Any, corpora: Sequence[str]
     total = per_epoch * cfg.epochs
     state = EpochState(out, {"train": dataclasses.asdict(cfg), "features": store.key})
     first_epoch, step = state.restore({"heads": heads}, opt)
-    t1 = time.perf_counter()
     bar = tqdm(total=total, initial=step, desc="medusa: train", unit="step", disable=not progress)
     for epoch in range(first_epoch, cfg.epochs):
         perm = torch.randperm(len(data.train_starts), generator=torch.Generator().manual_seed(cfg.seed + epoch))
@@ -102,7 +101,7 @@ def train_medusa(target: torch.nn.Module, tokenizer: Any, corpora: Sequence[str]
         state.save(epoch + 1, step, {"heads": heads}, opt, last=epoch + 1 == cfg.epochs)
     bar.close()
     heads.eval()
-    metrics: dict[str, Any] = {"collect_s": round(t_collect, 1), "train_s": round(time.perf_counter() - t1, 1), "steps": total}
+    metrics: dict[str, Any] = {"collect_s": round(t_collect, 1), "train_s": round(state.elapsed_s(), 1), "steps": total}
     if len(data.heldout_starts):
         with torch.no_grad():
             chunks = data.heldout_starts.split(256)

@@ -207,7 +207,8 @@ def _train(model: torch.nn.Module, tokenizer: Any, corpora: Sequence[str], data_
     total = cfg.epochs * per_epoch
     info = _load_state(out, head, opt, train_cfg) or {"step": 0, "curve": [], "train": train_cfg}
     step, curve = info["step"], info["curve"]
-    t1 = time.perf_counter()
+    # the interrupted runs' training seconds count too: a resumed training reports its whole duration
+    t1 = time.perf_counter() - float(info.get("train_s", 0.0))
     bar = tqdm(total=total, initial=step, desc="redrafter: train", unit="step", disable=not progress)
     run_loss, run_hits, run_n = 0.0, torch.zeros(cfg.n_predict, device=device), 0
     while step < total:
@@ -225,7 +226,8 @@ def _train(model: torch.nn.Module, tokenizer: Any, corpora: Sequence[str], data_
                           "top1": [round(float(a), 4) for a in run_hits / run_n]})
             run_loss, run_hits, run_n = 0.0, torch.zeros(cfg.n_predict, device=device), 0
         if step % cfg.checkpoint_every == 0 or step == total:
-            _save_state(out, head, opt, {"step": step, "curve": curve, "train": train_cfg})
+            _save_state(out, head, opt, {"step": step, "curve": curve, "train": train_cfg,
+                                         "train_s": round(time.perf_counter() - t1, 1)})
     bar.close()
     head.eval()
     metrics = evaluate(head, data, data.heldout_starts, cfg)

@@ -181,7 +181,6 @@ def distill_draft(target: torch.nn.Module, tokenizer: Any, corpora: Sequence[str
     warm = max(1, int(cfg.warmup * total))
     state = EpochState(out, {"train": dataclasses.asdict(cfg), "features": store.key})
     first_epoch, step = state.restore({"draft": draft}, opt)
-    t1 = time.perf_counter()
     bar = tqdm(total=total, initial=step, desc="draft: train", unit="step", disable=not progress)
     for epoch in range(first_epoch, cfg.epochs):
         for ids, lab, lengths in _batches(train, to_draft, cfg, epoch):
@@ -195,7 +194,7 @@ def distill_draft(target: torch.nn.Module, tokenizer: Any, corpora: Sequence[str
     bar.close()
     draft.eval()
     metrics = heldout_agreement(draft, held, to_draft, cfg) if held else {}
-    metrics.update(collect_s=round(t_collect, 1), train_s=round(time.perf_counter() - t1, 1), steps=total,
+    metrics.update(collect_s=round(t_collect, 1), train_s=round(state.elapsed_s(), 1), steps=total,
                    train_sequences=len(train), heldout_sequences=len(held),
                    parameters=sum(p.numel() for p in draft.parameters()))
     state.clear()  # before the folder's files are hashed

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +33,13 @@ INFO = "train_state.json"
 class EpochState:
     def __init__(self, out: Path, key: dict[str, Any]) -> None:
         self.out, self.key = Path(out), json.loads(strict_json(key))  # the key as json reads it back
+        self.seconds_before = 0.0  # training seconds of the interrupted runs this one resumes
+        self._clock = time.perf_counter()
+
+    def elapsed_s(self) -> float:
+        """Training seconds so far, the interrupted runs' included: a resumed training reports its whole
+        duration, not only its last part (``restore`` starts the clock; ``save`` stores the sum)."""
+        return self.seconds_before + time.perf_counter() - self._clock
 
     def save(self, epochs_done: int, step: int, modules: dict[str, torch.nn.Module], opt: torch.optim.Optimizer,
              last: bool = False) -> None:
@@ -51,7 +59,8 @@ class EpochState:
         tmp = self.out / f"{STATE}.tmp"
         save_file(tensors, str(tmp))
         tmp.replace(self.out / STATE)
-        info = {"key": self.key, "epochs_done": epochs_done, "step": step, "param_groups": sd["param_groups"]}
+        info = {"key": self.key, "epochs_done": epochs_done, "step": step, "param_groups": sd["param_groups"],
+                "train_s": round(self.elapsed_s(), 1)}
         (self.out / f"{INFO}.tmp").write_text(strict_json(info, indent=1), encoding="utf-8")
         (self.out / f"{INFO}.tmp").replace(self.out / INFO)
 
@@ -60,6 +69,7 @@ class EpochState:
         or ``(0, 0)`` when there is none or it belongs to another recipe."""
         from safetensors.torch import load_file
 
+        self._clock = time.perf_counter()
         if not (self.out / INFO).is_file() or not (self.out / STATE).is_file():
             return 0, 0
         info = json.loads((self.out / INFO).read_text(encoding="utf-8"))
@@ -76,6 +86,8 @@ class EpochState:
                 state.setdefault(int(idx), {})[field] = v
         opt.load_state_dict({"state": state, "param_groups": info["param_groups"]})
         torch.set_rng_state(tensors["rng"])
+        self.seconds_before = float(info.get("train_s", 0.0))  # states written before it was kept: 0
+        self._clock = time.perf_counter()
         print(f"[train] resuming after epoch {info['epochs_done']} (step {info['step']}) from {self.out}", file=sys.stderr)
         return int(info["epochs_done"]), int(info["step"])
 
