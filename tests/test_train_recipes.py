@@ -252,3 +252,24 @@ def test_a_resumed_training_reports_its_whole_duration(tmp_path, monkeypatch) ->
     assert second.restore({"layer": layer}, opt) == (1, 7)
     now["t"] += 5.0
     assert second.elapsed_s() == 15.0
+
+
+def test_a_model_with_tied_weights_resumes(tmp_path) -> None:
+    """A draft LM ties its LM head to its embedding (one storage, two names); its epoch state saves, and
+    restoring it gives both names the trained values and keeps them one tensor."""
+    import specbench.training.resume as resume
+
+    class Tied(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.embed = torch.nn.Embedding(5, 3)
+            self.head = torch.nn.Linear(3, 5, bias=False)
+            self.head.weight = self.embed.weight
+
+    trained, fresh = Tied(), Tied()
+    with torch.no_grad():
+        trained.embed.weight.add_(1.0)
+    opt = torch.optim.SGD(trained.parameters(), lr=0.1)
+    resume.EpochState(tmp_path, {"recipe": 1}).save(1, 3, {"draft": trained}, opt)
+    assert resume.EpochState(tmp_path, {"recipe": 1}).restore({"draft": fresh}, torch.optim.SGD(fresh.parameters(), lr=0.1)) == (1, 3)
+    assert torch.equal(fresh.embed.weight, trained.embed.weight) and fresh.head.weight is fresh.embed.weight

@@ -50,8 +50,15 @@ class EpochState:
             return
         self.out.mkdir(parents=True, exist_ok=True)
         sd = opt.state_dict()
-        tensors = {f"{name}.{k}": v.detach().cpu().contiguous() for name, m in modules.items()
-                   for k, v in m.state_dict().items()}
+        tensors: dict[str, torch.Tensor] = {}
+        seen: set[int] = set()
+        for name, m in modules.items():
+            for k, v in m.state_dict().items():
+                t = v.detach().cpu().contiguous()
+                # tied weights (a draft LM's embedding and LM head) are one storage under two names, which
+                # safetensors refuses; a copy of the second keeps both names, and loading sets both alike
+                tensors[f"{name}.{k}"] = t.clone() if t.data_ptr() in seen else t
+                seen.add(t.data_ptr())
         for idx, st in sd["state"].items():
             for k, v in st.items():
                 tensors[f"opt.{idx}.{k}"] = torch.as_tensor(v).cpu().contiguous()
