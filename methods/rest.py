@@ -15,8 +15,14 @@ from dataclasses import dataclass
 from typing import Any, Sequence
 
 from specbench.api import (
-    BaseDrafter, ConfigError, DraftContext, DraftTree, MethodEnv, parse_settings, query_tree,
-    register_datastore_builder, register_method, resolve_data_dir)
+    BaseDrafter, ConfigError, DraftContext, DraftTree, MethodEnv, PendingBuild, parse_settings, query_tree,
+    register_datastore_builder, register_first_use_build, register_method, resolve_data_dir)
+
+# seconds of a first-use build of the cached datastore (tokenizing, suffix array, test-prompt check) of
+# ShareGPT, the largest default (27.8M tokens; every task's but HumanEval's, whose 4.2M take less): the CPU
+# time of `specbench datastore build --kind rest --corpus sharegpt` on this project's 2-core CPU (94 s user +
+# 3.5 s system, the model's first conversion included; 210 s wall beside other jobs, load average ~6)
+REST_BUILD_S = 90.0
 
 
 @dataclass(frozen=True)
@@ -136,6 +142,19 @@ def build_rest(config: RESTConfig, env: MethodEnv) -> RESTDrafter:
     env.artifacts.update(datastore_artifacts(ds))
     env.declare_overhead(storage_bytes=ds.nbytes_on_disk())
     return RESTDrafter(ds, config)
+
+
+@register_first_use_build("rest")
+def rest_first_use(config: RESTConfig, env: MethodEnv) -> PendingBuild | None:
+    """The cached datastore of ``env``'s task that ``build_rest`` would build now (None: built, or given)."""
+    from specbench.api import cached_rest_path, datastore_built, parse_corpora
+
+    if config.datastore:
+        return None
+    corpora = parse_corpora(config.corpus, env.task)
+    path = cached_rest_path(env.cache_dir, corpora, env.tokenizer, config.max_tokens)
+    return None if datastore_built(path) else PendingBuild("build rest's datastore", REST_BUILD_S, str(path),
+                                                           detail=f"of {'+'.join(corpora)}")
 
 
 @register_datastore_builder("rest")

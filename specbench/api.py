@@ -42,7 +42,8 @@ from specbench.run.methods_factory import build_drafter  # a method composing an
 # registration (a plugin module registers on import; ``specbench.plugins.discovery`` imports them)
 from specbench.plugins.registry import (DatastoreAction, PluginCommand, register_corpus, register_datastore_action,
                                         register_datastore_builder, register_method, register_task,
-                                        register_task_source, register_trainer)
+                                        register_first_use_build, register_task_source, register_trainer)
+from specbench.run.estimate import PendingBuild  # what a method's first-use build check returns
 
 # errors, configuration and argument helpers
 from specbench.catalog import MT_BENCH_CATEGORIES, task_label
@@ -51,7 +52,9 @@ from specbench.config.argtypes import int_at_least, positive_float, positive_int
 from specbench.config.coerce import from_dict, parse_settings
 from specbench.errors import ConfigError, DatastoreError, ModelLoadError, TaskDataError, UserError
 from specbench.files.content_hash import ContentMismatch, file_sha256, verify_checkpoint, verify_sha256
-from specbench.files.jsonfile import parse_jsonl, strict_json
+from specbench.files.checkpoint_files import checkpoint_errors, read_config, read_tensors
+from specbench.files.jsonfile import parse_json, parse_jsonl, strict_json
+from specbench.files.stale_tmp import remove_stale_tmp, tmp_sibling
 from specbench.paths import resolve_data_dir
 
 # the target, drafters' own copies of weights, checkpoints
@@ -64,7 +67,8 @@ from specbench.models.hub import is_hub_id, resolve_checkpoint
 from specbench.models.loading import load_model, stop_token_ids
 
 # datastores and corpora
-from specbench.datastore.build import build_lock, build_rest_datastore, cached_rest_datastore, parse_corpora
+from specbench.datastore.build import (build_lock, build_rest_datastore, cached_rest_datastore, cached_rest_path,
+                                       datastore_built, parse_corpora)
 from specbench.datastore.contamination import prompt_probes, test_prompts  # keeping benchmark prompts out of stores
 from specbench.datastore.corpora import PAIR_LOADERS, iter_pairs, read_gz_jsonl, sharegpt_conversations
 from specbench.datastore.ngram_store import DB as NGRAM_STORE_FILE
@@ -85,25 +89,29 @@ from specbench.training.steps import optimizer_step, trainable
 from specbench.training.trainer_args import TrainerSpec, register_train_command
 
 # tasks
-from specbench.prompts.task import Question, Task, encode_prompt
+from specbench.prompts.task import DEFAULT_SPLIT, Question, Task, encode_prompt
+from specbench.plugins.registry import make_task  # a task instance by name (``gsm8k``, ``jsonl:PATH``)
 
 __all__ = [
     "AuxRows", "BaseDrafter", "DraftContext", "Drafter", "Proposal", "StepResult", "DraftTree", "MethodEnv",
     "build_drafter",
     "DatastoreAction", "PluginCommand", "register_corpus", "register_datastore_action", "register_datastore_builder",
-    "register_method", "register_task", "register_task_source", "register_trainer",
+    "register_method", "register_task", "register_task_source", "register_trainer", "register_first_use_build",
+    "PendingBuild",
     "MT_BENCH_CATEGORIES", "task_label", "MIN_LENGTH", "length_label", "int_at_least", "positive_float", "positive_int", "from_dict", "parse_settings",
     "ConfigError", "DatastoreError", "ModelLoadError", "TaskDataError", "UserError",
-    "ContentMismatch", "file_sha256", "verify_checkpoint", "verify_sha256", "parse_jsonl", "strict_json",
+    "ContentMismatch", "file_sha256", "verify_checkpoint", "verify_sha256", "parse_json", "parse_jsonl", "strict_json",
+    "remove_stale_tmp", "tmp_sibling",
+    "checkpoint_errors", "read_config", "read_tensors",
     "resolve_data_dir",
     "resolve_backend", "PreallocatedCache", "draft_dtype", "pack_for_inference", "DTYPES", "is_hub_id",
     "resolve_checkpoint", "load_model", "stop_token_ids", "embedded_tokenizer",
-    "build_lock", "build_rest_datastore", "cached_rest_datastore", "parse_corpora", "PAIR_LOADERS", "iter_pairs",
+    "build_lock", "build_rest_datastore", "cached_rest_datastore", "cached_rest_path", "datastore_built", "parse_corpora", "PAIR_LOADERS", "iter_pairs",
     "read_gz_jsonl", "sharegpt_conversations", "prompt_probes", "test_prompts", "NGRAM_STORE_FILE",
     "NGRAM_STORE_VERSION", "NgramStore", "write_ngram_store", "TokenDatastore",
     "DEFAULT_CHUNK_TOKENS", "dir_bytes", "tokenizer_hash", "query_tree",
     "default_dir", "load_or_train", "DEFAULT_CORPORA", "DistillData", "interleave", "sequence_ids",
     "FeatureOptions", "FeatureStore", "FULL", "QUICK", "RECIPE_NAMES", "check_recipe", "eta_minutes", "EpochState",
     "optimizer_step", "trainable", "TrainerSpec", "register_train_command",
-    "Question", "Task", "encode_prompt",
+    "Question", "Task", "encode_prompt", "DEFAULT_SPLIT", "make_task",
 ]

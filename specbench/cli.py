@@ -11,6 +11,7 @@ import pkgutil
 import sys
 
 from specbench.errors import USER_ERRORS, write_error
+from specbench.profiling.wait_policy import apply_default_wait_policy
 
 
 class _Parser(argparse.ArgumentParser):
@@ -41,6 +42,7 @@ def degrade_output() -> None:
 
 def main(argv: list[str] | None = None) -> int:
     """Parse ``argv`` and run the chosen subcommand; returns the process exit code."""
+    apply_default_wait_policy()  # before the commands' imports load torch, which reads it once
     degrade_output()
     parser = build_parser()
     args = parser.parse_args(argv)

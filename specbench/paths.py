@@ -6,6 +6,7 @@ PosixPath('my/data')
 from __future__ import annotations
 
 import os
+import tempfile
 from pathlib import Path
 
 from specbench.errors import ConfigError
@@ -35,4 +36,26 @@ def cache_dir() -> Path:
             if not p.is_dir():
                 raise ConfigError(f"SPECBENCH_CACHE={path}: {p} is not a folder; point it to a folder (or unset it)")
             break
+    return path
+
+
+def writable_cache_dir(path: Path | None = None) -> Path:
+    """The cache folder (``path``, by default ``cache_dir()``), created if missing, once a file could be written
+    in it; else a one-line ConfigError naming it and how to choose another. Called before anything slow whose
+    result goes there (the embedded model's 30-s conversion, a drafter's training), so an unwritable cache
+    fails at once, not after the work.
+
+    >>> writable_cache_dir(Path("/proc/no-cache"))
+    Traceback (most recent call last):
+    ...
+    specbench.errors.ConfigError: cache folder /proc/no-cache is not writable (No such file or directory: /proc/no-cache); choose another with SPECBENCH_CACHE=<folder>
+    """
+    path = path or cache_dir()
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryFile(dir=path):
+            pass
+    except OSError as e:
+        raise ConfigError(f"cache folder {path} is not writable ({e.strerror or e}: {e.filename or path}); "
+                          "choose another with SPECBENCH_CACHE=<folder>") from None
     return path

@@ -178,16 +178,16 @@ def _tiny_run(tmp_path, **kw):
 
 
 def test_batch_jobs_and_expected_records(tmp_path) -> None:
-    plan = _tiny_run(tmp_path, batch_size=(2, 4))
+    plan = _tiny_run(tmp_path, batch_size=(2, 3))
     jobs = list(batch_jobs(plan))
     sizes = {(j.size, len(j.units)) for j in jobs}
-    assert sizes == {(2, 2), (2, 1), (4, 3)}  # 3 questions: groups of 2 + 1 at size 2, one group at size 4
+    assert sizes == {(2, 2), (2, 1), (3, 3)}  # 3 questions: groups of 2 + 1 at size 2, one group at size 3
     assert [m for _, _, m in plan.jobs()] == ["ar"] * len(list(plan.jobs()))  # 1 not listed: AR alone only
-    manifest = {"config": {"methods": ["ar", "pld"], "batch_size": [2, 4]}, "questions": plan.questions and
+    manifest = {"config": {"methods": ["ar", "pld"], "batch_size": [2, 3]}, "questions": plan.questions and
                 {t: [q.question_id for q in qs] for t, qs in plan.questions.items()},
                 "turns": {t: [len(q.turns) for q in qs] for t, qs in plan.questions.items()}}
     keys = expected_keys(manifest, [])
-    assert {(m, u.batch) for m, u in keys} == {("ar", 1), ("ar", 2), ("pld", 2), ("ar", 4), ("pld", 4)}
+    assert {(m, u.batch) for m, u in keys} == {("ar", 1), ("ar", 2), ("pld", 2), ("ar", 3), ("pld", 3)}
     for bad, needle in (((2, 2), "twice"), ((0,), "positive"), ((), "positive")):
         with pytest.raises(ConfigError, match=needle):
             RunConfig(batch_size=bad).validate()

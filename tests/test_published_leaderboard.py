@@ -42,11 +42,12 @@ def test_run_beside_published_gives_yours_published_and_ratio() -> None:
     stats = {"ar": {OVERALL: _cell("ar", OVERALL, None, 1.0)},
              "eagle": {"GSM8K": _cell("eagle", "GSM8K", 1.33, 2.0), OVERALL: _cell("eagle", OVERALL, 1.1, 2.17)},
              "mine": {OVERALL: _cell("mine", OVERALL, 3.0, 3.0)}}  # no published row: left out
-    t = run_vs_published(stats, load_published("spec-bench:a100-vicuna-7b"), "myrun")
+    spec_bench = {"eagle": {"GSM8K": 1.4, OVERALL: 1.2}, "mine": {OVERALL: 3.0}}  # Spec-Bench's definition
+    t = run_vs_published(stats, load_published("spec-bench:a100-vicuna-7b"), "myrun", spec_bench)
     rows = {(r[0], r[2]): r for r in t.rows}
-    assert rows[("eagle", "GSM8K")] == ["eagle", "EAGLE2", "GSM8K", "1.33x", "2.79x", "0.48"]
-    assert rows[("eagle", OVERALL)][3:] == ["1.10x", "2.36x", "0.47"]
-    assert rows[("eagle", "mean accepted tokens")][3:] == ["2.17", "4.34", "0.50"]
+    assert rows[("eagle", "GSM8K")] == ["eagle", "EAGLE2", "GSM8K", "1.33x", "1.40x", "2.79x", "0.50"]
+    assert rows[("eagle", OVERALL)][3:] == ["1.10x", "1.20x", "2.36x", "0.51"]
+    assert rows[("eagle", "mean accepted tokens")][3:] == ["2.17", "", "4.34", "0.50"]
     assert {r[0] for r in t.rows} == {"eagle"}
 
 

@@ -100,7 +100,7 @@ def test_changed_config_refuses_same_folder(tmp_path):
     plan = small_plan(tmp_path)
     run_dir = tmp_path / "fixed"
     run_dir.mkdir()
-    (run_dir / "manifest.json").write_text(json.dumps({"config_digest": "other"}))
+    (run_dir / "manifest.json").write_text(json.dumps({"config_digest": "other", "config": {"methods": ["ar"]}}))
     from specbench.errors import ConfigError
 
     with pytest.raises(ConfigError, match="different configuration"):

@@ -10,7 +10,6 @@ names, plus the target's ``embed_tokens.weight`` (ignored: the target's own embe
 from __future__ import annotations
 
 import dataclasses
-import json
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -19,7 +18,8 @@ import numpy as np
 import torch
 
 from methods.eagle.layer import EagleLayer, LayerShape
-from specbench.api import ConfigError, file_sha256, strict_json, verify_checkpoint
+from specbench.api import (ConfigError, checkpoint_errors, file_sha256, read_config, read_tensors, strict_json,
+                           verify_checkpoint)
 
 OURS = "eagle.safetensors"
 VOCAB = "vocab.npy"
@@ -43,17 +43,17 @@ def save_layer(layer: EagleLayer, vocab: np.ndarray | None, out: Path, meta: dic
 
 def load_layer(path: Path, target: torch.nn.Module) -> tuple[EagleLayer, np.ndarray | None, dict[str, Any]]:
     """(layer for ``target``, reduced vocabulary or None, metadata); one-line errors for anything else."""
-    cfg_file = path / "config.json"
-    if not cfg_file.is_file():
-        raise ConfigError(f"eagle: {path} has no config.json (not an EAGLE checkpoint)")
-    meta = json.loads(cfg_file.read_text(encoding="utf-8"))
+    with checkpoint_errors("eagle", path):
+        return _load_layer(path, target)
+
+
+def _load_layer(path: Path, target: torch.nn.Module) -> tuple[EagleLayer, np.ndarray | None, dict[str, Any]]:
+    meta = read_config(path, "eagle", "an EAGLE checkpoint")
     embed = target.get_input_embeddings()
     if (path / OURS).is_file():
-        from safetensors.torch import load_file
-
         shape, fc_bias = LayerShape(**meta["shape"]), bool(meta.get("fc_bias", True))
         verify_checkpoint(path / OURS, meta.get("weights_sha256"), "eagle")
-        state = load_file(str(path / OURS))
+        state = read_tensors(path / OURS, "eagle")
     else:
         found = [path / f for f in REFERENCE_FILES if (path / f).is_file()]
         if not found:
@@ -80,17 +80,7 @@ def load_layer(path: Path, target: torch.nn.Module) -> tuple[EagleLayer, np.ndar
     return layer, vocab, meta
 
 
-def read_weights(file: Path) -> dict[str, torch.Tensor]:
-    """A published checkpoint's tensors as stored: ``*.safetensors``, or a ``.bin`` read only through
-    ``torch.load(weights_only=True)`` (no pickled code runs). Example: ``read_weights(d / "model.safetensors")``."""
-    if file.suffix == ".safetensors":
-        from safetensors.torch import load_file
-
-        return load_file(str(file))
-    return torch.load(str(file), map_location="cpu", weights_only=True)
-
-
 def _reference_state(file: Path) -> dict[str, torch.Tensor]:
-    raw = read_weights(file)
+    raw = read_tensors(file, "eagle")
     # the reference's first layer has no input norm; some exports still carry one that is never used
     return {k: v.float() for k, v in raw.items() if k not in _IGNORED and not k.endswith("input_layernorm.weight")}

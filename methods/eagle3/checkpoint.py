@@ -17,18 +17,17 @@ layers (``reference_layers``). Example: ``load_draft(folder, smollm2)`` -> ``(Ea
 from __future__ import annotations
 
 import dataclasses
-import json
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
 import torch
 
-from methods.eagle.checkpoint import read_weights
 from methods.eagle.layer import LayerShape
 from methods.eagle3.layer import Eagle3Layer, reference_layers
 from methods.eagle3.vocab import DraftVocab
-from specbench.api import ConfigError, file_sha256, strict_json, verify_checkpoint
+from specbench.api import (ConfigError, checkpoint_errors, file_sha256, read_config, read_tensors, strict_json,
+                           verify_checkpoint)
 
 WEIGHTS = ("model.safetensors", "pytorch_model.bin")
 SECTION = "specbench"
@@ -60,10 +59,12 @@ def save_draft(layer: Eagle3Layer, layers: tuple[int, ...], out: Path, meta: dic
 
 def load_draft(path: Path, target: torch.nn.Module) -> tuple[Eagle3Layer, tuple[int, ...], dict[str, Any]]:
     """(draft for ``target``, its feature layers, metadata); one-line ``ConfigError`` for anything that does not fit."""
-    cfg_file = path / "config.json"
-    if not cfg_file.is_file():
-        raise ConfigError(f"eagle3: {path} has no config.json (not an EAGLE-3 checkpoint)")
-    cfg = json.loads(cfg_file.read_text(encoding="utf-8"))
+    with checkpoint_errors("eagle3", path):
+        return _load_draft(path, target)
+
+
+def _load_draft(path: Path, target: torch.nn.Module) -> tuple[Eagle3Layer, tuple[int, ...], dict[str, Any]]:
+    cfg = read_config(path, "eagle3", "an EAGLE-3 checkpoint")
     found = [path / f for f in WEIGHTS if (path / f).is_file()]
     if not found:
         raise ConfigError(f"eagle3: {path} holds no {' or '.join(WEIGHTS)}")
@@ -110,6 +111,6 @@ def load_draft(path: Path, target: torch.nn.Module) -> tuple[Eagle3Layer, tuple[
 
 
 def _read(file: Path) -> dict[str, torch.Tensor]:
-    raw = read_weights(file)
+    raw = read_tensors(file, "eagle3")
     # weights in fp32 (published drafts are fp16 / bf16); the id maps keep their integer / bool types
     return {k: (v.float() if v.is_floating_point() else v) for k, v in raw.items()}

@@ -19,7 +19,6 @@ holding the head module's state dict:
 from __future__ import annotations
 
 import dataclasses
-import json
 import re
 from pathlib import Path
 from typing import Any
@@ -29,7 +28,8 @@ import torch
 
 from methods.eagle.layer import LayerShape
 from methods.hydra.heads import HydraHeads, SubHead
-from specbench.api import ConfigError, file_sha256, strict_json, verify_checkpoint
+from specbench.api import (ConfigError, checkpoint_errors, file_sha256, read_config, read_tensors, strict_json,
+                           verify_checkpoint)
 
 OURS = "hydra.safetensors"
 VOCAB = "vocab.npy"
@@ -57,16 +57,16 @@ def save_heads(heads: HydraHeads, vocab: np.ndarray | None, out: Path, meta: dic
 
 def load_heads(path: Path, target: torch.nn.Module) -> tuple[HydraHeads, dict[str, Any]]:
     """Heads for ``target`` from our folder or the reference's; one-line errors for anything else."""
-    cfg_file = path / "config.json"
-    if not cfg_file.is_file():
-        raise ConfigError(f"hydra: {path} has no config.json (not a Hydra checkpoint)")
-    meta = json.loads(cfg_file.read_text(encoding="utf-8"))
+    with checkpoint_errors("hydra", path):
+        return _load_heads(path, target)
+
+
+def _load_heads(path: Path, target: torch.nn.Module) -> tuple[HydraHeads, dict[str, Any]]:
+    meta = read_config(path, "hydra", "a Hydra checkpoint")
     hidden = int(target.get_input_embeddings().weight.shape[1])
     if (path / OURS).is_file():
-        from safetensors.torch import load_file
-
         verify_checkpoint(path / OURS, meta.get("weights_sha256"), "hydra")
-        state = load_file(str(path / OURS))
+        state = read_tensors(path / OURS, "hydra")
         vocab = np.load(path / VOCAB, allow_pickle=False) if (path / VOCAB).is_file() else None
         if vocab is not None and int(vocab.max()) >= int(target.get_output_embeddings().weight.shape[0]):
             raise ConfigError(f"hydra: {path}'s vocabulary has ids beyond this target's vocabulary")
@@ -105,12 +105,7 @@ def load_heads(path: Path, target: torch.nn.Module) -> tuple[HydraHeads, dict[st
 
 def _reference_state(file: Path) -> dict[str, torch.Tensor]:
     """The reference's state dict renamed to ours; the repeated blocks' copies must agree."""
-    if file.suffix == ".safetensors":
-        from safetensors.torch import load_file
-
-        raw = load_file(str(file))
-    else:
-        raw = torch.load(str(file), map_location="cpu", weights_only=True)
+    raw = read_tensors(file, "hydra")
     state: dict[str, torch.Tensor] = {}
     blocks: dict[int, list[int]] = {}
     for key in raw:

@@ -79,6 +79,10 @@ class HydraTrainConfig:
         if not 0 <= self.dropout < 1 or not 0 <= self.final_lr <= 1 or self.weight_decay < 0:
             raise ConfigError("hydra train: dropout in [0, 1), final_lr in [0, 1], weight_decay >= 0")
 
+    def mixed_precision(self, target: torch.nn.Module) -> bool:
+        """Whether the forward runs under bfloat16 autocast (fp32 master weights and optimiser either way)."""
+        return self.amp == "auto" and draft_dtype("auto", target) == torch.bfloat16
+
 
 TRAIN_S_PER_POSITION = 0.0033  # s per position and epoch, 2 cores: docs/training.md
 FULL_TOKENS, FULL_EPOCHS = 300_000, 3
@@ -149,8 +153,7 @@ def _draft_labels(sub: SubHead, target_ids: torch.Tensor) -> torch.Tensor:
 def _autocast(cfg: HydraTrainConfig, target: torch.nn.Module) -> Any:
     """bfloat16 autocast (matmuls in bf16, losses and weights in fp32) where the device runs bf16 kernels."""
     device = next(target.parameters()).device
-    on = cfg.amp == "auto" and draft_dtype("auto", target) == torch.bfloat16
-    return torch.autocast(device.type, dtype=torch.bfloat16) if on else contextlib.nullcontext()
+    return torch.autocast(device.type, dtype=torch.bfloat16) if cfg.mixed_precision(target) else contextlib.nullcontext()
 
 
 def _optimizer(heads: HydraHeads, cfg: HydraTrainConfig) -> torch.optim.Optimizer:

@@ -8,17 +8,19 @@ Ours: ``heads.safetensors`` (residual blocks, and LM heads when owned) + ``confi
 """
 from __future__ import annotations
 
-import json
+import re
 from pathlib import Path
 from typing import Any
 
 import torch
 
 from methods.medusa.heads import MedusaHeads
-from specbench.api import ConfigError, file_sha256, strict_json, verify_checkpoint
+from specbench.api import (ConfigError, checkpoint_errors, file_sha256, read_config, read_tensors, strict_json,
+                           verify_checkpoint)
 
 OURS = "heads.safetensors"
 REFERENCE_FILES = ("medusa_lm_head.safetensors", "medusa_lm_head.pt", "medusa_lm_head.bin")
+_KEY = re.compile(r"(\d+)\.(\d+)\.(.+)")  # the reference's names: {head}.{block}.{parameter}
 
 
 def save_heads(heads: MedusaHeads, out: Path, meta: dict[str, Any]) -> None:
@@ -33,16 +35,16 @@ def save_heads(heads: MedusaHeads, out: Path, meta: dict[str, Any]) -> None:
 
 def load_heads(path: Path, target: torch.nn.Module) -> tuple[MedusaHeads, dict[str, Any]]:
     """Heads for ``target`` from our folder or the reference's; one-line errors for anything else."""
-    cfg_file = path / "config.json"
-    if not cfg_file.is_file():
-        raise ConfigError(f"medusa: {path} has no config.json (not a Medusa checkpoint)")
-    meta = json.loads(cfg_file.read_text(encoding="utf-8"))
+    with checkpoint_errors("medusa", path):
+        return _load_heads(path, target)
+
+
+def _load_heads(path: Path, target: torch.nn.Module) -> tuple[MedusaHeads, dict[str, Any]]:
+    meta = read_config(path, "medusa", "a Medusa checkpoint")
     hidden, vocab = int(target.config.hidden_size), int(target.config.vocab_size)
     if (path / OURS).is_file():
-        from safetensors.torch import load_file
-
         verify_checkpoint(path / OURS, meta.get("weights_sha256"), "medusa")
-        state = load_file(str(path / OURS))
+        state = read_tensors(path / OURS, "medusa")
         heads = MedusaHeads(hidden, vocab, meta["num_heads"], meta["num_layers"],
                             None if meta["own_lm_head"] else target.get_output_embeddings())
     else:
@@ -62,18 +64,15 @@ def load_heads(path: Path, target: torch.nn.Module) -> tuple[MedusaHeads, dict[s
 
 
 def _reference_state(file: Path, num_layers: int) -> dict[str, torch.Tensor]:
-    if file.suffix == ".safetensors":
-        from safetensors.torch import load_file
-
-        raw = load_file(str(file))
-    else:
-        raw = torch.load(str(file), map_location="cpu", weights_only=True)
     state: dict[str, torch.Tensor] = {}
-    for key, value in raw.items():
-        parts = key.split(".")
-        k, j = parts[0], int(parts[1])
+    for key, value in read_tensors(file, "medusa").items():
+        m = _KEY.fullmatch(key)
+        if m is None:
+            raise ConfigError(f"medusa: {file} holds weight {key!r}, not named as the reference's heads "
+                              "({head}.{block}.linear.weight|bias, {head}.{num_layers}.weight)")
+        k, j, rest = m.group(1), int(m.group(2)), m.group(3)
         if j == num_layers:  # the head's LM head
-            state[f"own_heads.{k}.weight"] = value
+            state[f"own_heads.{k}.{rest}"] = value
         else:
-            state[f"blocks.{k}.{j}.{'.'.join(parts[2:])}"] = value
+            state[f"blocks.{k}.{j}.{rest}"] = value
     return state

@@ -18,6 +18,9 @@ from specbench.api import (
     DEFAULT_CORPORA, BaseDrafter, ConfigError, DraftContext, DraftTree, FeatureOptions, MethodEnv, check_recipe,
     default_dir, eta_minutes, load_or_train, register_method)
 
+# the heads draft in float32 whatever the target's dtype (the reference: the target's); no dtype option
+HEADS_DTYPE = torch.float32
+
 
 @dataclass(frozen=True)
 class MedusaConfig:
@@ -47,7 +50,7 @@ class MedusaDrafter(BaseDrafter):
 
     @torch.inference_mode()
     def propose(self, ctx: DraftContext) -> DraftTree | None:
-        logits = self.heads(ctx.hidden.unsqueeze(0).float())[0]  # [K, V]; heads keep fp32 weights
+        logits = self.heads(ctx.hidden.unsqueeze(0).to(HEADS_DTYPE))[0]  # [K, V]
         top = logits.topk(self.topk, dim=-1).indices.tolist()  # [K, topk]
         tree = tree_from_choices(top, self.choices)
         return tree if len(tree) else None
@@ -73,7 +76,7 @@ def trained_heads(config: MedusaConfig, env: MethodEnv) -> MedusaHeads:
     heads, meta = load_heads(path, target)
     env.artifacts["checkpoint"] = {"path": str(path), "metrics": meta.get("metrics")}
     env.artifacts["recipe"] = config.recipe if checkpoint in (None, "default") else meta.get("recipe")
-    return heads.to(param.device, torch.float32)
+    return heads.to(param.device, HEADS_DTYPE)
 
 
 @register_method("medusa", MedusaConfig)

@@ -56,6 +56,7 @@ class RecyclingDrafter(BaseDrafter):
         self.config = config
         self.tree = _layout(config.tree_version)
         self.matrix = Adjacency(vocab, config.topk)
+        self.keeps_state_across_generations = config.hot_start  # the matrix outlives a generation
         self.row_topk = config.topk  # asks the engine for StepResult.row_topk
         self._root = -1
 

@@ -18,8 +18,8 @@ from methods.redrafter.config import HeadConfig, ReDrafterConfig
 from methods.redrafter.drafter import ReDrafter
 from methods.redrafter.head import DraftHead
 from methods.redrafter.vocab import COUNTS, DATA
-from specbench.api import (FeatureOptions, MethodEnv, draft_dtype, load_or_train, pack_for_inference, register_method,
-                           stop_token_ids)
+from specbench.api import (FeatureOptions, MethodEnv, PendingBuild, draft_dtype, load_or_train, pack_for_inference,
+                           register_first_use_build, register_method, stop_token_ids)
 
 if TYPE_CHECKING:
     from methods.redrafter.train import TrainConfig
@@ -104,6 +104,19 @@ def build_redrafter(config: ReDrafterConfig, env: MethodEnv) -> ReDrafter:
                          recipe=config.recipe if config.checkpoint in (None, "default") else meta.get("recipe"))
     env.declare_overhead(storage_bytes=(ckpt / "head.safetensors").stat().st_size, parameters=head_parameters(head))
     return _drafter(head, key, ckpt, config, env)
+
+
+@register_first_use_build("redrafter")
+def redrafter_first_use(config: ReDrafterConfig, env: MethodEnv) -> PendingBuild | None:
+    """The default head ``build_redrafter`` would train now (None: trained, or a checkpoint is given), with
+    its recipe's own estimate (``TrainConfig.eta_minutes``)."""
+    if config.checkpoint not in (None, "default"):
+        return None
+    path = default_checkpoint_dir(env, config)
+    if (path / "head.safetensors").is_file():
+        return None
+    return PendingBuild(f"train redrafter's {config.recipe} recipe", default_train_config(config).eta_minutes() * 60,
+                        str(path))
 
 
 def _drafter(head: DraftHead, key: tuple, ckpt: Path | None, config: ReDrafterConfig, env: MethodEnv) -> ReDrafter:

@@ -6,14 +6,14 @@ target's ``model_id``, ``metrics``, ``curve``). The borrowed embedding table is 
 from __future__ import annotations
 
 import dataclasses
-import json
 from pathlib import Path
 from typing import Any
 
 import torch
 
 from methods.redrafter.config import HeadConfig
-from specbench.api import ContentMismatch, DatastoreError, file_sha256, strict_json, verify_sha256
+from specbench.api import (ContentMismatch, DatastoreError, checkpoint_errors, file_sha256, read_config, read_tensors,
+                           strict_json, verify_sha256)
 from methods.redrafter.head import DraftHead
 
 WEIGHTS = "head.safetensors"
@@ -37,18 +37,15 @@ def save_checkpoint(head: DraftHead, out_dir: Path, extra: dict[str, Any] | None
 
 
 def read_meta(ckpt_dir: Path) -> dict[str, Any]:
-    path = ckpt_dir / CONFIG
-    if not path.is_file() or not (ckpt_dir / WEIGHTS).is_file():
+    if not (ckpt_dir / CONFIG).is_file() or not (ckpt_dir / WEIGHTS).is_file():
         raise FileNotFoundError(f"not a redrafter checkpoint (need {CONFIG} and {WEIGHTS}): {ckpt_dir}")
-    return json.loads(path.read_text())
+    return read_config(ckpt_dir, "redrafter", "a ReDrafter checkpoint", CONFIG)
 
 
 def load_checkpoint(ckpt_dir: Path, model: torch.nn.Module | None = None) -> tuple[DraftHead, dict[str, Any]]:
     """Load a head (attached to ``model``'s input embedding when given) and its config dict."""
-    from safetensors.torch import load_file
-
     fix = f"retrain it with `specbench train redrafter` (or delete {ckpt_dir})"
-    try:
+    with checkpoint_errors("redrafter", ckpt_dir, fix, DatastoreError):
         meta = read_meta(ckpt_dir)
         expected = meta.get("weights_sha256")
         if expected is not None:
@@ -57,16 +54,11 @@ def load_checkpoint(ckpt_dir: Path, model: torch.nn.Module | None = None) -> tup
             except ContentMismatch as e:
                 raise DatastoreError(f"{e} (corrupt); {fix}") from None
         head = DraftHead(HeadConfig(**meta["head"]))
-        head.load_state_dict(load_file(str(ckpt_dir / WEIGHTS)))
+        head.load_state_dict(read_tensors(ckpt_dir / WEIGHTS, "redrafter"))
         if model is not None:
             param = next(model.parameters())
             head.to(device=param.device, dtype=param.dtype)
             head.attach(model.get_input_embeddings().weight)  # after the move: shares the target's table
-    except (DatastoreError, FileNotFoundError):
-        raise
-    except Exception as e:  # safetensors, json, torch and dataclass errors all mean a damaged checkpoint
-        first = (str(e).strip().splitlines() or [type(e).__name__])[0]
-        raise DatastoreError(f"{ckpt_dir}: corrupt ReDrafter checkpoint ({type(e).__name__}: {first}); {fix}") from None
     return head.eval(), meta
 
 

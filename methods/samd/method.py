@@ -19,6 +19,7 @@ EAGLE's tree (3 < ``len_threshold``).
 """
 from __future__ import annotations
 
+import copy
 import dataclasses
 from collections import Counter
 from dataclasses import dataclass
@@ -101,6 +102,8 @@ class SamdDrafter(BaseDrafter):
         self.row_topk = int(getattr(aux, "row_topk", 0) or 0)
         # the target's hidden states go to the auxiliary alone (EAGLE reads them; Token Recycling does not)
         self.reads_hidden_states = aux is not None and bool(getattr(aux, "reads_hidden_states", True))
+        # both automata are per generation or fixed: what outlives a generation is the auxiliary's alone
+        self.keeps_state_across_generations = bool(getattr(aux, "keeps_state_across_generations", False))
         self._reset()
 
     def _reset(self) -> None:
@@ -146,6 +149,15 @@ class SamdDrafter(BaseDrafter):
     def observe(self, result: StepResult) -> None:
         if self.turn == "auxiliary" and self.aux is not None:
             self.aux.observe(result)  # only its own steps: a retrieval step's tree is not its proposal
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> "SamdDrafter":
+        """A copy for another repeat of a unit (``RepeatIsolation``, only with a learning auxiliary): the corpus
+        automaton is read-only and may be large (read from disk), so the copy shares it."""
+        memo[id(self.static)] = self.static
+        clone = self.__class__.__new__(self.__class__)
+        memo[id(self)] = clone
+        clone.__dict__.update(copy.deepcopy(self.__dict__, memo))
+        return clone
 
     def learn(self, prompt_ids: list[int], output_ids: list[int]) -> None:
         """Cross-generation state is the auxiliary's alone (both automata are per generation or fixed)."""

@@ -20,7 +20,6 @@ building it twice) and then memory-maps it.
 """
 from __future__ import annotations
 
-import json
 import re
 import shutil
 import sys
@@ -33,7 +32,8 @@ import numpy as np
 from methods.samd.static_build import SAMArrays, build_sam_arrays
 from methods.samd.static_sam import StaticSAM
 from specbench.api import (ConfigError, ContentMismatch, DatastoreError, build_lock, dir_bytes, file_sha256, iter_pairs,
-                           prompt_probes, strict_json, test_prompts, tokenizer_hash, verify_sha256)
+                           parse_json, prompt_probes, remove_stale_tmp, strict_json, test_prompts, tmp_sibling,
+                           tokenizer_hash, verify_sha256)
 
 FORMAT, FORMAT_VERSION, HEADER = "specbench-samd-static", 1, "header.json"
 ARRAYS = ("length", "link", "count", "first_end", "edge_off", "edge_tok", "edge_dst")
@@ -147,8 +147,9 @@ def write_static_sam(out: Path, tokens: np.ndarray, arrays: SAMArrays, header: d
                      seconds: float) -> dict[str, Any]:
     """The arrays as .npy files plus a header with their sizes and sha256, written last, then renamed into
     place; returns the header written."""
-    tmp = out.parent / f".{out.name}.tmp"
-    shutil.rmtree(tmp, ignore_errors=True)
+    tmp = tmp_sibling(out)
+    shutil.rmtree(out.parent / f".{out.name}.tmp", ignore_errors=True)  # (the name builds used before tmp_sibling)
+    remove_stale_tmp(out.parent)  # killed builds' folders
     tmp.mkdir(parents=True)
     for name, arr in zip(FILES, (tokens, *(getattr(arrays, a) for a in ARRAYS))):
         np.save(tmp / name, np.ascontiguousarray(arr), allow_pickle=False)
@@ -166,7 +167,7 @@ def load_static_sam(path: str | Path, tokenizer: Any) -> StaticSAM:
     path = Path(path)
     rebuild = f"delete {path} to rebuild it (or `specbench datastore build --kind samd --out {path} ...`)"
     try:
-        header = json.loads((path / HEADER).read_text(encoding="utf-8"))
+        header = parse_json((path / HEADER).read_text(encoding="utf-8"))
     except (OSError, ValueError) as e:
         raise DatastoreError(f"{path}: no readable {HEADER} ({type(e).__name__}); {rebuild}") from None
     if header.get("format") != FORMAT or header.get("format_version") != FORMAT_VERSION:

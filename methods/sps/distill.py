@@ -31,8 +31,8 @@ import torch
 import torch.nn.functional as F
 
 from methods.sps.labels import STORE_SEQ_LEN, LabelledSequence, select
-from specbench.api import (ConfigError, EpochState, FeatureOptions, FeatureStore, file_sha256, optimizer_step, trainable,
-                           verify_checkpoint)
+from specbench.api import (ConfigError, EpochState, FeatureOptions, FeatureStore, checkpoint_errors, file_sha256,
+                           optimizer_step, read_config, trainable, verify_checkpoint)
 
 __all__ = ["DistillConfig", "LabelledSequence", "RECIPES", "choose_vocab", "distill_draft", "load_distilled"]
 
@@ -220,9 +220,10 @@ def load_distilled(out: Path, device: torch.device, dtype: torch.dtype) -> tuple
 
     if not (out / META_FILE).is_file():
         return None
-    meta = json.loads((out / META_FILE).read_text(encoding="utf-8"))
-    for name, expected in (meta.get("files_sha256") or {}).items():  # drafts distilled before it: nothing to check
-        verify_checkpoint(out / name, expected, "sps", f"{META_FILE}'s files_sha256")
-    vocab = np.load(out / VOCAB_FILE, allow_pickle=False)
-    draft = AutoModelForCausalLM.from_pretrained(str(out), dtype=dtype).to(device).eval()
+    with checkpoint_errors("sps", out, f"delete {out} to distill it again"):
+        meta = read_config(out, "sps", "a distilled draft", META_FILE)
+        for name, expected in (meta.get("files_sha256") or {}).items():  # drafts distilled before it: nothing to check
+            verify_checkpoint(out / name, expected, "sps", f"{META_FILE}'s files_sha256")
+        vocab = np.load(out / VOCAB_FILE, allow_pickle=False)
+        draft = AutoModelForCausalLM.from_pretrained(str(out), dtype=dtype).to(device).eval()
     return draft, vocab

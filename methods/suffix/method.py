@@ -21,6 +21,7 @@ from dataclasses import dataclass
 
 from methods.suffix.automaton import SuffixAutomaton
 from methods.suffix.speculate import Limits, speculate
+from methods.suffix.warm import warm_answers
 from specbench.api import BaseDrafter, ConfigError, DraftContext, DraftTree, MethodEnv, register_method
 
 
@@ -36,6 +37,8 @@ class SuffixConfig:
     tree: bool = True  # use_tree_spec
     use_prompt: bool = True  # use_cached_prompt: the per-request index also holds the prompt
     use_global: bool = True  # the global index of earlier answers (the reference's global cache)
+    warm: int = 0  # pre-fill the global index with the answers to N dev-split questions (warm.py; the simulator's)
+    warm_tokens: int = 128  # new tokens per warm answer at most (set it to the run's --max-new-tokens)
 
     def validate(self) -> None:
         if self.max_depth < 2:
@@ -46,6 +49,10 @@ class SuffixConfig:
             raise ConfigError("suffix: alpha must be >= 0")
         if not 0 <= self.min_token_prob <= 1:
             raise ConfigError("suffix: min_token_prob must be in [0, 1]")
+        if self.warm < 0 or self.warm_tokens < 1:
+            raise ConfigError("suffix: warm must be >= 0 and warm_tokens >= 1")
+        if self.warm and not self.use_global:
+            raise ConfigError("suffix: warm pre-fills the global index, so it needs use_global=true")
 
 
 class SuffixDrafter(BaseDrafter):
@@ -55,6 +62,7 @@ class SuffixDrafter(BaseDrafter):
 
     def __init__(self, config: SuffixConfig) -> None:
         self.config = config
+        self.keeps_state_across_generations = config.use_global  # the global index outlives a generation
         self.answers = SuffixAutomaton()  # the global index: one sequence per answer
         self.request = SuffixAutomaton()  # per request: prompt + answer so far, one sequence
         self._request_end = 0
@@ -91,6 +99,11 @@ class SuffixDrafter(BaseDrafter):
                 draft = other
         return DraftTree(tuple(draft.tokens), tuple(draft.parents)) if draft.tokens else None
 
+    def prefill(self, answers: list[list[int]]) -> None:
+        """Put answers no timed question gave (``warm.py``) into the global index, each a sequence of its own."""
+        for ids in answers:
+            self.answers.extend_all(0, ids)
+
     def learn(self, prompt_ids: list[int], output_ids: list[int]) -> None:
         if not self.config.use_global:
             return
@@ -104,5 +117,11 @@ class SuffixDrafter(BaseDrafter):
 
 @register_method("suffix", SuffixConfig)
 def build_suffix(config: SuffixConfig, env: MethodEnv) -> SuffixDrafter:
-    """SuffixDecoding: model-free; indexes the prompt and the run's earlier answers on this task."""
-    return SuffixDrafter(config)
+    """SuffixDecoding: model-free; indexes the prompt and the run's earlier answers on this task (and, with
+    ``warm``, the target's answers to dev-split questions first)."""
+    drafter = SuffixDrafter(config)
+    if config.warm:
+        questions, answers = warm_answers(env, config.warm, config.warm_tokens)
+        drafter.prefill(answers)
+        env.artifacts["warm"] = {"questions": questions, "answers": len(answers), "tokens": sum(map(len, answers))}
+    return drafter

@@ -14,6 +14,7 @@ def compare_command(args: argparse.Namespace) -> int:
     from specbench.reports.compare import NotComparable, compare_runs, speedup_plot
     from specbench.reports.leaderboard.markdown import table_md
     from specbench.results.run import load_run
+    from specbench.results.spec_bench_speedup import spec_bench_speedups
     from specbench.results.stats import run_stats
 
     refs = [load_published(name) for name in args.reference or []]
@@ -27,7 +28,8 @@ def compare_command(args: argparse.Namespace) -> int:
             tables, diffs = compare_runs(runs, force=args.force, stats=stats)
         except NotComparable as e:
             raise UserError(str(e)) from None
-    tables += [run_vs_published(s, ref, r.name) for r, s in zip(runs, stats) for ref in refs]
+    tables += [run_vs_published(s, ref, r.name, spec_bench_speedups(r, ref.subtasks()))  # its definition too
+               for r, s in zip(runs, stats) for ref in refs]
     if not runs:  # published tables alone: the first against each other one (3090 vs A100), or one as published
         tables += [published_vs_published(refs[0], b) for b in refs[1:]] or [published_table(refs[0])]
     parts = []

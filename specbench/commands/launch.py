@@ -13,9 +13,13 @@ import argparse
 import shlex
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from specbench.config.argtypes import non_negative_int, out_folder, positive_int
 from specbench.errors import UserError
+
+if TYPE_CHECKING:
+    from specbench.launch.slurm import SlurmOptions
 
 
 def _validated(args: argparse.Namespace) -> tuple[list[str], Path]:
@@ -41,19 +45,28 @@ def _validated(args: argparse.Namespace) -> tuple[list[str], Path]:
     return run_args, out
 
 
+def _slurm_options(args: argparse.Namespace) -> "SlurmOptions":
+    """The ``#SBATCH`` values of the flags, each checked (``launch.slurm_values``: one-line ``ConfigError``)."""
+    from specbench.launch.slurm import SlurmOptions
+    from specbench.launch.slurm_values import whole_count
+
+    return SlurmOptions(gpus_per_shard=whole_count("--gpus-per-shard", args.gpus_per_shard, 0),
+                        cpus_per_shard=whole_count("--cpus-per-shard", args.cpus_per_shard or 8, 1),
+                        partition=args.partition, time=args.time, account=args.account)
+
+
 def launch_command(args: argparse.Namespace) -> int:
     from specbench.launch.shards import ShardSet, default_shards_dir
 
     if args.shards < 2:
         raise UserError("--shards must be at least 2 (one shard is a plain `specbench run`)")
+    opts = _slurm_options(args) if args.slurm else None  # (its values are checked before the run's, cheaply)
     run_args, out = _validated(args)
     shards = ShardSet(tuple(run_args), args.shards, Path(args.shards_dir) if args.shards_dir else default_shards_dir(out))
     python = shlex.split(args.python) if args.python else [sys.executable]
-    if args.slurm:
-        from specbench.launch.slurm import SlurmOptions, write_scripts
+    if opts is not None:
+        from specbench.launch.slurm import write_scripts
 
-        opts = SlurmOptions(gpus_per_shard=int(args.gpus_per_shard), cpus_per_shard=int(args.cpus_per_shard or 8),
-                            partition=args.partition, time=args.time, account=args.account)
         array, merge = write_scripts(shards, out, python, opts)
         print(f"wrote {array} and {merge}; submit with:\n"
               f"  jid=$(sbatch --parsable {shlex.quote(str(array))}) && sbatch --dependency=afterok:$jid {shlex.quote(str(merge))}")
@@ -91,8 +104,8 @@ def register(subs: argparse._SubParsersAction) -> None:
     p.add_argument("--address", help="Ray: cluster address ('auto', ray://host:10001); default: a local Ray instance")
     p.add_argument("--gpus-per-shard", type=float, default=1, help="GPUs per shard where there are GPUs (default 1)")
     p.add_argument("--cpus-per-shard", type=float, help="CPUs per shard (default: Ray 1, Slurm 8)")
-    p.add_argument("--partition", help="Slurm partition")
-    p.add_argument("--time", help="Slurm time limit per shard, e.g. 04:00:00")
+    p.add_argument("--partition", help="Slurm partition (several: comma-separated)")
+    p.add_argument("--time", help="Slurm time limit per shard: minutes, [days-]hours:minutes:seconds, ..., e.g. 04:00:00")
     p.add_argument("--account", help="Slurm account")
     p.add_argument("run_args", nargs=argparse.REMAINDER, help="-- then the arguments of `specbench run`")
     p.set_defaults(func=launch_command)

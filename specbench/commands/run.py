@@ -7,6 +7,7 @@ import sys
 from specbench.config.run_flags import add_run_arguments, config_from_args, mismatch_exit_code
 from specbench.reports.report import write_report
 from specbench.run.plan import make_plan, parse_shard, run_dir_for
+from specbench.run.machine_session import require_quiet
 from specbench.run.runner import Runner
 
 
@@ -14,6 +15,8 @@ def run_command(args: argparse.Namespace) -> int:
     config = config_from_args(args)
     plan = make_plan(config, parse_shard(args.shard))
     run_dir = run_dir_for(plan)
+    if args.require_quiet:  # before the model loads: a busy machine is refused in one line
+        require_quiet(config.threads)
     n_q = sum(len(q) for q in plan.questions.values())
     split = "" if config.split == "eval" else f" ({config.split} split)"
     print(f"[specbench] {run_dir}: methods {','.join(plan.methods)}; {n_q} questions{split} over "
@@ -28,4 +31,8 @@ def register(subs: argparse._SubParsersAction) -> None:
     p = subs.add_parser("run", help="run the benchmark (records + manifest + report)",
                         description="Time methods against the autoregressive baseline on identical work.")
     add_run_arguments(p)
+    # (how to start, not what runs: outside the config, so its digest and run folder are the same either way)
+    p.add_argument("--require-quiet", action="store_true",
+                   help="refuse to start while other processes keep this run's cores busy (measured for 1.5 s "
+                        "before the model loads); without it a busy machine is a warning and a report line")
     p.set_defaults(func=run_command)

@@ -6,17 +6,17 @@ chat-style tasks use ``sharegpt``; ``humaneval`` uses ``python_stdlib,code_alpac
 """
 from __future__ import annotations
 
-import contextlib
 import re
 import sys
 import time
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 from specbench.datastore.contamination import ContaminationFilter, prompt_probes, test_prompts
 from specbench.datastore.token_files import DEFAULT_CHUNK_TOKENS, HEADER, write_datastore
 from specbench.datastore.suffix_array import DatastoreError, TokenDatastore
 from specbench.datastore.tokenize_corpus import corpus_texts, tokenize_entries, tokenizer_hash
+from specbench.files.build_lock import build_lock  # (re-exported: plugins import it through specbench.api)
 from specbench.files.jsonfile import strict_json
 
 TASK_CORPORA: dict[str, tuple[str, ...]] = {
@@ -77,37 +77,36 @@ def build_rest_datastore(
     return header
 
 
-@contextlib.contextmanager
-def build_lock(path: Path) -> Iterator[None]:
-    """An exclusive inter-process lock (``<path>.lock``) held while a cached artifact is built."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path.parent / f"{path.name}.lock", "w") as fh:
-        try:
-            import fcntl
-
-            fcntl.flock(fh, fcntl.LOCK_EX)
-        except ImportError:  # no fcntl (Windows): no locking
-            pass
-        yield
-
-
 def _slug(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.+-]+", "_", text)[:80]
+
+
+def _rest_name(corpora: tuple[str, ...], max_tokens: int | None) -> str:
+    return "+".join(corpora) + (f"-max{max_tokens}" if max_tokens else "")
+
+
+def cached_rest_path(cache_root: Path, corpora: tuple[str, ...], tokenizer: Any, max_tokens: int | None) -> Path:
+    """The folder ``cached_rest_datastore`` keeps (tokenizer, corpora, max_tokens)'s datastore in."""
+    return Path(cache_root) / "datastores" / "rest" / tokenizer_hash(tokenizer) / _slug(_rest_name(corpora, max_tokens))
+
+
+def datastore_built(path: Path) -> bool:
+    """Whether ``path`` holds a finished datastore (its header is written last)."""
+    return (Path(path) / HEADER).is_file()
 
 
 def cached_rest_datastore(
     cache_root: Path, corpora: tuple[str, ...], tokenizer: Any, tokenizer_id: str, data_dir: Path | None, max_tokens: int | None
 ) -> TokenDatastore:
     """Open the cached datastore for (tokenizer, corpora, max_tokens), building it on first use."""
-    th = tokenizer_hash(tokenizer)
-    name = "+".join(corpora) + (f"-max{max_tokens}" if max_tokens else "")
-    path = Path(cache_root) / "datastores" / "rest" / th / _slug(name)
-    if not (path / HEADER).is_file():
+    path = cached_rest_path(cache_root, corpora, tokenizer, max_tokens)
+    if not datastore_built(path):
         with build_lock(path):  # another process may be building the same datastore
-            if not (path / HEADER).is_file():
-                print(f"[specbench] building the REST datastore {name} (once) -> {path}", file=sys.stderr)
+            if not datastore_built(path):
+                print(f"[specbench] building the REST datastore {_rest_name(corpora, max_tokens)} (once) -> {path}",
+                      file=sys.stderr)
                 build_rest_datastore(corpora, path, tokenizer, tokenizer_id, data_dir, max_tokens)
-    try:
-        return TokenDatastore.load(path, vocab_size=len(tokenizer), tokenizer_hash=th)
+    try:  # (the folder above the datastore's is named by the tokenizer's hash)
+        return TokenDatastore.load(path, vocab_size=len(tokenizer), tokenizer_hash=path.parent.name)
     except DatastoreError as e:
         raise DatastoreError(f"{e} (delete {path} to rebuild it)") from None

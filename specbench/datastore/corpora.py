@@ -14,6 +14,8 @@ import sysconfig
 from pathlib import Path
 from typing import Iterator
 
+from specbench.errors import DatastoreError
+from specbench.files.jsonfile import iter_jsonl, read_json
 from specbench.plugins.registry import register_corpus
 
 Pair = tuple[str, str]
@@ -84,7 +86,7 @@ def sharegpt_pairs(data_dir: Path | None = None) -> Iterator[Pair]:
 def _code_alpaca_records(data_dir: Path | None) -> Iterator[dict]:
     if data_dir is not None and (data_dir / "code_alpaca").is_dir():
         for f in sorted((data_dir / "code_alpaca").glob("*.json")):
-            yield from json.loads(f.read_text(encoding="utf-8"))
+            yield from read_json(f, "CodeAlpaca file (a JSON list)", DatastoreError, kind=list)
         return
     from datasets import load_dataset  # real users without the data dir
 
@@ -113,11 +115,10 @@ def code_alpaca(data_dir: Path | None = None) -> Iterator[str]:
 def gsm8k_train_pairs(data_dir: Path | None = None) -> Iterator[Pair]:
     """(question, worked answer) pairs of GSM8K train."""
     if data_dir is not None and (data_dir / "gsm8k" / "train.jsonl").is_file():
-        with (data_dir / "gsm8k" / "train.jsonl").open(encoding="utf-8") as fh:
-            for line in fh:
-                if line.strip():
-                    rec = json.loads(line)
-                    yield rec["question"], rec["answer"]
+        path = data_dir / "gsm8k" / "train.jsonl"
+        with path.open(encoding="utf-8") as fh:
+            for _, rec in iter_jsonl(str(path), fh, DatastoreError):
+                yield rec["question"], rec["answer"]
         return
     from datasets import load_dataset
 
@@ -162,8 +163,7 @@ def iter_pairs(name: str, data_dir: Path | None = None) -> Iterator[Pair]:
 
 
 def read_gz_jsonl(path: Path) -> Iterator[dict]:
-    """Records of a gzipped JSON-lines file."""
+    """Records of a gzipped JSON-lines file; a line that is not a JSON object is a ``DatastoreError`` naming it."""
     with gzip.open(path, "rt", encoding="utf-8") as fh:
-        for line in fh:
-            if line.strip():
-                yield json.loads(line)
+        for _, rec in iter_jsonl(str(path), fh, DatastoreError):
+            yield rec

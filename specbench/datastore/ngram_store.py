@@ -19,7 +19,6 @@ a lookup is one indexed B-tree probe per n.
 """
 from __future__ import annotations
 
-import json
 import os
 import sqlite3
 import time
@@ -32,7 +31,8 @@ from specbench.datastore.suffix_array import DatastoreError, TokenDatastore
 from specbench.datastore.token_files import dir_bytes
 from specbench.engine.tree import DraftTree
 from specbench.files.content_hash import ContentMismatch, file_sha256, verify_sha256
-from specbench.files.jsonfile import strict_json
+from specbench.files.jsonfile import parse_json, strict_json
+from specbench.files.stale_tmp import remove_stale_tmp, tmp_sibling
 
 FORMAT = "specbench-crest-ngrams"
 FORMAT_VERSION = 3
@@ -103,8 +103,8 @@ def write_ngram_store(
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     db = out / DB
-    tmp = out / f".{DB}.tmp-{os.getpid()}"
-    tmp.unlink(missing_ok=True)
+    tmp = tmp_sibling(db)
+    remove_stale_tmp(out)  # a killed build's database (and its journal)
     grams = top_ngrams(ds, max_n, top_t)
     total = sum(len(v) for v in grams.values())
     conn = sqlite3.connect(tmp)
@@ -158,7 +158,7 @@ def verify_db(path: Path) -> None:
     that field get SQLite's own page check instead."""
     rebuild = f"rebuild it with `specbench datastore compact` (or delete {path})"
     try:
-        expected = json.loads((path / "header.json").read_text(encoding="utf-8")).get("db_sha256")
+        expected = parse_json((path / "header.json").read_text(encoding="utf-8")).get("db_sha256")
     except (OSError, ValueError, AttributeError):
         expected = None
     if expected is not None:
@@ -192,7 +192,7 @@ class NgramStore:
             self.conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True, check_same_thread=False)
             row = self.conn.execute("SELECT value FROM meta WHERE key='header'").fetchone()
             self.conn.execute("SELECT ngram FROM trees LIMIT 1").fetchall()
-            header = json.loads(row[0]) if row else None
+            header = parse_json(row[0]) if row else None
         except (sqlite3.DatabaseError, ValueError, TypeError) as e:
             raise DatastoreError(f"{self.path}: corrupt CREST datastore ({e})") from None
         old = {1: "trees without the reference cut", 2: "trees from the first k matches, not spread over all"}

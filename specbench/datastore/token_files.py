@@ -22,7 +22,6 @@ continuations (m = 2) are ``[7, 5]`` and ``[9, -1]`` (``-1`` pads past the chunk
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import shutil
 import time
@@ -33,7 +32,8 @@ import numpy as np
 
 from specbench.errors import DatastoreError
 from specbench.files.content_hash import ContentMismatch, stream_sha256, verify_sha256
-from specbench.files.jsonfile import strict_json
+from specbench.files.jsonfile import parse_json, strict_json
+from specbench.files.stale_tmp import remove_stale_tmp, tmp_sibling
 
 FORMAT = "specbench-token-datastore"
 FORMAT_VERSION = 1
@@ -141,7 +141,7 @@ def read_header(path: Path) -> dict[str, Any]:
     if not f.is_file():
         raise DatastoreError(f"{path}: not a token datastore (no {HEADER}; build it with `specbench datastore build`)")
     try:
-        header = json.loads(f.read_text(encoding="utf-8"))
+        header = parse_json(f.read_text(encoding="utf-8"))  # (a header nested 100k deep: a ValueError too)
     except (ValueError, OSError) as e:
         raise DatastoreError(f"{path}: unreadable {HEADER}: {e}") from None
     if not isinstance(header, dict) or header.get("format") != FORMAT:
@@ -182,9 +182,8 @@ def write_datastore(
     """
     out = Path(out)
     t0 = time.time()
-    tmp = out.parent / f".{out.name}.tmp-{os.getpid()}"
-    if tmp.exists():
-        shutil.rmtree(tmp)
+    tmp = tmp_sibling(out)
+    remove_stale_tmp(out.parent)  # what killed builds left: hundreds of MB each, never reclaimed otherwise
     tmp.mkdir(parents=True)
     digest = hashlib.sha256()
     chunks_meta: list[dict[str, Any]] = []

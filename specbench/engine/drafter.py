@@ -106,8 +106,8 @@ class StepResult:
 @runtime_checkable
 class Drafter(Protocol):
     """A drafting method. ``propose`` returns a ``DraftTree`` (a chain is a tree), a ``Proposal``
-    (tree + auxiliary rows) or ``None``. Optional: a ``row_topk`` attribute and a ``learn`` method
-    (``BaseDrafter`` documents both)."""
+    (tree + auxiliary rows) or ``None``. Optional: ``row_topk`` and ``keeps_state_across_generations``
+    attributes and a ``learn`` method (``BaseDrafter`` documents them)."""
 
     def begin(self, prompt_ids: list[int]) -> None:
         """Called once before each generation (reset per-sequence state)."""
@@ -137,9 +137,17 @@ class BaseDrafter:
       records in plan order. A drafter whose state across generations comes only from ``learn`` (not from
       what it saw inside generations) therefore gives a resumed run the same records as an uninterrupted one.
       Warm-up generations run on separate instances and are never learned from.
+    - ``keeps_state_across_generations`` (default False): whether what the drafter does in a generation depends
+      on earlier ones (what ``learn`` gave it, or what it kept from inside them, as Token Recycling's matrix;
+      not a per-generation cache that ``begin`` resets). A drafter that overrides ``learn`` or carries anything
+      from one ``begin`` to the next must set it: under ``--repeats`` the runner then times every repeat of a
+      unit from the state before its repeat 0 (``run/drafter_state.py``, ``RepeatIsolation``), on deep copies,
+      so a drafter that sets it must be cheap to ``copy.deepcopy`` (or define ``__deepcopy__``). Example:
+      ``suffix`` sets it (its index of earlier answers), ``eagle`` does not (its draft cache is per generation).
     """
 
     feature_layers: tuple[int, ...] = ()
+    keeps_state_across_generations: bool = False
     reads_hidden_states: bool = True
     row_topk: int = 0
 

@@ -7,7 +7,7 @@ import math
 import os
 import sys
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Iterable, Iterator
 
 from specbench.errors import ConfigError, WriteError, writing
 
@@ -87,18 +87,69 @@ def load_json(path: str | Path, schema: int | str, required: str, what: str) -> 
 
     A missing file is FileNotFoundError, anything else wrong a ``ConfigError`` (a ValueError) naming ``what``.
     """
+    data = read_json(path, what)
+    if data.get("schema") != schema or required not in data:
+        raise ConfigError(f"{path}: not a {what} (schema {schema})")
+    return data
+
+
+def _refuse_constant(name: str) -> Any:
+    # json calls this for NaN, Infinity and -Infinity, which Python writes and reads but strict JSON has not
+    raise ValueError(f"{name} is not a number JSON allows")
+
+
+def parse_json(text: str | bytes, finite: bool = False) -> Any:
+    """``json.loads`` whose every failure is a one-line ValueError: malformed JSON, nesting deeper than Python
+    recurses (``[`` 100,000 times is a RecursionError inside json), and with ``finite`` NaN / Infinity.
+
+    >>> parse_json('{"a": [1, 2]}')
+    {'a': [1, 2]}
+    >>> parse_json("[" * 100000)
+    Traceback (most recent call last):
+    ...
+    ValueError: JSON nested too deeply to read
+    >>> parse_json('{"t": NaN}', finite=True)
+    Traceback (most recent call last):
+    ...
+    ValueError: NaN is not a number JSON allows
+    """
+    try:
+        return json.loads(text, parse_constant=_refuse_constant if finite else None)
+    except json.JSONDecodeError as e:
+        raise ValueError(f"malformed JSON ({e.msg})") from None
+    except RecursionError:  # (the stack is unwound by now: catching it is safe)
+        raise ValueError("JSON nested too deeply to read") from None
+
+
+def read_json(path: str | Path, what: str, error: type[Exception] = ConfigError, kind: type = dict,
+              finite: bool = False) -> Any:
+    """The JSON value of file ``path``, of type ``kind``; a missing file is FileNotFoundError, anything else
+    wrong ``error("PATH: not a WHAT (why)")``: not UTF-8, malformed, nested too deeply, the wrong type, and
+    with ``finite`` NaN / Infinity. Every JSON file a user hands in (or may have edited) is read through here.
+
+    >>> import tempfile
+    >>> p = Path(tempfile.mkdtemp()) / "c.json"
+    >>> _ = p.write_text("[1]")
+    >>> read_json(p, "config")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    specbench.errors.ConfigError: .../c.json: not a config (expected a JSON object, got list)
+    """
     p = Path(path)
     if not p.is_file():
         raise FileNotFoundError(f"{what} not found: {path}")
     try:
-        data = json.loads(p.read_text(encoding="utf-8"))
+        data = parse_json(p.read_text(encoding="utf-8"), finite)
     except UnicodeDecodeError:
-        raise ConfigError(f"{path}: not a {what} (not UTF-8 text)") from None
-    except json.JSONDecodeError as e:
-        raise ConfigError(f"{path}: not a {what} (invalid JSON: {e.msg})") from None
-    if not isinstance(data, dict) or data.get("schema") != schema or required not in data:
-        raise ConfigError(f"{path}: not a {what} (schema {schema})")
+        raise error(f"{path}: not a {what} (not UTF-8 text)") from None
+    except ValueError as e:
+        raise error(f"{path}: not a {what} ({e})") from None
+    if not isinstance(data, kind):
+        raise error(f"{path}: not a {what} (expected {_KIND_NAMES.get(kind, kind.__name__)}, got {type(data).__name__})")
     return data
+
+
+_KIND_NAMES = {dict: "a JSON object", list: "a JSON list"}
 
 
 def parse_jsonl(where: str, lines: Iterable[str], error: type[Exception] = ConfigError) -> list[tuple[int, dict[str, Any]]]:
@@ -110,23 +161,25 @@ def parse_jsonl(where: str, lines: Iterable[str], error: type[Exception] = Confi
     ...
     specbench.errors.ConfigError: a.jsonl:3: expected a JSON object, got list
     """
-    rows = []
+    return list(iter_jsonl(where, lines, error))
+
+
+def iter_jsonl(where: str, lines: Iterable[str], error: type[Exception] = ConfigError) -> Iterator[tuple[int, dict[str, Any]]]:
+    """``parse_jsonl`` one line at a time, for files too large to hold (a gzipped corpus)."""
     for n, line in enumerate(lines, 1):
         if not line.strip():
             continue
         try:
-            rows.append((n, json_object(line)))
+            row = json_object(line)
         except ValueError as e:
             raise error(f"{where}:{n}: {e}") from None
-    return rows
+        yield n, row
 
 
 def json_object(line: str) -> dict[str, Any]:
-    """One JSON object; ValueError ("malformed JSON (...)" / "expected a JSON object, got list") otherwise."""
-    try:
-        row = json.loads(line)
-    except json.JSONDecodeError as e:
-        raise ValueError(f"malformed JSON ({e.msg})") from None
+    """One JSON object; ValueError ("malformed JSON (...)", "JSON nested too deeply to read", "expected a JSON
+    object, got list") otherwise."""
+    row = parse_json(line)
     if not isinstance(row, dict):
         raise ValueError(f"expected a JSON object, got {type(row).__name__}")
     return row

@@ -22,11 +22,11 @@ from pathlib import Path
 from typing import Any
 
 from specbench.catalog import task_label
-from specbench.files.jsonfile import strict_json
+from specbench.files.jsonfile import parse_jsonl, strict_json
 from specbench.interop.spec_bench_format import (CATEGORY_TASKS, AnswerFile, SpecBenchFormatError, method_names,
                                                  read_answer_file, split_by_steps)
 from specbench.results.record import Record
-from specbench.results.run_folder import MANIFEST_FILE, RECORDS_FILE, write_records
+from specbench.results.run_folder import MANIFEST_FILE, RECORDS_FILE, RunFileError, write_records
 from specbench.run.manifest import MANIFEST_SCHEMA_VERSION
 
 TEXT_FILE = "spec_bench_text.jsonl"
@@ -123,8 +123,6 @@ def read_texts(run_dir: Path) -> dict[tuple[str, str, int], dict[str, Any]]:
     if not path.is_file():
         return {}
     out = {}
-    for line in path.read_text(encoding="utf-8").splitlines():
-        if line.strip():
-            row = json.loads(line)
-            out[(row["method"], str(row["question_id"]), int(row["repeat"]))] = row
+    for _, row in parse_jsonl(str(path), path.read_text(encoding="utf-8").splitlines(), RunFileError):
+        out[(row["method"], str(row["question_id"]), int(row["repeat"]))] = row
     return out

@@ -16,13 +16,17 @@ from pathlib import Path
 from typing import Sequence
 
 from specbench.launch.shards import ShardSet
+from specbench.launch.slurm_values import check_script_words, slurm_names, slurm_time, whole_count
 
 ARRAY_ID = "${SLURM_ARRAY_TASK_ID}"
 
 
 @dataclass(frozen=True)
 class SlurmOptions:
-    """Per-task resources and placement (``partition``/``time``/``account`` are left out when empty)."""
+    """Per-task resources and placement (``partition``/``time``/``account`` are left out when empty).
+
+    Every value is checked when the options are built (``slurm_values``): ``#SBATCH`` lines hold them unquoted.
+    """
 
     job_name: str = "specbench"
     gpus_per_shard: int = 1
@@ -31,6 +35,18 @@ class SlurmOptions:
     time: str | None = None
     account: str | None = None
     logs: str = "logs"
+
+    def __post_init__(self) -> None:
+        slurm_names("--job-name", self.job_name)
+        whole_count("--gpus-per-shard", self.gpus_per_shard, 0)
+        whole_count("--cpus-per-shard", self.cpus_per_shard, 1)
+        if self.partition:
+            slurm_names("--partition", self.partition)
+        if self.time:
+            slurm_time(self.time)
+        if self.account:
+            slurm_names("--account", self.account)
+        check_script_words([("logs folder", self.logs)])
 
 
 def _header(opts: SlurmOptions, name: str, extra: Sequence[str]) -> list[str]:
@@ -87,7 +103,10 @@ def merge_script(shards: ShardSet, out: Path, python: Sequence[str], opts: Slurm
 
 
 def write_scripts(shards: ShardSet, out: Path, python: Sequence[str], opts: SlurmOptions) -> tuple[Path, Path]:
-    """Write ``<out>.sbatch`` and ``<out>.merge.sbatch`` beside the run folder; returns both paths."""
+    """Write ``<out>.sbatch`` and ``<out>.merge.sbatch`` beside the run folder; returns both paths (a word
+    with a control character in it is a ``ConfigError`` before either is written)."""
+    check_script_words([("--out", str(out)), ("--shards-dir", str(shards.shards_dir)),
+                        *(("--python", w) for w in python), *(("run argument", a) for a in shards.run_args)])
     out.parent.mkdir(parents=True, exist_ok=True)
     array, merge = out.parent / f"{out.name}.sbatch", out.parent / f"{out.name}.merge.sbatch"
     array.write_text(array_script(shards, out, python, opts), encoding="utf-8")

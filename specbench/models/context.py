@@ -8,10 +8,10 @@ True
 """
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
+from specbench.files.jsonfile import parse_json
 from specbench.models.embedded import EMBEDDED, embedded_model_dir
 
 CONTEXT_ATTRS = ("max_position_embeddings", "n_positions", "max_sequence_length", "seq_length")
@@ -39,6 +39,6 @@ def declared_context(name: str) -> int | None:
         cached = try_to_load_from_cache(name, "config.json")
         path = Path(cached) if isinstance(cached, str) else None
     try:
-        return config_context(json.loads(path.read_text(encoding="utf-8"))) if path is not None else None
-    except (OSError, ValueError):
+        return config_context(parse_json(path.read_text(encoding="utf-8"))) if path is not None else None
+    except (OSError, ValueError):  # (parse_json: every bad file is a ValueError, a RecursionError included)
         return None

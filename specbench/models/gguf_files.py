@@ -31,7 +31,7 @@ from typing import Any
 from specbench.errors import ModelLoadError
 from specbench.files.content_hash import ContentMismatch, stream_sha256, verify_sha256
 from specbench.models.embedded import EMBEDDED, embedded_gguf_path
-from specbench.paths import cache_dir
+from specbench.paths import cache_dir, writable_cache_dir
 
 # llama.cpp's file types (enum llama_ftype) per dtype name; float32 is the gguf-py rewrite, not the quantiser
 FTYPES = {"float32": 0, "float16": 1, "bfloat16": 32, "q8_0": 7, "q4_1": 3}
@@ -91,7 +91,7 @@ def _made(folder: Path, dtype: str, make: Any, src_sha: str) -> GgufModel:
     except (OSError, ValueError):
         stamp = None
     if not (isinstance(stamp, dict) and out.is_file() and isinstance(stamp.get("sha256"), str)):
-        folder.mkdir(parents=True, exist_ok=True)
+        writable_cache_dir(folder)  # created; an unwritable cache fails now, naming it, not after the rewrite
         stamp_file.unlink(missing_ok=True)  # no stamp while the file changes: an interruption means make it again
         print(f"[specbench] writing the {dtype} GGUF for llama.cpp (once) -> {out}", file=sys.stderr)
         tmp = out.with_suffix(".partial")

@@ -89,6 +89,7 @@ DATASTORE_ACTIONS: Registry[DatastoreAction] = Registry("datastore action")
 DATASTORE_BUILDERS: Registry[Callable[[Any], int]] = Registry("datastore kind")
 TRAINERS: Registry[PluginCommand] = Registry("trainer")
 TASK_SOURCES: Registry[Callable[[str], Any]] = Registry("task source")
+FIRST_USE_BUILDS: Registry[Callable[[Any, Any], Any]] = Registry("first-use build check")
 
 
 def register_method(name: str, config_cls: type) -> Callable:
@@ -157,6 +158,18 @@ def register_datastore_builder(kind: str) -> Callable:
 
     def wrap(fn: Callable[[Any], int]) -> Callable[[Any], int]:
         DATASTORE_BUILDERS.add(kind, fn)
+        return fn
+
+    return wrap
+
+
+def register_first_use_build(name: str) -> Callable:
+    """Decorator for ``(config, env: MethodEnv) -> PendingBuild | None``: what method ``name``'s factory will
+    build or train on first use for ``env``'s task (a ``specbench.run.estimate.PendingBuild``), None when it
+    is cached or given. Read before any drafter is built, so a run says up front how long it will take."""
+
+    def wrap(fn: Callable[[Any, Any], Any]) -> Callable[[Any, Any], Any]:
+        FIRST_USE_BUILDS.add(name, fn)
         return fn
 
     return wrap

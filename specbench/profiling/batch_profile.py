@@ -29,7 +29,7 @@ from specbench.engine.batch_inputs import batch_inputs
 from specbench.engine.tree import CompiledTree
 from specbench.engine.verify import TargetModel
 from specbench.errors import ConfigError
-from specbench.files.jsonfile import load_json, save_json
+from specbench.files.jsonfile import read_json, save_json
 from specbench.models.device import synchronize
 from specbench.profiling.cost_profile import cost_function
 
@@ -97,8 +97,11 @@ def cached_batch_costs(lm: Any, backend: str, profile_path: Path, sizes: list[in
 
 def load_batch_costs(path: Path) -> dict[str, Any]:
     """A batch-curves file; a ``ConfigError`` naming it unless every curve maps counts to finite positive seconds."""
-    data = load_json(path)
-    curves = data.get("batch_curves") if isinstance(data, dict) else None
+    try:
+        data = read_json(path, "batch cost curves file")
+    except ConfigError as e:
+        raise ConfigError(f"{e}; delete it to measure them again") from None
+    curves = data.get("batch_curves")
     ok = isinstance(curves, dict) and all(
         isinstance(by_ctx, dict) and all(isinstance(c, dict) and c and all(
             isinstance(t, (int, float)) and np.isfinite(t) and t > 0 for t in c.values()) for c in by_ctx.values())

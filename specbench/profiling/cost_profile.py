@@ -71,13 +71,9 @@ def cached_cost_profile(lm: Any, backend: Any, cache_root: Path, quiet: bool = F
     names it: ``llamacpp-2t`` for llama.cpp on 2 threads), covering contexts up to ``longest`` cached tokens:
     read from the cache, with the contexts it lacks (all, the first time) measured now and added."""
     from specbench.models.context import config_context
-    from specbench.profiling.fingerprint import hardware_fingerprint
 
-    hardware = hardware_fingerprint(lm.device)
-    hardware.pop("timestamp", None)
-    model = {"name": lm.model_id, "id": lm.model_id, "hash": lm.model_hash, "dtype": lm.dtype}
+    path, model, hardware = _cache_entry(lm, backend, cache_root)
     key = backend if isinstance(backend, str) else backend.key
-    path = cache_root / "profiles" / f"{profile_key(model, key, _stable(hardware))}.json"
     prof = None
     if path.is_file():
         try:
@@ -102,6 +98,22 @@ def cached_cost_profile(lm: Any, backend: Any, cache_root: Path, quiet: bool = F
     path.parent.mkdir(parents=True, exist_ok=True)
     save_profile(prof, path)
     return prof, path
+
+
+def cached_profile_path(lm: Any, backend: Any, cache_root: Path) -> Path:
+    """Where ``cached_cost_profile`` keeps the profile of ``lm`` on ``backend`` (the file may not exist yet)."""
+    return _cache_entry(lm, backend, cache_root)[0]
+
+
+def _cache_entry(lm: Any, backend: Any, cache_root: Path) -> tuple[Path, dict[str, Any], dict[str, Any]]:
+    """(the cached profile's file, the model's and the hardware's record) of ``lm`` on ``backend``."""
+    from specbench.profiling.fingerprint import hardware_fingerprint
+
+    hardware = hardware_fingerprint(lm.device)
+    hardware.pop("timestamp", None)
+    model = {"name": lm.model_id, "id": lm.model_id, "hash": lm.model_hash, "dtype": lm.dtype}
+    key = backend if isinstance(backend, str) else backend.key
+    return cache_root / "profiles" / f"{profile_key(model, key, _stable(hardware))}.json", model, hardware
 
 
 def _stable(hardware: dict[str, Any]) -> dict[str, Any]:

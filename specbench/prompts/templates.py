@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from specbench.errors import ConfigError
+from specbench.prompts.template_check import check_template_file, template_error, time_limit
 
 NAMED = ("auto", "model", "vicuna", "llama-2", "raw")
 
@@ -88,8 +89,7 @@ class ChatTemplate:
             messages = [m | {"content": m["content"].strip()} if m["role"] == "assistant" else m for m in messages]
         if self.render is not None:
             return self.render(messages)
-        return tokenizer.apply_chat_template(messages, chat_template=self.jinja, add_generation_prompt=True,
-                                             tokenize=False)
+        return self._apply(tokenizer, messages, tokenize=False)
 
     def encode(self, tokenizer: Any, messages: list[dict[str, Any]]) -> list[int]:
         """Token ids of the prompt. FastChat templates are tokenized as Spec-Bench does (``tokenizer([prompt])``,
@@ -97,10 +97,22 @@ class ChatTemplate:
         if self.render is None:  # exactly the tokenizer's own path (golden prompts of the embedded model)
             if self.strip_answers:
                 messages = [m | {"content": m["content"].strip()} if m["role"] == "assistant" else m for m in messages]
-            ids = tokenizer.apply_chat_template(messages, chat_template=self.jinja, add_generation_prompt=True,
-                                                tokenize=True)
+            ids = self._apply(tokenizer, messages, tokenize=True)
             return [int(i) for i in (ids["input_ids"] if hasattr(ids, "keys") else ids)]
         return [int(i) for i in tokenizer(self.text(tokenizer, messages))["input_ids"]]
+
+    def _apply(self, tokenizer: Any, messages: list[dict[str, Any]], tokenize: bool) -> Any:
+        """The tokenizer's ``apply_chat_template``; a template file fails in one line naming it (a question
+        may take it where the plan-time probe did not), and stops at ``template_check``'s time limit."""
+        if self.jinja is None:
+            return tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=tokenize)
+        try:
+            with time_limit():
+                return tokenizer.apply_chat_template(messages, chat_template=self.jinja, add_generation_prompt=True,
+                                                     tokenize=tokenize)
+        except Exception as e:  # whatever the user's template raises
+            raise ConfigError(f"--chat-template {self.name.removeprefix('file:')}: {template_error(e)} (on a "
+                              f"{len(messages)}-message conversation)") from None
 
     def digest(self, tokenizer: Any, messages: list[dict[str, Any]]) -> str:
         """sha256 (first 16 hex digits) of the prompt text ``messages`` give, for the manifest and resume check."""
@@ -132,9 +144,13 @@ def family_template(model_id: str, config: Any = None) -> ChatTemplate | None:
 
 
 def check_template_name(name: str) -> None:
-    """One-line error for a name that is neither built in nor an existing file (before any model loads)."""
-    if name not in NAMED and not Path(name).is_file():
+    """One-line error for a name that is neither built in nor a template file that renders a probe
+    conversation within bounds (``template_check``); called before any model loads."""
+    if name in NAMED:
+        return
+    if not Path(name).is_file():
         raise ConfigError(f"--chat-template must be one of {', '.join(NAMED)} or a template file, got {name!r}")
+    check_template_file(name, PROBE)
 
 
 def template_file_digest(name: str) -> str | None:
@@ -164,8 +180,5 @@ def resolve_template(name: str, tokenizer: Any, model_id: str, config: Any = Non
         print(f"[specbench] warning: {model_id}'s tokenizer has no chat template and its family is not known; "
               f"prompts are the raw user text (--chat-template raw). Pass --chat-template to choose.", file=sys.stderr)
         return RAW
-    try:
-        jinja = Path(name).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as e:
-        raise ConfigError(f"--chat-template {name}: cannot read it ({e})") from None
+    jinja = Path(name).read_text(encoding="utf-8")  # (check_template_name read and rendered it)
     return ChatTemplate(f"file:{Path(name).name}", jinja=jinja)

@@ -19,6 +19,7 @@ from specbench.catalog import BASELINE, OVERALL
 from specbench.engine.sampling_config import manifest_sampling
 from specbench.files.jsonfile import write_outputs
 from specbench.profiling.cost_profile import cost_function
+from specbench.profiling.machine_state import machine_note
 from specbench.profiling.profile import load_profile
 from specbench.reports import batch_report as BR
 from specbench.reports.batch_report import batch_stats
@@ -28,6 +29,7 @@ from specbench.reports.labels import backend_label, checked_precision, ran_on_cp
 from specbench.reports.long_context import length_prediction_table, length_tables
 from specbench.reports.long_context_plot import PLOT_FILE, write_length_figure
 from specbench.reports.numfmt import fmt_num
+from specbench.reports.spec_bench_section import spec_bench_section
 from specbench.reports.summary import (SUMMARY_CSV, SUMMARY_JSON, build_summary, method_overhead, summary_csv,
                                        summary_text)
 from specbench.reports.table import Table
@@ -51,6 +53,9 @@ def _header(manifest: dict[str, Any]) -> list[str]:
         f"{hw.get('cpu')} x{hw.get('cores')}{gpu}; max_new_tokens {cfg.get('max_new_tokens')}, "
         f"limit {cfg.get('limit')}{split}, repeats {cfg.get('repeats')}; sampling {_sampling_text(manifest)}."
     ]
+    busy = machine_note(manifest)  # other processes shared the CPU while it ran (none before runs recorded it)
+    if busy:
+        lines.append(busy)
     template = manifest.get("chat_template")
     if template:  # (runs from before templates existed name none)
         lines.append(f"Prompts: chat template `{template.get('name')}` (asked: {template.get('requested')}), "
@@ -115,6 +120,7 @@ def render(run: Run, fmt: str = "github", stats: dict[str, dict[str, Cell]] | No
     for title, cell_text in tables:
         rows = [[m] + [cell_text(stats[m][c]) if c in stats[m] else "-" for c in cols] for m in methods]
         parts.append(f"### {title}\n\n" + tabulate(rows, headers=["method"] + cols, tablefmt=fmt))
+    parts += spec_bench_section(run, fmt)  # --preset spec-bench only: the published leaderboard's definition
     rows = []
     for m in methods:
         if m == BASELINE or OVERALL not in stats[m]:

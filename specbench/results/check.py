@@ -14,7 +14,6 @@ vocabulary size was recorded: the run's tokenizer's, when it can be loaded).
 """
 from __future__ import annotations
 
-import dataclasses
 from pathlib import Path
 from typing import Any
 
@@ -22,9 +21,9 @@ from specbench.catalog import BASELINE
 from specbench.engine.sampling_config import manifest_sampling
 from specbench.errors import UserError
 from specbench.results.logprob_check import logprob_stats, logprob_table_rows
-from specbench.results.lossless import (EXACT, LOSSLESS_CLASSES, MISMATCH, TIE, classify, default_tie_threshold,
-                                        first_divergence)
+from specbench.results.lossless import EXACT, LOSSLESS_CLASSES, MISMATCH, TIE
 from specbench.results.record import Record, Unit
+from specbench.results.relabel import is_checked, rederived
 from specbench.results.run import load_run
 from specbench.results.run_folder import read_numbered_records
 from specbench.results.validation import missing_records, validate_records
@@ -76,20 +75,6 @@ def describe(rec: Record, ar: Record | None, tokenizer: Any | None) -> list[str]
     return lines
 
 
-def rederive(rec: Record, ar: Record | None, threshold: float) -> Record:
-    """``rec`` with its lossless class derived again from the output ids (the stored label is not trusted).
-
-    The AR margin cannot be recomputed without the model, so the stored margin counts only where it was
-    measured at the divergence found now; anything else that differs is a mismatch.
-    """
-    if ar is None:
-        return dataclasses.replace(rec, lossless=None, lossless_class=None)
-    pos = first_divergence(ar.output_ids, rec.output_ids)
-    stored = rec.ar_margin if pos is not None and pos == rec.first_divergence else None
-    result = classify(ar.output_ids, rec.output_ids, lambda _i: stored, threshold)
-    return dataclasses.replace(rec, **result.as_record())
-
-
 def check_ids_against_tokenizer(run: Any) -> None:
     """For a manifest without ``model.vocab_size``: every token id below the run's tokenizer's vocabulary."""
     tokenizer = load_run_tokenizer(run.manifest)
@@ -114,7 +99,7 @@ def check_run(run_dir: str | Path, strict: bool = False, decode: bool = True,
               partial: bool = False) -> tuple[int, list[str]]:
     """(exit code, report lines): 1 if any record is a mismatch (or a tie with ``strict``), or records the
     manifest expects are missing (unless ``partial``), else 0."""
-    run = load_run(run_dir, every_batch=True)
+    run = load_run(run_dir, every_batch=True, stored_labels=True)  # (to say which stored labels are wrong)
     if run.manifest.get("imported"):
         raise UserError(f"{run_dir}: {run.manifest['imported'].get('note')}")
     if not run.records:
@@ -129,22 +114,14 @@ def check_run(run_dir: str | Path, strict: bool = False, decode: bool = True,
             code, lines = max(code, c), lines + ([f"batch {size}: {x}" for x in ls] if run.batch_sizes() != [1] else ls)
         return max(code, incomplete), _verdict_last(lines, missing_lines)
     ar: dict[Unit, Record] = {r.unit: r for r in run.records if r.method == BASELINE and r.repeat == 0}
-    config = run.manifest.get("config") or {}
-    threshold = config.get("tie_threshold") or default_tie_threshold(config.get("dtype", "float32"))
-    lines = []
-    records = []
-    for r in run.records:
-        if r.method != BASELINE or r.unit.batch != 1:  # (AR decoded in a batch is checked like a method)
-            derived = rederive(r, ar.get(r.unit.reference()), threshold)
-            if derived.lossless_class != r.lossless_class:
-                lines.append(f"RELABELLED {r.method} {r.unit}: stored {r.lossless_class}, output ids say "
-                             f"{derived.lossless_class or 'unchecked (no AR reference)'}")
-            r = derived
-        records.append(r)
+    records = rederived(run.records, run.manifest)  # (the classes every reader sees: ``load_run`` derives them too)
+    lines = [f"RELABELLED {r.method} {r.unit}: stored {r.lossless_class}, output ids say "
+             f"{d.lossless_class or 'unchecked (no AR reference)'}"
+             for r, d in zip(run.records, records) if d.lossless_class != r.lossless_class]
     counts: dict[str, dict[str, int]] = {}
     bad = [r for r in records if r.lossless_class in (MISMATCH, TIE)]
     for r in records:
-        if r.method != BASELINE or r.unit.batch != 1:
+        if is_checked(r):
             name = r.method if r.unit.batch == 1 else f"{r.method} at batch {r.unit.batch}"
             c = counts.setdefault(name, dict.fromkeys((*LOSSLESS_CLASSES, "unchecked"), 0))
             c[r.lossless_class or "unchecked"] += 1

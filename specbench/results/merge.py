@@ -13,13 +13,14 @@ from typing import Any
 
 from specbench.errors import writing
 from specbench.files.jsonfile import write_json_atomic
+from specbench.profiling.machine_state import pooled_machine_state
 from specbench.results.record import Record
 from specbench.results.run_folder import MANIFEST_FILE, RECORDS_FILE, read_manifest, write_records
 from specbench.results.validation import read_validated_records
 
 # per-shard or per-machine-path keys that may differ between shards
 IGNORED_KEYS = {"timestamp", "command", "shard", "config_digest", "run_name", "questions", "turns", "resumed", "data_dir",
-                "merged_from", "verified_files"}
+                "merged_from", "verified_files", "machine_state"}
 IGNORED_CONFIG_KEYS = {"shard", "run_name", "out_dir", "data_dir", "verify"}
 
 
@@ -119,6 +120,7 @@ def merge_runs(shard_dirs: list[str | Path], out_dir: str | Path, force: bool = 
         merged_from=[{"run": n, "shard": list(s) if s else None, "timestamp": m.get("timestamp"),
                       "command": m.get("command"), "config_digest": m.get("config_digest")}
                      for n, s, m in zip(names, shards, manifests)],
+        machine_state=pooled_machine_state(manifests),  # every shard's sessions: each ran on its own machine
     )
     if problems:
         merged["merge_forced_differences"] = problems

@@ -12,6 +12,7 @@ from typing import Any
 
 from specbench.catalog import BASELINE, order_subtasks
 from specbench.results.record import Record
+from specbench.results.relabel import rederived
 from specbench.results.run_folder import read_manifest
 from specbench.results.validation import read_validated_records
 
@@ -57,9 +58,11 @@ class Run:
         return min(drafted) if drafted else 1
 
 
-def load_run(run_dir: str | Path, every_batch: bool = False) -> Run:
+def load_run(run_dir: str | Path, every_batch: bool = False, stored_labels: bool = False) -> Run:
     """Read ``manifest.json`` and ``records.jsonl`` of a run folder (FileNotFoundError if not a run), every
-    record checked against the manifest (``specbench.results.validation``: one-line ``RunFileError`` otherwise).
+    record checked against the manifest (``specbench.results.validation``: one-line ``RunFileError`` otherwise)
+    and its lossless class derived again from its output ids (``relabel``: what ``check`` says), unless
+    ``stored_labels`` (``check`` itself, to name the labels that differ).
 
     A run decoded at several batch sizes is seen at its ``base_batch`` (every statistic pairs records of
     one size), with the other sizes in ``every`` (``at_batch``); ``every_batch``: all records at once.
@@ -68,7 +71,8 @@ def load_run(run_dir: str | Path, every_batch: bool = False) -> Run:
     if not path.is_dir():
         raise FileNotFoundError(f"run folder not found: {run_dir}")
     manifest = read_manifest(path)
-    run = Run(path, manifest, read_validated_records(path, manifest))
+    records = read_validated_records(path, manifest)
+    run = Run(path, manifest, records if stored_labels else rederived(records, manifest))
     if every_batch or run.batch_sizes() == [1]:
         return run
     return run.at_batch(run.base_batch())

@@ -11,26 +11,30 @@
 from __future__ import annotations
 
 import dataclasses
-import json
+import errno
 import math
 import os
+import stat
 from pathlib import Path
 from typing import Any
 
 from specbench.errors import UserError, writing
-from specbench.files.jsonfile import json_object, strict_json, write_text_atomic
+from specbench.files.jsonfile import json_object, read_json, strict_json, write_text_atomic
 from specbench.results.record import Record
+from specbench.results.record_timings import timing_problem
 
 RECORDS_FILE = "records.jsonl"
 MANIFEST_FILE = "manifest.json"
 PROFILE_FILE = "profile.json"  # the cost profile budget=auto used (runs with an auto method only)
 BATCH_PROFILE_FILE = "batch_profile.json"  # its batched forwards' costs (budget=auto at --batch-size above 1)
+LOCK_FILE = ".specbench.lock"  # held by the process writing the run (``run.lock``); readers ask ``progress``
 
 
 # the manifest keys readers look into, and their JSON types (None is allowed for each: older manifests)
 MANIFEST_TYPES: dict[str, type | tuple[type, ...]] = {
     **dict.fromkeys(("config", "model", "hardware", "versions", "questions", "turns", "task_versions", "subtasks",
-                     "method_configs", "artifacts", "sampling", "backend", "imported", "cost_profile", "context_lengths"), dict),
+                     "method_configs", "artifacts", "sampling", "backend", "imported", "cost_profile", "context_lengths",
+                     "machine_state"), dict),
     **dict.fromkeys(("resumed", "merged_from", "shard", "verified_files"), list),
     **dict.fromkeys(("run_name", "config_digest", "timestamp", "command", "git_commit"), str),
 }
@@ -39,6 +43,57 @@ MANIFEST_KIND_NAMES = {dict: "an object", list: "a list", str: "a string"}
 
 class RunFileError(UserError):
     """A run folder's file is damaged: the message names the file and line (one-line CLI error)."""
+
+
+def _not_own_file(path: Path, st: os.stat_result) -> str | None:
+    """Why the file ``st`` describes is not one a run may write, or None (a regular file with one name)."""
+    fix = "delete it, or pick another --run-name"
+    if stat.S_ISLNK(st.st_mode):
+        return f"{path} is a symbolic link; a run folder's files must be regular files the run wrote ({fix})"
+    if not stat.S_ISREG(st.st_mode):
+        return f"{path} is not a regular file; a run folder's files must be regular files the run wrote ({fix})"
+    if st.st_nlink > 1:  # appending or truncating would change the file under its other names too
+        return f"{path} has {st.st_nlink} hard links; a run folder's files must be the run's own ({fix})"
+    return None
+
+
+def check_run_file(path: str | Path) -> None:
+    """``path`` is absent or a regular file with one name, else a one-line ``RunFileError``: a run never writes
+    through a link, so a ``records.jsonl`` pointing at a file elsewhere (a token file) is never cut or appended to.
+
+    >>> import tempfile
+    >>> d = Path(tempfile.mkdtemp())
+    >>> check_run_file(d / RECORDS_FILE)  # absent: fine
+    >>> (d / RECORDS_FILE).symlink_to(d / "elsewhere")
+    >>> check_run_file(d / RECORDS_FILE)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    specbench.results.run_folder.RunFileError: .../records.jsonl is a symbolic link; a run folder's files must be ...
+    """
+    try:
+        st = os.lstat(path)
+    except (FileNotFoundError, NotADirectoryError):
+        return
+    problem = _not_own_file(Path(path), st)
+    if problem:
+        raise RunFileError(problem)
+
+
+def open_run_file(path: Path, flags: int) -> int:
+    """A descriptor of the run file ``path`` (created when absent) opened with ``flags``, after
+    ``check_run_file``; the open itself follows no link and blocks on no FIFO, and the opened file is checked
+    again, so a link put in place between the check and the open is refused too."""
+    check_run_file(path)
+    try:  # (O_NONBLOCK: a FIFO swapped in would block the open; a regular file ignores the flag)
+        fd = os.open(path, flags | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK, 0o644)
+    except OSError as e:
+        if e.errno in (errno.ELOOP, errno.ENXIO):
+            check_run_file(path)
+        raise
+    problem = _not_own_file(path, os.fstat(fd))
+    if problem:
+        os.close(fd)
+        raise RunFileError(problem)
+    return fd
 
 
 # the per-forward-pass lists of schema 4: the latency and per-position statistics index them together
@@ -90,6 +145,9 @@ def parse_record_line(line: str) -> Record:
     except (KeyError, TypeError) as e:
         raise ValueError(f"not a complete record ({e})") from None
     _check_types(rec)
+    problem = timing_problem(rec)  # (a negative or impossible time would become a speedup)
+    if problem:
+        raise ValueError(problem)
     return rec
 
 
@@ -140,19 +198,22 @@ class RecordWriter:
         self.path = Path(run_dir) / RECORDS_FILE
         with writing(self.path):
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            self._repair_torn_tail()
-            self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+            self._fd = open_run_file(self.path, os.O_RDWR | os.O_APPEND)  # (a link is refused before any cut)
+            try:
+                self._repair_torn_tail()
+            except OSError:
+                os.close(self._fd)
+                raise
 
     def _repair_torn_tail(self) -> None:
         # a killed writer (or a full disk) can leave a partial last line; cut it so appends start on a fresh line
-        if not self.path.is_file() or self.path.stat().st_size == 0:
+        size = os.fstat(self._fd).st_size
+        if size == 0:
             return
-        data = self.path.read_bytes()
+        data = os.pread(self._fd, size, 0)
         if data.endswith(b"\n"):
             return
-        cut = data.rfind(b"\n") + 1
-        with self.path.open("r+b") as fh:
-            fh.truncate(cut)
+        os.ftruncate(self._fd, data.rfind(b"\n") + 1)
 
     def write(self, rec: Record) -> None:
         data = memoryview(_line(rec).encode("utf-8"))
@@ -172,15 +233,13 @@ class RecordWriter:
 
 
 def read_manifest(run_dir: str | Path) -> dict[str, Any]:
+    """The run's manifest, checked before any reader looks into it: strict JSON (a NaN or Infinity would reach
+    the report's figures and crash its strict ``summary.json``), the types of the keys readers index, and a
+    ``config`` naming the run's ``methods`` (what its records are checked against); else a ``RunFileError``."""
     path = Path(run_dir) / MANIFEST_FILE
     if not path.is_file():
         raise FileNotFoundError(f"not a run folder (no {MANIFEST_FILE}): {run_dir}")
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as e:
-        raise RunFileError(f"{path}: not a valid manifest ({e})") from None
-    if not isinstance(data, dict):
-        raise RunFileError(f"{path}: not a valid manifest (expected a JSON object)")
+    data = read_json(path, "valid manifest", RunFileError, finite=True)
     for key, kinds in MANIFEST_TYPES.items():  # readers index these: a list there would be a traceback
         if data.get(key) is not None and not isinstance(data[key], kinds):
             raise RunFileError(f"{path}: not a valid manifest ({key!r} must be {MANIFEST_KIND_NAMES[kinds]}, "
@@ -190,4 +249,8 @@ def read_manifest(run_dir: str | Path) -> dict[str, Any]:
     for name, value in nested:
         if value is not None and not isinstance(value, list):
             raise RunFileError(f"{path}: not a valid manifest ({name!r} must be a list, got {type(value).__name__})")
+    if data.get("config") is None:
+        raise RunFileError(f"{path}: not a valid manifest (missing its 'config': the run's settings)")
+    if data["config"].get("methods") is None:
+        raise RunFileError(f"{path}: not a valid manifest (missing 'config.methods': the run's methods)")
     return data

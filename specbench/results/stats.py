@@ -18,6 +18,8 @@ Definitions (all pooled over records, never averages of per-question ratios):
   acceptance and the accepted-length histogram: ``specbench.results.acceptance``; peak memory = the
   largest ``peak_memory_bytes`` of the cell's records (None when none recorded it).
 - MT-Bench categories (``category_stats``): the same cells with the records of one category each.
+Spec-Bench's own definition (mean of per-question speeds over AR's), shown only beside its published
+table: ``specbench.results.spec_bench_speedup``.
 """
 from __future__ import annotations
 

@@ -4,8 +4,10 @@ Each job's sequences each get their own drafter instance (a drafter keeps one se
 the way the runner builds the method's own, one pool per (method, task, batch size). A drafter that
 learns across generations (``drafter_state.py``) learns every finished output of its pool's earlier jobs,
 each instance all of them, in plan order (a resumed run replays them from the records first); what a
-drafter learns while decoding (Token Recycling's matrix) stays its own slot's. Warm-up runs on instances
-of its own. A job is
+drafter learns while decoding (Token Recycling's matrix) stays its own slot's. With ``--repeats`` a pool
+learns repeat 0's outputs alone, and every repeat of a job starts from the pool's and budget's state before
+its repeat 0 (``drafter_state.RepeatIsolation``; a resumed run keeps it where the uninterrupted one did).
+Warm-up runs on instances of its own. A job is
 timed whole (``batch_wall_time_s``); each of its records gets an equal share as ``wall_time_s``, so the
 pooled tokens over pooled time of a batch's records is its throughput. Every sequence is checked token
 for token against AR at batch size 1 (``Unit.reference``), AR's batched outputs included.
@@ -27,7 +29,7 @@ from specbench.paths import cache_dir
 from specbench.profiling.memory import peak_memory, reset_peak
 from specbench.results.record import Record
 from specbench.run.batch_jobs import BatchJob, batch_jobs
-from specbench.run.drafter_state import learn
+from specbench.run.drafter_state import RepeatIsolation, learn
 from specbench.run.guards import check_context
 from specbench.run.method_env import MethodEnv
 from specbench.run.methods_factory import build_drafter
@@ -43,6 +45,7 @@ class BatchRuns:
         self.existing = existing or {}  # (method, unit) -> Record already written (replayed into new pools)
         self.pools: dict[tuple[str, str, int], list[Any]] = {}
         self._learned: dict[tuple[str, str, int], list[tuple[list[int], list[int]]]] = {}
+        self.isolation = RepeatIsolation(runner.cfg.repeats)  # keyed by pool: (method, task, size)
 
     def pending(self, done: set) -> list[BatchJob]:
         """The jobs with at least one record missing."""
@@ -55,17 +58,21 @@ class BatchRuns:
         if key not in self.pools:
             self.pools[key] = []
             self._replay(method, task, size)
+        return self._grown(key, count)
+
+    def _grown(self, key: tuple[str, str, int], count: int) -> list[Any]:
+        """The first ``count`` instances of pool ``key``, the ones it lacks built now."""
         pool = self.pools[key]
         while len(pool) < count:
-            pool.append(self._fresh(method, task))
+            pool.append(self._fresh(key[0], key[1]))
             for prompt, output in self._learned.get(key, []):  # a late instance catches up with its pool
                 learn(pool[-1], prompt, output)
         return pool[:count]
 
     def _fresh(self, method: str, task: str) -> Any:
         r = self.runner
-        return build_drafter(method, r.plan.options_of(method), MethodEnv.for_task(r.loaded, r.plan.data_dir,
-                                                                                   cache_dir(), task))[0]
+        env = MethodEnv.for_task(r.loaded, r.plan.data_dir, cache_dir(), task, r.plan.config.split)
+        return build_drafter(method, r.plan.options_of(method), env)[0]
 
     def _learn(self, key: tuple[str, str, int], prompt: list[int], output: list[int]) -> None:
         self._learned.setdefault(key, []).append((prompt, output))
@@ -73,13 +80,19 @@ class BatchRuns:
             learn(drafter, prompt, output)
 
     def _replay(self, method: str, task: str, size: int) -> None:
-        r = self.runner
+        """Learn the pool's finished jobs in plan order (repeat 0's; a job redone whole learns when it runs),
+        keeping the state a job's later repeats start from where some are still to run."""
+        r, key = self.runner, (method, task, size)
         for job in batch_jobs(r.plan):
-            if (job.method, job.size, job.units[0].task) == (method, size, task):
-                for unit, q in zip(job.units, job.questions):
-                    rec = self.existing.get((method, unit))
-                    if rec is not None:
-                        self._learn((method, task, size), r.prompt_for(unit.reference(), q), rec.output_ids)
+            mine = (job.method, job.size, job.units[0].task) == (method, size, task)
+            if not mine or not self.isolation.learns(job.units[0]) or any((method, u) not in self.existing
+                                                                          for u in job.units):
+                continue
+            if self.isolation.later_pending(method, job.units, self.existing):
+                parts = [*self._grown(key, min(size, len(job.units))), r.budgets.get((method, task))]
+                self.isolation.keep(key, job.units, parts)
+            for unit, q in zip(job.units, job.questions):
+                self._learn(key, r.prompt_for(unit.reference(), q), self.existing[(method, unit)].output_ids)
 
     def warm_up(self, jobs: list[BatchJob]) -> None:
         """One short batched generation per (batch size, task, method) left to time, on its first job's prompts."""
@@ -101,16 +114,20 @@ class BatchRuns:
         prompts = [r.prompt_for(u.reference(), q) for u, q in zip(job.units, job.questions)]  # outside the timing
         for unit, prompt in zip(job.units, prompts):
             check_context(r.loaded.model, len(prompt), r.cfg.max_new_tokens, str(unit))
+        key = (job.method, job.units[0].task, job.size)
+        live = [] if job.method == BASELINE else self.drafters(*key, min(job.size, len(job.units)))
+        *drafters, budget = self.isolation.parts_for(key, job.units, [*live, r.budgets.get(key[:2])])
         synchronize(device)
         reset_peak(device)
         t0 = time.perf_counter()
-        gens = self._generate(job, r.cfg.max_new_tokens, prompts)
+        gens = self._generate(job, r.cfg.max_new_tokens, prompts, drafters or None, budget)
         synchronize(device)
         wall = time.perf_counter() - t0
         memory = peak_memory(device)
         written = 0
         for prompt, gen in zip(prompts, gens):  # the pool learns the job's outputs, in plan order
-            self._learn((job.method, job.units[0].task, job.size), prompt, gen.output_ids)
+            if self.isolation.learns(job.units[0]):
+                self._learn(key, prompt, gen.output_ids)
         for unit, q, prompt, gen in zip(job.units, job.questions, prompts, gens):
             if (job.method, unit) in done:
                 continue
@@ -128,13 +145,9 @@ class BatchRuns:
     def _generate(self, job: BatchJob, max_new_tokens: int, prompts: list[list[int]] | None = None,
                   drafters: list[Any] | None = None, budget: DraftBudget | None = None) -> list[Any]:
         r = self.runner
-        task = job.units[0].task
         prompts = prompts or [r.prompt_for(u.reference(), q) for u, q in zip(job.units, job.questions)]
-        if drafters is None and job.method != BASELINE:
-            drafters = self.drafters(job.method, task, job.size, min(job.size, len(job.units)))
         requests = [Request(p, generation_seed(r.cfg.seed, u.task, u.question_id, u.turn, u.repeat))
                     for u, p in zip(job.units, prompts)]
-        budget = budget or r.budgets.get((job.method, task))
         decoder = BatchDecoder(r.engine, max_new_tokens, sampling=r.sampling, budget=budget,
                                batch_cost=r.batch_cost)
         return decoder.generate(requests, drafters, job.size, job.refill)

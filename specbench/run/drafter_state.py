@@ -8,11 +8,19 @@ matrix). The runner gives it only what an uninterrupted run would: warm-up runs 
 Example: plan order q1, q2, q3 for ``suffix`` on gsm8k, interrupted after q2. The uninterrupted run's
 drafter learned q1's then q2's output before q3; the resumed run's fresh drafter is replayed q1, q2 from
 the records, so q3 is drafted from the same state (for a drafter whose state comes only from ``learn``).
+
+With ``--repeats`` every repeat of a unit starts from the state before its repeat 0 (``RepeatIsolation``):
+only repeat 0's output is learned, and a later repeat runs on a copy of that state, so a repeat never
+drafts from its own question's answer and the drafter's trajectory is the one of ``--repeats 1``. The same
+holds for a ``budget=auto`` budget, which learns acceptance across generations too.
 """
 from __future__ import annotations
 
-from typing import Any, Callable
+import copy
+import dataclasses
+from typing import Any, Callable, Hashable, Sequence
 
+from specbench.engine.budget import DraftBudget
 from specbench.prompts.task import Question
 from specbench.results.record import Unit
 
@@ -25,14 +33,86 @@ def learn(drafter: Any, prompt_ids: list[int], output_ids: list[int]) -> None:
         hook(list(prompt_ids), list(output_ids))
 
 
+def keeps_state(part: Any) -> bool:
+    """Whether a drafter or draft budget carries state from one generation to the next: a ``DraftBudget``
+    always (its acceptance counts and random draws), a drafter when it declares so
+    (``BaseDrafter.keeps_state_across_generations``); AR's None never."""
+    return isinstance(part, DraftBudget) or bool(getattr(part, "keeps_state_across_generations", False))
+
+
+class RepeatIsolation:
+    """Every timed repeat of a unit starts from the same state, the one before its repeat 0.
+
+    What times a unit in a ``slot`` (the sequential runner's (method, task), a batched pool's (method,
+    task, size)) is a list of ``parts``: its drafters and its budget. At repeat 0, when more repeats
+    follow, the parts that keep state (``keeps_state``) are deep-copied into the slot's snapshot and repeat
+    0 runs on the live parts, which learn its output as with ``--repeats 1``. Each later repeat runs on
+    copies of the snapshot (the last one on the snapshot itself) and nothing learns from it. Stateless
+    parts, drafters holding models among them, are never copied. A slot holds one snapshot: dropped at its
+    unit's last repeat, replaced at the next unit's repeat 0.
+
+    Example, ``suffix`` with ``--repeats 2``: snapshot S1, q1 r0 on the live drafter, which learns q1's
+    answer; q1 r1 on S1 (q1's answer in no index); snapshot S2 (q1 learned once), q2 r0 live, q2 r1 on S2.
+    A resumed run's ``replay`` calls ``keep`` where the run did, so the repeats it still has to time start
+    from the same state.
+    """
+
+    def __init__(self, repeats: int) -> None:
+        self.repeats = repeats
+        # slot -> (its unit(s) at repeat 0, the stateful parts' snapshots; None for a stateless part)
+        self._snapshots: dict[Hashable, tuple[tuple[Unit, ...], list[Any]]] = {}
+
+    @staticmethod
+    def learns(unit: Unit) -> bool:
+        """Whether ``unit``'s output is learned: repeat 0's alone (a later repeat repeats its question)."""
+        return unit.repeat == 0
+
+    def keep(self, slot: Hashable, units: Sequence[Unit], parts: Sequence[Any]) -> None:
+        """Snapshot the stateful ``parts`` as the state every repeat of ``units`` starts from."""
+        self._snapshots[slot] = (_at_repeat_0(units), [copy.deepcopy(p) if keeps_state(p) else None for p in parts])
+
+    def later_pending(self, method: str, units: Sequence[Unit], done: Any) -> bool:
+        """Whether a repeat after repeat 0 of ``units`` is missing from ``done`` (``(method, unit)`` keys)."""
+        later = range(1, self.repeats)
+        return any((method, dataclasses.replace(u, repeat=r)) not in done for u in units for r in later)
+
+    def parts_for(self, slot: Hashable, units: Sequence[Unit], live: Sequence[Any]) -> list[Any]:
+        """The parts that time ``units`` (one repeat of a job) in ``slot``: ``live`` at repeat 0 (snapshot
+        first when repeats follow), else copies of the snapshot taken then."""
+        repeat = units[0].repeat
+        if self.repeats == 1:
+            return list(live)
+        if repeat == 0:
+            self.keep(slot, units, live)
+            return list(live)
+        kept, snapshot = self._snapshots.get(slot, ((), []))
+        if kept != _at_repeat_0(units):  # plan order times repeat 0 first; replay keeps it for a resumed run
+            raise RuntimeError(f"no drafter state kept from repeat 0 of {units[0]} ({slot})")
+        if repeat == self.repeats - 1:
+            del self._snapshots[slot]
+            return [p if s is None else s for s, p in zip(snapshot, live)]
+        return [p if s is None else copy.deepcopy(s) for s, p in zip(snapshot, live)]
+
+
+def _at_repeat_0(units: Sequence[Unit]) -> tuple[Unit, ...]:
+    return tuple(dataclasses.replace(u, repeat=0) for u in units)
+
+
 def replay(drafters: dict[tuple[str, str], Any], jobs: list[tuple[Unit, Question, str]], records: dict,
-           prompt_for: Callable[[Unit, Question], list[int]]) -> None:
+           prompt_for: Callable[[Unit, Question], list[int]], isolation: RepeatIsolation,
+           budgets: dict[tuple[str, str], Any]) -> None:
     """Each drafter learns its (method, task)'s finished records (``records``: ``(method, unit) -> Record``),
-    in plan order, the order an uninterrupted run learned them in."""
+    in plan order, the order an uninterrupted run learned them in: repeat 0's alone, and before a unit
+    whose later repeats are still to run, ``isolation`` keeps the state they start from (with the slot's
+    budget as it is now: what a budget learned inside generations is not replayed)."""
     for unit, q, method in jobs:
         rec = records.get((method, unit))
-        if rec is not None:
-            learn(drafters[(method, unit.task)], prompt_for(unit, q), rec.output_ids)
+        if rec is None or not isolation.learns(unit):
+            continue
+        slot = (method, unit.task)
+        if isolation.later_pending(method, (unit,), records):
+            isolation.keep(slot, (unit,), [drafters[slot], budgets.get(slot)])
+        learn(drafters[slot], prompt_for(unit, q), rec.output_ids)
 
 
 def first_pending(todo: list[tuple[Unit, Question, str]]) -> dict[str, Question]:

@@ -10,16 +10,19 @@ from pathlib import Path
 from typing import Any
 
 from specbench.engine.loop import DRAFT_HEADROOM
-from specbench.errors import ConfigError
+from specbench.errors import ConfigError, UserError
 from specbench.models.context import config_context
-from specbench.results.run_folder import MANIFEST_FILE, RECORDS_FILE, read_manifest
+from specbench.results.run_folder import (BATCH_PROFILE_FILE, MANIFEST_FILE, PROFILE_FILE, RECORDS_FILE, check_run_file,
+                                          read_manifest)
+from specbench.run.lock import LOCK_FILE
 
 NAME_MAX = 255  # bytes of one path component on the common file systems
 
 
 def check_run_folder(run_dir: Path) -> None:
-    """The run folder is a folder or does not exist yet, its parents are folders, and its name fits the file
-    system: a one-line ``ConfigError`` before anything loads, never an OS error halfway."""
+    """The run folder is a folder or does not exist yet, its parents are folders, its name fits the file
+    system, and the files a run writes there are regular files (no link to a file elsewhere, which a resume
+    would cut and append to): a one-line ``ConfigError`` before anything loads, never an OS error halfway."""
     if run_dir.is_symlink() and not run_dir.exists():
         raise ConfigError(f"{run_dir} is a dangling symbolic link; delete it or pick another --run-name")
     if run_dir.exists() and not run_dir.is_dir():
@@ -32,6 +35,11 @@ def check_run_folder(run_dir: Path) -> None:
             if not parent.is_dir():
                 raise ConfigError(f"{parent} (in --out-dir) is not a folder")
             break
+    for name in (RECORDS_FILE, MANIFEST_FILE, LOCK_FILE, PROFILE_FILE, BATCH_PROFILE_FILE):
+        try:
+            check_run_file(run_dir / name)
+        except UserError as e:
+            raise ConfigError(str(e)) from None
 
 
 def check_same_config(run_dir: Path, digest: str) -> None:

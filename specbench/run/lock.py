@@ -29,24 +29,20 @@ import sys
 from pathlib import Path
 
 from specbench.errors import UserError, writing
+from specbench.files.jsonfile import parse_json
+from specbench.files.stale_tmp import process_alive
+from specbench.results.run_folder import LOCK_FILE, open_run_file
 
-LOCK_FILE = ".specbench.lock"
+__all__ = ["LOCK_FILE", "RunLock"]
 ATTEMPTS = 20  # reopenings after the file was replaced under us (each needs another process to intervene)
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True  # exists, owned by someone else
-    return True
+_alive = process_alive  # (a module name of its own: tests slow it down to widen races)
 
 
 def _owner(path: Path) -> dict | None:
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = parse_json(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
     return data if isinstance(data, dict) else None
@@ -62,7 +58,7 @@ class RunLock:
     def _open_locked(self) -> tuple[int, bool] | None:
         """(fd, True) holding the flock of the file the path names; (fd, False) when another process holds
         it; None when the file was replaced between open and flock (try again)."""
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        fd = open_run_file(self.path, os.O_RDWR)  # (a link is refused: the lock's file is truncated and written)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:

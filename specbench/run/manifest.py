@@ -86,6 +86,7 @@ def write_run_manifest(runner: Any, digest: str, configs: dict, artifacts: dict)
         subtasks={t: task.subtask for t, task in runner.plan.tasks.items()},
         sampling=runner.sampling.as_dict(),
         chat_template=runner.template_record(),
+        estimate=runner.estimate.as_dict() if getattr(runner, "estimate", None) else None,  # (estimate.py; seconds)
     )
     lengths = {t: {"requested": task.context_length, "prompt_tokens": task.prompt_tokens}
                for t, task in runner.plan.tasks.items() if task.context_length is not None}
@@ -94,9 +95,12 @@ def write_run_manifest(runner: Any, digest: str, configs: dict, artifacts: dict)
     if runner.budgets:
         manifest["cost_profile"] = {"file": PROFILE_FILE, "cached": runner.profile_path}
     path = runner.run_dir / MANIFEST_FILE
+    threads = manifest["backend"].get("threads") or torch.get_num_threads()  # (llama.cpp's, else torch's)
     if path.is_file():  # a resumed run keeps its first manifest and notes each resumption
         old = read_manifest(runner.run_dir)
-        keep = ("timestamp", "git_commit", "hardware", "verified_files")
+        keep = ("timestamp", "git_commit", "hardware", "verified_files", "estimate")
         old.setdefault("resumed", []).append({k: manifest[k] for k in keep} | {"model_verified": lm.verification})
         manifest = old
+    if runner.machine is not None:  # this invocation's machine state; its end figures follow when the run ends
+        runner.machine.add_to(manifest, threads)
     write_json_atomic(path, manifest, indent=2)

@@ -8,6 +8,7 @@ from typing import Any
 import torch
 
 from specbench.catalog import OVERHEAD_KEY
+from specbench.prompts.task import DEFAULT_SPLIT
 
 
 @dataclass
@@ -27,6 +28,7 @@ class MethodEnv:
     cache_dir: Path
     task: str | None = None
     artifacts: dict[str, Any] = field(default_factory=dict)
+    split: str = DEFAULT_SPLIT  # the run's --split of the task: the questions it times (a method must not learn them early)
 
     def declare_overhead(self, storage_bytes: int | None = None, parameters: int | None = None) -> None:
         """Record the method's own cost: bytes of its stores (datastores, on disk) and parameters of its
@@ -39,12 +41,14 @@ class MethodEnv:
         self.artifacts[OVERHEAD_KEY] = {"storage_bytes": storage_bytes, "parameters": parameters}
 
     @classmethod
-    def for_task(cls, loaded: Any, data_dir: Path | None, cache_dir: Path, task: str | None) -> "MethodEnv":
-        """The env of ``task`` for a ``specbench.models.loading.LoadedModel`` (model, tokenizer, id and device).
+    def for_task(cls, loaded: Any, data_dir: Path | None, cache_dir: Path, task: str | None,
+                 split: str = DEFAULT_SPLIT) -> "MethodEnv":
+        """The env of ``task`` (timed on its ``split``) for a ``specbench.models.loading.LoadedModel`` (model,
+        tokenizer, id and device).
 
         >>> from types import SimpleNamespace
         >>> lm = SimpleNamespace(model=None, tokenizer=None, model_id="tiny", device=torch.device("cpu"))
         >>> MethodEnv.for_task(lm, None, Path("/cache"), "gsm8k").model_id
         'tiny'
         """
-        return cls(loaded.model, loaded.tokenizer, loaded.model_id, loaded.device, data_dir, cache_dir, task)
+        return cls(loaded.model, loaded.tokenizer, loaded.model_id, loaded.device, data_dir, cache_dir, task, split=split)

@@ -4,7 +4,8 @@
 baseline first, expands ``--tasks all`` and each long-input task into one task per ``--context-length``
 (``long_low@2k``, its prompts cut to fit the model's context), takes each task's ``--split``
 (``specbench.prompts.task``: eval = all but the last ceil(10%) questions, dev = those, all), its first
-``--limit`` questions, then the shard; ``jobs``
+``--limit`` questions, then the shard (a shard left without questions, or a ``--batch-size`` no task or shard
+can fill, is refused: ``question_counts.py``); ``jobs``
 lists the work in the order the runner times it; ``run_dir_for`` names the run folder from the config and
 its digest (``_T1`` marks a sampling run, ``_dev`` / ``_all`` a split other than eval).
 
@@ -38,6 +39,7 @@ from specbench.results.lossless import default_tie_threshold
 from specbench.results.record import Unit
 from specbench.run.guards import fitted_length
 from specbench.run.methods_factory import method_config
+from specbench.run.question_counts import check_batch_sizes, check_shards_filled
 
 T = TypeVar("T")
 
@@ -149,7 +151,7 @@ def make_plan(config: RunConfig, shard: tuple[int, int] | None = None) -> Plan:
     data_dir = resolve_data_dir(config.data_dir)
     if data_dir is not None and not data_dir.is_dir():
         raise ConfigError(f"--data-dir not found: {data_dir}")
-    questions = {}
+    questions, counts = {}, {}
     index = 0  # shards slice (task, question) pairs round-robin; all methods of a pair stay together
     for name, task in tasks.items():
         loaded = task.load(data_dir)
@@ -158,8 +160,10 @@ def make_plan(config: RunConfig, shard: tuple[int, int] | None = None) -> Plan:
             raise ConfigError(f"task {name}: duplicate question id(s) {', '.join(dups[:5])} in its data; each "
                               "question needs its own id")
         qs = task.split(loaded, config.split)[: config.limit]
-        questions[name] = shard_slice(qs, shard, index) if shard else qs
+        questions[name], counts[name] = shard_slice(qs, shard, index) if shard else qs, len(qs)
         index += len(qs)
+    check_shards_filled(index, shard)  # (the same verdict in every shard: launch checks shard 1 for all)
+    check_batch_sizes(config.batch_size, counts, shard)
     options = {m: label_options(m, config.method_options) for m in methods}
     return Plan(config, methods, tasks, questions, data_dir, shard, options)
 

@@ -5,7 +5,9 @@ question, so machine drift hits all methods alike. Each method gets warm-up gene
 timing, on drafters (and draft budgets) built for the warm-up alone, so nothing a drafter learns across
 generations comes from them. After each timed generation the drafter of that (method, task) may
 ``learn`` from its finished output; a resumed run replays that from the records in plan order
-(``drafter_state.py``). At temperature > 0 every generation samples with a seed derived from ``--seed`` and its unit
+(``drafter_state.py``). With ``--repeats`` only repeat 0 is learned from, and every repeat of a unit starts
+from the drafter and budget state before its repeat 0 (``RepeatIsolation``).
+At temperature > 0 every generation samples with a seed derived from ``--seed`` and its unit
 (``specbench.engine.sampling_config.generation_seed``), the token-for-token lossless check is skipped (outputs differ
 legitimately) and each record carries its mean target log-probability per token instead. Records are appended and fsynced one by one; re-running the same command skips the records
 already present. MT-Bench turn 2 is prompted with the AR baseline's turn-1 answer for every method.
@@ -17,8 +19,6 @@ import sys
 import time
 from pathlib import Path
 from typing import Any
-
-from tqdm import tqdm
 
 from specbench.catalog import BASELINE
 from specbench.engine.budget import DraftBudget
@@ -41,14 +41,17 @@ from specbench.results.validation import read_validated_records
 from specbench.run.batch_jobs import batch_jobs
 from specbench.run.batch_runner import BatchRuns
 from specbench.run.budgets import build_budgets
-from specbench.run.drafter_state import first_pending, learn, replay
+from specbench.run.drafter_state import RepeatIsolation, first_pending, learn, replay
+from specbench.run.estimate_run import announce_estimate
 from specbench.run.guards import (check_context, check_run_folder, check_same_config, check_same_model,
                                   check_same_prompts)
 from specbench.run.lock import RunLock
+from specbench.run.machine_session import MachineSession
 from specbench.run.manifest import write_run_manifest
 from specbench.run.method_env import MethodEnv
 from specbench.run.methods_factory import build_drafter
 from specbench.run.plan import Plan, config_digest
+from specbench.run.progress_bar import SeededBar
 
 TURN_ALLOWANCE = 64  # tokens a turn's chat-template markup may add around its text (only sizes the cost profile)
 
@@ -73,6 +76,8 @@ class Runner:
         self.digest: str | None = None
         self._template: ChatTemplate | None = None
         self.longest_context = 0  # cached tokens the longest generation reaches (prompt, later turns, answers)
+        self.estimate: Any = None  # the up-front estimate of the run (estimate_run.py), when progress is shown
+        self.machine: MachineSession | None = None  # this invocation's machine state (the manifest's machine_state)
 
     # -- setup -------------------------------------------------------------------------------
     def _build_drafters(self) -> tuple[dict[tuple[str, str], Any], dict[str, Any], dict[str, Any]]:
@@ -90,7 +95,7 @@ class Runner:
 
     def _build_one(self, method: str, task: str) -> tuple[Any, dict[str, Any], MethodEnv]:
         """A fresh drafter of ``method`` for ``task`` (None for AR), its config and the env its factory filled."""
-        env = MethodEnv.for_task(self.loaded, self.plan.data_dir, cache_dir(), task)
+        env = MethodEnv.for_task(self.loaded, self.plan.data_dir, cache_dir(), task, self.cfg.split)
         drafter, cfg = build_drafter(method, self.plan.options_of(method), env)
         return drafter, cfg, env
 
@@ -142,7 +147,8 @@ class Runner:
         check_run_folder(self.run_dir)
         created = not self.run_dir.exists()
         try:  # --no-verify: artifacts are trusted by their recorded hashes (noted in the manifest)
-            with RunLock(self.run_dir), skipping_verification(not self.cfg.verify):
+            with RunLock(self.run_dir), skipping_verification(not self.cfg.verify), \
+                    MachineSession(self.run_dir, self.cfg.threads) as self.machine:
                 self.digest = digest
                 return self._run_locked(digest)
         finally:
@@ -160,6 +166,7 @@ class Runner:
         self.engine = Engine(lm.model, stop_token_ids(lm.tokenizer, lm.model), backend_for(self.cfg.backend, lm, self.cfg.threads))
         self.target = self.engine.target  # the AR-margin forward of the lossless check runs on the same backend
         self.run_dir.mkdir(parents=True, exist_ok=True)
+        self.estimate = announce_estimate(self) if self.progress else None  # before the first-use builds it counts
         drafters, configs, artifacts = self._build_drafters()
         self.drafters = drafters
         self.budgets, self._cost, self.batch_cost, self.profile_path = build_budgets(self, configs)
@@ -179,11 +186,13 @@ class Runner:
         pending = batched.pending(done)
         if not todo and not pending:
             return self.mismatches
-        replay(drafters, jobs, {r.key: r for r in existing}, self.prompt_for)
+        isolation = RepeatIsolation(self.cfg.repeats)
+        replay(drafters, jobs, {r.key: r for r in existing}, self.prompt_for, isolation, self.budgets)
         total = len(jobs) + sum(len(j.units) for j in batch_jobs(self.plan))
         left = len(todo) + sum(sum((j.method, u) not in done for u in j.units) for j in pending)
-        bar = tqdm(total=total, initial=total - left, desc="bench", unit="gen", disable=not self.progress,
-                   file=sys.stderr, dynamic_ncols=True)
+        bar = SeededBar(self.estimate and self.estimate.per_record_s, len(self.plan.methods), total=total,
+                        initial=total - left, desc="bench", unit="gen", disable=not self.progress, file=sys.stderr,
+                        dynamic_ncols=True)
         with RecordWriter(self.run_dir) as writer:
             if todo:
                 bar.set_postfix_str("warm-up (untimed)")
@@ -191,10 +200,12 @@ class Runner:
                 bar.unpause()  # the warm-up's minutes stay out of the rate, so the ETA counts timed generations only
             for unit, q, method in todo:
                 bar.set_postfix_str(f"{unit.task}/{unit.question_id} t{unit.turn} {method}", refresh=False)
-                drafter, prompt = drafters[(method, unit.task)], self.prompt_for(unit, q)
-                rec = self._one(drafter, unit, q, method, prompt)
+                slot, prompt = (method, unit.task), self.prompt_for(unit, q)
+                drafter, budget = isolation.parts_for(slot, (unit,), [drafters[slot], self.budgets.get(slot)])
+                rec = self._one(drafter, unit, q, method, prompt, budget)
                 writer.write(rec)
-                learn(drafter, prompt, rec.output_ids)
+                if isolation.learns(unit):
+                    learn(drafter, prompt, rec.output_ids)
                 bar.update(1)
             if pending:
                 bar.set_postfix_str("batched warm-up (untimed)")
@@ -238,13 +249,14 @@ class Runner:
                                          record_margins=method == BASELINE and self.sampling.greedy,
                                          sampling=self.sampling, draft_budget=budgets.get(method))
 
-    def _one(self, drafter: Any, unit: Unit, q: Question, method: str, prompt: list[int]) -> Record:
+    def _one(self, drafter: Any, unit: Unit, q: Question, method: str, prompt: list[int],
+             budget: DraftBudget | None = None) -> Record:
         # ``prompt``: ``prompt_for(unit, q)``, tokenised outside the timed window
         check_context(self.loaded.model, len(prompt), self.cfg.max_new_tokens, str(unit))
         greedy = self.sampling.greedy
         seed = generation_seed(self.cfg.seed, unit.task, unit.question_id, unit.turn, unit.repeat)
         gen, wall, (memory_kind, memory_peak) = self._timed(prompt, drafter, record_margins=method == BASELINE and greedy,
-                                                            seed=seed, budget=self.budgets.get((method, unit.task)))
+                                                            seed=seed, budget=budget)
         task = self.plan.tasks[unit.task]
         rec = Record.from_generation(gen, method=method, unit=unit, subtask=task.subtask_for(q), task_version=task.version,
                                      category=q.category, prompt_tokens=len(prompt), wall_time_s=wall,

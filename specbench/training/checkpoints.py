@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from specbench.models.hub import resolve_checkpoint
+from specbench.paths import writable_cache_dir
 from specbench.training.distill_data import DEFAULT_CORPORA
 from specbench.training.recipes import QUICK, recipe_prefix
 
@@ -50,6 +51,7 @@ def load_or_train(checkpoint: str | None, env: Any, *, option: str, default: Cal
     if checkpoint in (None, DEFAULT):
         path = default()
         if not (path / done).is_file():
+            writable_cache_dir(path.parent)  # an unwritable cache fails now, not after minutes of training
             if not announce:
                 train(path)
                 return path

@@ -135,7 +135,7 @@ class FeatureStore:
     def ensure(self, positions: int, progress: bool = True, desc: str = "target forward",
                clock: dict[str, float] | None = None) -> Index:
         """Extend the store until it holds ``positions`` response positions (or its corpora ran out)."""
-        from specbench.datastore.build import build_lock
+        from specbench.files.build_lock import build_lock
 
         index = self.index
         if index.positions >= positions or index.exhausted:

@@ -24,6 +24,7 @@ from typing import Any
 
 import torch
 
+from specbench.files.checkpoint_files import checkpoint_errors, read_config, read_tensors
 from specbench.files.jsonfile import strict_json
 
 STATE = "train_state.safetensors"
@@ -73,17 +74,19 @@ class EpochState:
 
     def restore(self, modules: dict[str, torch.nn.Module], opt: torch.optim.Optimizer) -> tuple[int, int]:
         """(epochs already done, optimiser steps taken): the saved state loaded into ``modules`` and ``opt``,
-        or ``(0, 0)`` when there is none or it belongs to another recipe."""
-        from safetensors.torch import load_file
-
+        or ``(0, 0)`` when there is none or it belongs to another recipe. A damaged state: one-line ``ConfigError``."""
         self._clock = time.perf_counter()
         if not (self.out / INFO).is_file() or not (self.out / STATE).is_file():
             return 0, 0
-        info = json.loads((self.out / INFO).read_text(encoding="utf-8"))
+        with checkpoint_errors("train", self.out, f"delete {STATE} and {INFO} in it to start over"):
+            return self._restore(modules, opt)
+
+    def _restore(self, modules: dict[str, torch.nn.Module], opt: torch.optim.Optimizer) -> tuple[int, int]:
+        info = read_config(self.out, "train", "an epoch checkpoint", INFO)
         if info.get("key") != self.key:
             print(f"[train] {self.out / INFO} was written by another recipe; starting over", file=sys.stderr)
             return 0, 0
-        tensors = load_file(str(self.out / STATE))
+        tensors = read_tensors(self.out / STATE, "train")
         for name, m in modules.items():
             m.load_state_dict({k[len(name) + 1 :]: v for k, v in tensors.items() if k.startswith(f"{name}.")})
         state: dict[int, dict[str, torch.Tensor]] = {}

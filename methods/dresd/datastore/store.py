@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from specbench.api import ContentMismatch, DatastoreError, file_sha256, strict_json, verify_sha256
+from specbench.api import ContentMismatch, DatastoreError, file_sha256, parse_json, strict_json, verify_sha256
 from methods.dresd.datastore.fingerprint import hidden_size, model_fingerprint, tokenizer_fingerprint
 from methods.dresd.datastore.transform import DenseTransform
 
@@ -155,8 +155,8 @@ class DenseDatastore:
         if not head_path.is_file():
             raise DatastoreError(f"{path}: not a DReSD datastore (no header.json); build one with `specbench datastore build --kind dresd`")
         try:
-            header = json.loads(head_path.read_text())
-        except (json.JSONDecodeError, UnicodeDecodeError) as e:
+            header = parse_json(head_path.read_text(encoding="utf-8"))
+        except ValueError as e:  # (malformed, not UTF-8, nested too deeply)
             raise DatastoreError(f"{head_path}: corrupt header ({e})") from None
         if not isinstance(header, dict) or header.get("format") != FORMAT:
             raise DatastoreError(f"{head_path}: not a DReSD datastore header")

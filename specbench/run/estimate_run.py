@@ -1,0 +1,159 @@
+"""The runner's side of the up-front estimate (``estimate.py``): read before the first build and generation,
+from what the run knows then: the generations left (a resumed run skips its records), each task's typical
+prompt length, T(n) and the first-use builds its methods report (``register_first_use_build``).
+
+T(n) comes from the run's own cost profile (a resumed ``budget=auto`` run), else this machine's cached one,
+else from a few forwards timed now (``PROBE_SIZES``: well under a second for a small model on a CPU); a
+``budget=auto`` run without a profile will measure one, which the estimate counts as a build.
+
+Example (a fresh ``--methods rest,dresd,redrafter`` run on all six tasks, nothing cached)::
+
+    [specbench] estimate: 2028 generations (+24 warm-up), about 9 h 40 min here (6 h 50 min to 15 h; T(n) from 8 timed forwards)
+    [specbench]   first: ~2 min to build rest's datastore of sharegpt, ..., ~4 min to train redrafter's quick recipe
+    [specbench]   --limit 3 would take about 3 min (+ the same first-use builds)
+"""
+from __future__ import annotations
+
+import dataclasses
+import statistics
+import sys
+from pathlib import Path
+from typing import Any
+
+from specbench.catalog import BASELINE
+from specbench.config.method_labels import budget_of, split_label
+from specbench.engine.budget import AUTO
+from specbench.errors import ConfigError
+from specbench.models.context import config_context
+from specbench.paths import cache_dir
+from specbench.plugins.registry import FIRST_USE_BUILDS
+from specbench.profiling import measure
+from specbench.profiling.cost_profile import REPEATS, SIZES, cached_profile_path, contexts_for, cost_function
+from specbench.profiling.profile import load_profile
+from specbench.results.record import Unit
+from specbench.results.run_folder import MANIFEST_FILE, PROFILE_FILE, read_manifest
+from specbench.results.validation import read_validated_records
+from specbench.run.batch_jobs import batch_jobs
+from specbench.run.batch_runner import WARMUP_TOKENS
+from specbench.run.drafter_state import first_pending
+from specbench.run.estimate import (Cost, PendingBuild, RunEstimate, Work, estimate_work, format_estimate, priced,
+                                    unique_builds)
+from specbench.run.method_env import MethodEnv
+from specbench.run.methods_factory import method_config
+
+# forwards timed when no profile exists: T(1), and T(64) for prefills (a prefill's cost per token is about
+# a wide forward's); after one untimed round, the median of 3 (about 1 s for the embedded model on 2 cores)
+PROBE_SIZES, PROBE_REPEATS = (1, 64), 3
+PROMPT_SAMPLE = 16  # turn-1 prompts tokenised per task for its typical prompt length
+LIMIT_HINT = 3  # the smaller run the estimate offers (--limit 3) when the run has more questions per task
+PROFILE_WARMUP = 2  # untimed rounds of every profile measurement (``measure_forward_curve``'s default)
+
+
+def announce_estimate(runner: Any) -> RunEstimate | None:
+    """Print the estimate of ``runner``'s run (a ``run.runner.Runner``) to stderr and return it (None when
+    nothing is left to run)."""
+    est = estimate_run(runner)
+    for line in format_estimate(est) if est else []:
+        print(line, file=sys.stderr)
+    return est
+
+
+def estimate_run(runner: Any) -> RunEstimate | None:
+    """The estimate of what ``runner``'s run has left to do (see the module docstring)."""
+    plan = runner.plan
+    prompts = typical_prompts(runner)
+    work, warmups = plan_work(plan, done_keys(runner.run_dir), prompts)
+    records = sum(w.records for w in work)
+    if not records:
+        return None
+    cost, source, profile_missing = run_cost(runner, prompts)
+    builds = first_use_builds(runner)
+    if profile_missing and any(budget_of(m, plan.options_of(m)) == AUTO for m in plan.methods):
+        builds.append(profile_build(runner, cost))
+    limited = None
+    if any(len(qs) > LIMIT_HINT for qs in plan.questions.values()):
+        small = dataclasses.replace(plan, questions={t: qs[:LIMIT_HINT] for t, qs in plan.questions.items()})
+        small_work, small_warmups = plan_work(small, set(), prompts)
+        limited = (LIMIT_HINT, estimate_work(small_work + small_warmups, cost)[1])
+    return RunEstimate(records, len(warmups), estimate_work(work + warmups, cost),
+                       tuple(priced(b, cost) for b in unique_builds(builds)), limited, source)
+
+
+def plan_work(plan: Any, done: set, prompts: dict[str, int]) -> tuple[list[Work], list[Work]]:
+    """(the timed generations of ``plan`` not in ``done``, the warm-up ones before them), as the runner runs
+    them; a later turn's prompt also holds the earlier turns' answers (their own text and markup, a few
+    dozen tokens, left out)."""
+    new = plan.config.max_new_tokens
+
+    def prompt(unit: Unit) -> int:
+        return prompts[unit.task] + (unit.turn - 1) * new
+
+    todo = [(u, q, m) for u, q, m in plan.jobs() if (m, u) not in done]
+    work = [Work(m == BASELINE, prompt(u), new) for u, _, m in todo]
+    warm = [Work(m == BASELINE, prompts[task], new, records=0)
+            for task in first_pending(todo) for _ in range(plan.config.warmup) for m in plan.methods]
+    batch_warm: dict[tuple, Work] = {}
+    for job in batch_jobs(plan):
+        left = sum((job.method, u) not in done for u in job.units)
+        if left:
+            baseline, first = job.method == BASELINE, job.units[0]
+            work.append(Work(baseline, prompt(first), new, rows=len(job.units), records=left))
+            batch_warm.setdefault((job.size, first.task, job.method),  # one short batch each (``batch_runner.py``)
+                                  Work(baseline, prompt(first), min(WARMUP_TOKENS, new), len(job.units), 0))
+    return work, warm + list(batch_warm.values())
+
+
+def done_keys(run_dir: Path) -> set:
+    """The (method, unit) keys of the records a resumed run already has."""
+    if not (run_dir / MANIFEST_FILE).is_file():
+        return set()
+    return {r.key for r in read_validated_records(run_dir, read_manifest(run_dir))}
+
+
+def typical_prompts(runner: Any) -> dict[str, int]:
+    """task -> the mean token count of its turn-1 prompts (at most ``PROMPT_SAMPLE`` of them, spread over the task)."""
+    out = {}
+    for task, qs in runner.plan.questions.items():
+        if qs:
+            sample = qs[:: max(1, len(qs) // PROMPT_SAMPLE)][:PROMPT_SAMPLE]
+            out[task] = round(statistics.mean(len(runner.prompt_for(Unit(task, q.question_id, 1), q)) for q in sample))
+    return out
+
+
+def run_cost(runner: Any, prompts: dict[str, int]) -> tuple[Cost, str, bool]:
+    """(T(n), where it came from, whether no cost profile exists yet): the run's or the cached profile, else
+    ``PROBE_SIZES`` timed now after the run's typical context."""
+    lm, backend = runner.loaded, runner.engine.backend
+    for path, what in ((runner.run_dir / PROFILE_FILE, "the run's cost profile"),
+                       (cached_profile_path(lm, backend, cache_dir()), "the cached cost profile")):
+        if path.is_file():
+            try:
+                return cost_function(load_profile(path)), what, False
+            except ConfigError:  # a damaged profile: budget=auto says so when it reads it; here, time a few forwards
+                pass
+    limit = config_context(getattr(lm.model, "config", None)) or 1 << 30
+    context = min(round(statistics.mean(prompts.values())) + runner.cfg.max_new_tokens // 2, limit - max(PROBE_SIZES))
+    curve = measure.measure_forward_curve(lm.model, max(context, 1), PROBE_SIZES, PROBE_REPEATS, warmup=1,
+                                          backend=backend)
+    timed = len(PROBE_SIZES) * (PROBE_REPEATS + 1)
+    return cost_function({"latency_s": {str(n): t for n, t in curve.items()}}), f"{timed} timed forwards", True
+
+
+def profile_build(runner: Any, cost: Cost) -> PendingBuild:
+    """``budget=auto``'s measurement of this machine's cost profile (``cost_profile.cached_cost_profile``)."""
+    limit = config_context(getattr(runner.loaded.model, "config", None))
+    seconds = sum(float(cost(c)) + (PROFILE_WARMUP + REPEATS) * sum(float(cost(n, c)) for n in SIZES)
+                  for c in contexts_for(runner.longest_context, limit))
+    return PendingBuild("measure the cost profile (budget=auto)", seconds, "cost profile")
+
+
+def first_use_builds(runner: Any) -> list[PendingBuild | None]:
+    """What each method's factory will build or train for each task before the first generation."""
+    plan, out = runner.plan, []
+    for label in plan.methods:
+        name = split_label(label)[0]
+        if name in FIRST_USE_BUILDS:
+            check, config = FIRST_USE_BUILDS.get(name), method_config(label, plan.options_of(label))
+            out += [check(config, MethodEnv.for_task(runner.loaded, plan.data_dir, cache_dir(), task))
+                    for task in plan.tasks]
+    return out
