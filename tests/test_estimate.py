@@ -58,11 +58,15 @@ def test_ar_is_priced_as_is_and_a_drafting_method_over_the_prior_speedups() -> N
 
 
 def test_the_lines_name_the_builds_and_the_smaller_run_only_when_there_are_some() -> None:
-    builds = (PendingBuild("build rest's datastore of sharegpt", 360), PendingBuild("train redrafter's quick recipe", 240))
+    builds = (PendingBuild("build rest's datastore", 360, "a", detail="of sharegpt"),
+              PendingBuild("train redrafter's quick recipe", 240))
     lines = format_estimate(RunEstimate(2028, 24, (6.8 * 3600, 9.67 * 3600, 15 * 3600), builds, (3, 180), "x"), "")
     assert lines[0].startswith("estimate: 2028 generations (+24 warm-up), about 9 h 40 min here (6 h 50 min to 15 h")
     assert lines[1] == "  first: ~6 min to build rest's datastore of sharegpt, ~4 min to train redrafter's quick recipe"
     assert lines[2] == "  --limit 3 would take about 3 min (+ the same first-use builds)"
+    three = [PendingBuild("build rest's datastore", 120, str(k), detail=f"of c{k}") for k in range(3)]
+    lines = format_estimate(RunEstimate(1, 0, (1, 1, 1), tuple(three)), "")
+    assert lines[1] == "  first: ~6 min to build rest's datastore x3"  # several of a kind: summed
     bare = format_estimate(RunEstimate(8, 0, (50, 60, 80)), "")
     assert bare == ["estimate: 8 generations, about 60 s here (50 s to 80 s)"]
     est = RunEstimate(10, 2, (10.0, 20.0, 40.0), builds)
@@ -199,7 +203,7 @@ def test_first_use_builds_are_read_from_each_methods_cache(tmp_path, monkeypatch
     lm = load_model(str(save_tiny_model(tmp_path / "model")), "float32", "cpu")
     runner = SimpleNamespace(plan=plan, loaded=lm)
     builds = unique_builds(first_use_builds(runner))
-    whats = [b.what for b in builds]
+    whats = [f"{b.what} {b.detail}".strip() for b in builds]
     # REST: sharegpt (MT-Bench and CNN/DM share it) and gsm8k_train+sharegpt; DReSD: sharegpt and gsm8k_train
     assert whats == ["build rest's datastore of sharegpt", "build rest's datastore of gsm8k_train+sharegpt",
                      "build dresd's datastore of sharegpt", "build dresd's datastore of gsm8k_train",

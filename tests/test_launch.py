@@ -21,7 +21,7 @@ QUESTIONS = [{"id": f"q{i}", "turns": [f"Say {w}."]} for i, w in enumerate(["one
 
 
 def test_slurm_scripts(tmp_path, capsys):
-    prompts = write_jsonl(tmp_path / "q.jsonl", QUESTIONS)
+    prompts = write_jsonl(tmp_path / "q.jsonl", [*QUESTIONS, {"id": "q3", "turns": ["Say four."]}])  # one a shard
     echo = tmp_path / "echo_args.sh"  # stands in for python: records the arguments each array task gets
     echo.write_text(f'#!/bin/bash\nprintf "%s\\n" "$@" > {tmp_path}/args_$SLURM_ARRAY_TASK_ID.txt\n')
     echo.chmod(0o755)

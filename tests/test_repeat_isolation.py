@@ -8,7 +8,9 @@ character tokenizer (seconds): alone, under ``budget=auto``, batched (size 2), a
 then resumed (the same records as an uninterrupted run).
 
 Example of the leak this catches: ``suffix`` at repeat 1 of q1 finds repeat 0's answer in its global index
-and drafts all of it, so its tau jumps from about 1.2 to about 4.
+and drafts all of it: without the isolation its tau on q1 was 1.85 at repeat 0 and 4.0 at repeat 1 (recycling:
+3.0 and 4.8). A new method is picked up automatically; if it needs options to build on the tiny model, add
+them to ``OPTIONS``.
 """
 from __future__ import annotations
 
@@ -39,7 +41,7 @@ QUESTIONS = [{"id": "q1", "turns": ["the cat sat on the mat. the cat", "and the 
              {"id": "q2", "turns": ["one two three four, one two"]},
              {"id": "q3", "turns": ["x = [1, 2, 3]; y = [1,"]}]
 # options that build every method on the tiny model (datastores over CORPUS, untrained heads); sps drafts
-# with a copy of the target (set by the fixture); samd@rec: samd whose auxiliary (Token Recycling) learns
+# with the target itself (set by the fixture); samd@rec: samd whose auxiliary (Token Recycling) learns
 OPTIONS: dict[str, dict[str, str]] = {
     "rest": {"corpus": CORPUS}, "crest": {"corpus": CORPUS}, "samd": {"corpus": CORPUS},
     "dresd": {"corpus": CORPUS, "max_tokens": "3000", "k": "8", "nprobe": "4"},

@@ -7,10 +7,14 @@ import json
 from pathlib import Path
 
 from fault_helpers import cli_out
+from json_schema_subset import validate
+from specbench.reports.summary import SCHEMA_PATH
 from specbench.reports.report import write_report
 from specbench.run.lock import RunLock
 from test_merge_partial import TASKS, _kill_part_way
 from test_stats import write_fake_run
+
+SCHEMA = json.loads(SCHEMA_PATH.read_text())
 
 
 def _run(tmp_path: Path) -> Path:
@@ -24,8 +28,10 @@ def test_an_interrupted_run_is_reported_as_partial(tmp_path, capsys):
     assert code == 0
     head = out.split("###")[0]
     assert "Partial run: 11 of 16 planned records" in head and "running" not in head, head
-    summary = json.loads((run / "summary.json").read_text())["run"]
-    assert summary["partial"] is True and summary["records_planned"] == 16 and summary["running"] is False
+    summary = json.loads((run / "summary.json").read_text())
+    assert validate(SCHEMA, summary) == []  # (the fields are optional in the schema: additive)
+    assert summary["run"]["partial"] is True and summary["run"]["running"] is False
+    assert (summary["run"]["records_present"], summary["run"]["records_planned"]) == (11, 16)
 
 
 def test_a_running_run_is_reported_as_running(tmp_path):

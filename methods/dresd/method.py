@@ -72,6 +72,6 @@ def dresd_first_use(config: DReSDConfig, env: MethodEnv) -> PendingBuild | None:
     path = default_datastore_path(config, env, corpus)
     if (path / "header.json").is_file():
         return None
-    kind = "ID datastore (its answers' generation not counted)" if config.id else "datastore"
-    return PendingBuild(f"build dresd's {kind}", DRESD_BUILD_OVERHEAD_S, str(path), target_tokens=config.max_tokens,
-                        detail=f"of {corpus}")
+    return PendingBuild(f"build dresd's {'ID ' if config.id else ''}datastore", DRESD_BUILD_OVERHEAD_S, str(path),
+                        target_tokens=config.max_tokens,
+                        detail=f"of {corpus}" + (" (its answers' generation not counted)" if config.id else ""))

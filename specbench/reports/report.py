@@ -36,6 +36,7 @@ from specbench.reports.table import Table
 from specbench.results.context_lengths import length_groups
 from specbench.results.logprob_check import logprob_stats, logprob_table_rows
 from specbench.results.lossless import EXACT, MISMATCH, TIE
+from specbench.results.progress import progress_of
 from specbench.results.run import Run, load_run
 from specbench.results.run_folder import PROFILE_FILE
 from specbench.results.stats import Cell, category_stats, run_stats
@@ -110,6 +111,9 @@ def render(run: Run, fmt: str = "github", stats: dict[str, dict[str, Cell]] | No
     cols = run.subtasks() + [OVERALL]
     methods = run.methods()
     parts = _header(run.manifest) if run.manifest else []
+    progress = progress_of(run)
+    if progress is not None and progress.partial:  # interrupted or still running: its tables are not the run's
+        parts.append(f"**Partial run: {progress.text()}.** The tables cover only the records present.")
     tables: list[tuple[str, Callable[[Cell], str]]] = [
         ("Speedup vs AR (tokens/s ratio on the same questions, 95% bootstrap CI)", Cell.speedup_text),
         ("Mean tokens per forward pass (tau)", lambda c: fmt_num(c.tau, "{:.2f}")),

@@ -24,6 +24,7 @@ from typing import Any
 from specbench.catalog import OVERALL, OVERHEAD_KEY
 from specbench.files.jsonfile import finite
 from specbench.reports.labels import backend_label, dtype_label, hardware_label, model_label
+from specbench.results.progress import progress_of
 from specbench.results.run import Run
 from specbench.results.stats import DEFAULT_BOOTSTRAP, DEFAULT_SEED, Cell, category_stats, lossless_status, run_stats
 
@@ -79,8 +80,18 @@ def run_json(run: Run) -> dict[str, Any]:
         "split": cfg.get("split", "eval"),  # runs from before splits ran what is now the eval split (or all, custom)
         "repeats": cfg.get("repeats"), "tasks": list(cfg.get("tasks") or []),
         "task_versions": dict(m.get("task_versions") or {}), "git_commit": m.get("git_commit"),
-        "timestamp": m.get("timestamp"), "n_records": len(run.records),
+        "timestamp": m.get("timestamp"), "n_records": len(run.records), **partial_json(run),
     }
+
+
+def partial_json(run: Run) -> dict[str, Any]:
+    """``partial``, ``records_present`` / ``records_planned`` and ``running`` for an unfinished run (records
+    missing from its plan, or a process holding its lock); nothing for a finished one (its summary unchanged)."""
+    progress = progress_of(run)
+    if progress is None or not progress.partial:
+        return {}
+    return {"partial": True, "records_present": progress.present, "records_planned": progress.planned,
+            "running": progress.running is not None}
 
 
 def build_summary(run: Run, n_boot: int = DEFAULT_BOOTSTRAP, seed: int = DEFAULT_SEED,

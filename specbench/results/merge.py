@@ -5,6 +5,10 @@ config (except its shard), method configs, artifacts (paths ignored), task versi
 software versions and git commit. Otherwise ``merge_runs`` raises ``MergeError`` listing every
 difference. Records are concatenated (a record key present in two shards is an error); the manifest
 of the first shard is kept with the union of questions and a ``merged_from`` list.
+
+Each shard must also be finished: every record its manifest plans present, and no process holding its lock
+(``progress``). An unfinished shard is a one-line ``MergeError`` unless ``partial``, which merges what is there
+and records ``partial`` in the merged manifest (``{"records", "planned", "running", "shards"}``).
 """
 from __future__ import annotations
 
@@ -14,6 +18,7 @@ from typing import Any
 from specbench.errors import writing
 from specbench.files.jsonfile import write_json_atomic
 from specbench.profiling.machine_state import pooled_machine_state
+from specbench.results.progress import run_progress
 from specbench.results.record import Record
 from specbench.results.run_folder import MANIFEST_FILE, RECORDS_FILE, read_manifest, write_records
 from specbench.results.validation import read_validated_records
@@ -70,8 +75,32 @@ def _shard(manifest: dict[str, Any]) -> tuple[int, int] | None:
     return (int(s[0]), int(s[1])) if s else None
 
 
-def merge_runs(shard_dirs: list[str | Path], out_dir: str | Path, force: bool = False) -> dict[str, Any]:
-    """Merge shard folders into ``out_dir`` (must not hold a run); returns the merged manifest."""
+def unfinished(dirs: list[Path], manifests: list[dict[str, Any]], records: list[list[Record]],
+               partial: bool) -> tuple[dict[str, Any] | None, list[str]]:
+    """(the merged manifest's ``partial`` entry, or None when every shard finished; the shards whose manifest
+    plans nothing countable, an older one). An unfinished shard without ``partial`` is a one-line ``MergeError``."""
+    notes, running, unknown, present, planned = [], [], [], 0, 0
+    for d, manifest, recs in zip(dirs, manifests, records):
+        p = run_progress(d, manifest, recs)
+        if p is None:
+            unknown.append(d.name)
+            continue
+        present, planned = present + p.present, planned + p.planned
+        if p.partial:
+            notes.append(f"{d.name}: {p.text()}")
+        if p.running:
+            running.append(d.name)
+    if notes and not partial:
+        raise MergeError(f"unfinished shard(s): {'; '.join(notes)}; resume (re-run) or wait for them, or pass "
+                         "--partial to merge the records there")
+    entry = {"records": present, "planned": planned, "running": running, "shards": notes} if notes else None
+    return entry, unknown
+
+
+def merge_runs(shard_dirs: list[str | Path], out_dir: str | Path, force: bool = False,
+               partial: bool = False) -> dict[str, Any]:
+    """Merge shard folders into ``out_dir`` (must not hold a run); returns the merged manifest. Unfinished
+    shards are refused unless ``partial`` (see the module docstring)."""
     dirs = [Path(d) for d in shard_dirs]
     if len(dirs) < 2:
         raise MergeError("merge needs at least two shard folders")
@@ -94,8 +123,10 @@ def merge_runs(shard_dirs: list[str | Path], out_dir: str | Path, force: bool = 
 
     records: list[Record] = []
     seen: dict[tuple, str] = {}
-    for d, manifest in zip(dirs, manifests):
-        for r in read_validated_records(d, manifest):
+    per_shard = [read_validated_records(d, manifest) for d, manifest in zip(dirs, manifests)]
+    partial_entry, unchecked = unfinished(dirs, manifests, per_shard, partial)
+    for d, shard_records in zip(dirs, per_shard):
+        for r in shard_records:
             key = r.key
             if key in seen:
                 raise MergeError(f"record {r.method} {r.unit} is in both {seen[key]} and {d.name} (overlapping shards)")
@@ -124,6 +155,10 @@ def merge_runs(shard_dirs: list[str | Path], out_dir: str | Path, force: bool = 
     )
     if problems:
         merged["merge_forced_differences"] = problems
+    if partial_entry:
+        merged["partial"] = partial_entry
+    if unchecked:  # older manifests: merged as before, and the command warns
+        merged["merge_unchecked_shards"] = unchecked
     with writing(out):
         out.mkdir(parents=True, exist_ok=True)
     write_records(out / RECORDS_FILE, records)

@@ -80,3 +80,8 @@ def run_progress(run_dir: str | Path, manifest: dict[str, Any], records: list[Re
     planned = set(expected_keys(manifest, records))
     present = sum(r.key in planned for r in records)
     return Progress(present, len(planned), lock_holder(run_dir))
+
+
+def progress_of(run: Any) -> Progress | None:
+    """``run_progress`` of a loaded ``results.run.Run`` (every batch size of it)."""
+    return run_progress(run.path, run.manifest, run.every or run.records)

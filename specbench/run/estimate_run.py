@@ -6,11 +6,12 @@ T(n) comes from the run's own cost profile (a resumed ``budget=auto`` run), else
 else from a few forwards timed now (``PROBE_SIZES``: well under a second for a small model on a CPU); a
 ``budget=auto`` run without a profile will measure one, which the estimate counts as a build.
 
-Example (a fresh ``--methods rest,dresd,redrafter`` run on all six tasks, nothing cached)::
+Example: the main entry's command (``run_bench.py --methods rest,dresd,redrafter``) from an empty cache on
+the embedded model, the README's quiet T(n) in place of the timed forwards::
 
-    [specbench] estimate: 2028 generations (+24 warm-up), about 9 h 40 min here (6 h 50 min to 15 h; T(n) from 8 timed forwards)
-    [specbench]   first: ~2 min to build rest's datastore of sharegpt, ..., ~4 min to train redrafter's quick recipe
-    [specbench]   --limit 3 would take about 3 min (+ the same first-use builds)
+    [specbench] estimate: 2316 generations (+24 warm-up), about 4 h here (3 h to 6 h 30 min; T(n) from 8 timed forwards)
+    [specbench]   first: ~4 min to build rest's datastore x3, ~2 min to build dresd's datastore x3, ~4 min to train redrafter's quick recipe
+    [specbench]   --limit 3 would take about 11 min (+ the same first-use builds)
 """
 from __future__ import annotations
 
