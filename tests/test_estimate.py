@@ -69,8 +69,8 @@ def test_the_lines_name_the_builds_and_the_smaller_run_only_when_there_are_some(
     assert lines[1] == "  first: ~6 min to build rest's datastore x3"  # several of a kind: summed
     bare = format_estimate(RunEstimate(8, 0, (50, 60, 80)), "")
     assert bare == ["estimate: 8 generations, about 60 s here (50 s to 80 s)"]
-    est = RunEstimate(10, 2, (10.0, 20.0, 40.0), builds)
-    assert est.total_s == 620 and est.per_record_s == 2.0
+    est = RunEstimate(10, 2, (10.0, 20.0, 40.0), builds, warmup_s=5.0)
+    assert est.total_s == 620 and est.per_record_s == 1.5  # the warm-up's 5 s are not a timed generation's
     assert est.as_dict() | {"source": None} == {"seconds": 620.0, "low_s": 610.0, "high_s": 640.0, "builds_s": 600.0,
                                                 "generations": 10, "warmups": 2, "source": None}
 
@@ -163,6 +163,8 @@ def test_runner_prints_the_estimate_before_its_first_generation(tmp_path, capsys
     assert lines[0].startswith("[specbench] estimate: 8 generations (+2 warm-up), about ") and " s here (" in lines[0]
     assert "T(n) from 8 timed forwards" in lines[0] and len(fixed_forwards) == 1
     assert lines[1].startswith("[specbench]   --limit 3 would take about ")  # the run has more than 3 questions
+    bar = before[0].split("\r")[-1]
+    assert bar.startswith("bench:") and "warm-up" in bar and "<?" not in bar  # an ETA from the estimate at once
     manifest = read_manifest(run_dir_for(plan))
     assert manifest["estimate"]["generations"] == 8 and manifest["estimate"]["seconds"] > 0
 
@@ -182,6 +184,7 @@ def test_quiet_runs_and_small_runs_say_less(tmp_path, capsys, fixed_forwards) ->
 
 
 def test_a_resumed_run_estimates_what_it_has_left(tmp_path, capsys, fixed_forwards) -> None:
+    from specbench.results.run_folder import read_manifest
     from specbench.run.runner import Runner
 
     plan = _tiny_plan(tmp_path, limit=2)
@@ -191,6 +194,8 @@ def test_a_resumed_run_estimates_what_it_has_left(tmp_path, capsys, fixed_forwar
     (run_dir / "records.jsonl").write_text("\n".join(records[:3]) + "\n")  # 3 of 4 kept
     Runner(plan, run_dir, progress=True).run()
     assert "estimate: 1 generations (+2 warm-up)" in capsys.readouterr().err
+    resumed = read_manifest(run_dir)["resumed"]  # each resumption keeps its own estimate beside the first's
+    assert [r["estimate"]["generations"] for r in resumed] == [1] and read_manifest(run_dir)["estimate"] is None
 
 
 def test_first_use_builds_are_read_from_each_methods_cache(tmp_path, monkeypatch) -> None:
@@ -217,3 +222,18 @@ def test_first_use_builds_are_read_from_each_methods_cache(tmp_path, monkeypatch
     assert unique_builds(first_use_builds(runner)) == ()
     given = make_plan(RunConfig(methods=("rest",), tasks=("gsm8k",), limit=1, method_options={"rest": {"datastore": "x"}}))
     assert unique_builds(first_use_builds(SimpleNamespace(plan=given, loaded=lm))) == ()
+
+
+def test_budget_auto_counts_its_profile_measurement_once_and_then_reads_the_cached_profile(tmp_path, capsys,
+                                                                                         fixed_forwards) -> None:
+    from specbench.run.runner import Runner
+
+    first = _tiny_plan(tmp_path, limit=1, budget="auto")
+    Runner(first, run_dir_for(first), progress=True).run()  # measures the tiny model's profile into the cache
+    err = capsys.readouterr().err
+    assert "T(n) from 8 timed forwards" in err and "to measure the cost profile (budget=auto)" in err
+    again = _tiny_plan(tmp_path, limit=1, budget="auto", max_new_tokens=5)  # another run on the same model
+    Runner(again, run_dir_for(again), progress=True).run()
+    err = capsys.readouterr().err
+    assert "T(n) from the cached cost profile" in err and "measure the cost profile" not in err
+    assert len(fixed_forwards) == 1  # nothing timed for the second estimate

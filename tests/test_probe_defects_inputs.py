@@ -275,3 +275,14 @@ def test_stale_tmp_helper(tmp_path):
     (tmp_path / f".ngrams.sqlite.tmp-{dead}-journal").write_text("its sqlite journal")
     assert sorted(p.name for p in remove_stale_tmp(tmp_path)) == sorted([old_db.name, old_db.name + "-journal"])
     assert mine.exists() and remove_stale_tmp(tmp_path / "missing") == []
+
+
+def test_docstring_examples():
+    import doctest
+
+    import specbench.files.jsonfile
+    import specbench.files.stale_tmp
+    import specbench.run.question_counts
+
+    for mod in (specbench.files.jsonfile, specbench.files.stale_tmp, specbench.run.question_counts):
+        assert doctest.testmod(mod).failed == 0, mod.__name__

@@ -48,3 +48,11 @@ def test_a_complete_run_has_no_partial_line_or_fields(tmp_path):
     assert "Partial" not in text and "running" not in text
     summary = json.loads((run / "summary.json").read_text())["run"]
     assert not {"partial", "records_planned", "running"} & set(summary)
+
+
+def test_docstring_examples():
+    import doctest
+
+    import specbench.results.progress
+
+    assert doctest.testmod(specbench.results.progress).failed == 0

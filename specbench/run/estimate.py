@@ -63,9 +63,10 @@ class PendingBuild:
 
 @dataclass(frozen=True)
 class RunEstimate:
-    """What the run will take: ``records`` generations timed (+ ``warmups`` untimed), their ``seconds``
-    (low, about, high), the ``builds`` before them, and ``limited``: (N, about seconds) of the same run at
-    ``--limit N`` (None when the run has no more than N questions per task)."""
+    """What the run will take: ``records`` generations timed (+ ``warmups`` untimed), the ``seconds`` of all
+    of them (low, about, high; ``warmup_s`` of it the warm-up's, about), the ``builds`` before them, and
+    ``limited``: (N, about seconds) of the same run at ``--limit N`` (None when the run has no more than N
+    questions per task)."""
 
     records: int
     warmups: int
@@ -73,6 +74,7 @@ class RunEstimate:
     builds: tuple[PendingBuild, ...] = ()
     limited: tuple[int, float] | None = None
     source: str = ""  # where T(n) came from, for the reader
+    warmup_s: float = 0.0
 
     @property
     def build_s(self) -> float:
@@ -86,7 +88,7 @@ class RunEstimate:
     @property
     def per_record_s(self) -> float | None:
         """The mean estimated seconds of one timed generation (seeds the progress bar's rate)."""
-        return self.seconds[1] / self.records if self.records else None
+        return (self.seconds[1] - self.warmup_s) / self.records if self.records else None
 
     def as_dict(self) -> dict[str, Any]:
         """The manifest's ``estimate``: seconds of the whole run (about, low, high), builds and generations."""

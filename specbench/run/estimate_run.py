@@ -77,7 +77,8 @@ def estimate_run(runner: Any) -> RunEstimate | None:
         small_work, small_warmups = plan_work(small, set(), prompts)
         limited = (LIMIT_HINT, estimate_work(small_work + small_warmups, cost)[1])
     return RunEstimate(records, len(warmups), estimate_work(work + warmups, cost),
-                       tuple(priced(b, cost) for b in unique_builds(builds)), limited, source)
+                       tuple(priced(b, cost) for b in unique_builds(builds)), limited, source,
+                       estimate_work(warmups, cost)[1])
 
 
 def plan_work(plan: Any, done: set, prompts: dict[str, int]) -> tuple[list[Work], list[Work]]:
