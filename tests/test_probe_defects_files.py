@@ -67,6 +67,10 @@ def _damage(folder: Path, pickled: str, damage: str) -> Path:
         torch.save({"x": torch.zeros(1)}, weights)
         (folder / "config.json").write_text("{not json")
         return folder / "config.json"
+    if damage == "config nested too deeply":
+        torch.save({"x": torch.zeros(1)}, weights)
+        (folder / "config.json").write_text("[" * 100_000)
+        return folder / "config.json"
     if damage == "config not an object":
         torch.save({"x": torch.zeros(1)}, weights)
         (folder / "config.json").write_text("[1, 2]")
@@ -87,6 +91,7 @@ def _damage(folder: Path, pickled: str, damage: str) -> Path:
 
 
 DAMAGES = {"config not json": "not valid JSON", "config not an object": "not a JSON object",
+           "config nested too deeply": "nested too deeply",
            "garbage safetensors header": "is corrupt or not a weight file", "blocked pickle": "weights_only",
            "legacy pickle opcode": "weights_only", "not a mapping": "not a mapping of names to tensors",
            "unknown weight key": ""}

@@ -49,6 +49,8 @@ def read_config(folder: Path, what: str, kind: str, name: str = "config.json") -
         data = json.loads(file.read_text(encoding="utf-8"))
     except json.JSONDecodeError as e:
         raise ConfigError(f"{what}: {file} is not valid JSON ({e.msg}: line {e.lineno} column {e.colno})") from None
+    except RecursionError:  # ([ nested 100,000 deep; the stack is unwound by now)
+        raise ConfigError(f"{what}: {file} is JSON nested too deeply to read") from None
     except (OSError, UnicodeDecodeError) as e:
         raise ConfigError(f"{what}: cannot read {file} ({first_line(e)})") from None
     if not isinstance(data, dict):
