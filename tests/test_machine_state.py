@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 
 import pytest
+import torch
 
 import specbench.profiling.wait_policy as wait_policy
 from specbench.cli import main
@@ -57,6 +58,9 @@ class FakeProbe:
 
 def use_probe(monkeypatch: pytest.MonkeyPatch, probe: FakeProbe) -> FakeProbe:
     monkeypatch.setattr(machine_probe, "default_probe", lambda: probe)
+    # the run's threads default to torch's count, which an earlier test's --threads 1 may have left at 1 in this
+    # process (one spare core of two would hide the scripted contention): the probe's cores are the run's threads
+    monkeypatch.setattr(torch, "get_num_threads", lambda: probe.n)
     return probe
 
 
