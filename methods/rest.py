@@ -19,10 +19,10 @@ from specbench.api import (
     register_datastore_builder, register_first_use_build, register_method, resolve_data_dir)
 
 # seconds of a first-use build of the cached datastore (tokenizing, suffix array, test-prompt check) of
-# ShareGPT, the largest default (27.8M tokens; every task's but HumanEval's, whose 4.2M take less): the CPU
-# time of `specbench datastore build --kind rest --corpus sharegpt` on this project's 2-core CPU (94 s user +
-# 3.5 s system, the model's first conversion included; 210 s wall beside other jobs, load average ~6)
-REST_BUILD_S = 90.0
+# ShareGPT, the largest default (27.8M tokens; every task's but HumanEval's, whose 4.2M take less): 39 s and
+# 41 s wall for ShareGPT alone and GSM8K-train+ShareGPT, 12 s for stdlib+CodeAlpaca, on this project's quiet
+# 2-core CPU (`python run_bench.py --methods rest,dresd,redrafter --limit 2`, load 0.97 before the run)
+REST_BUILD_S = 40.0
 
 
 @dataclass(frozen=True)
