@@ -18,8 +18,13 @@ def _read_lines(data_dir: Path | None) -> tuple[str, list[str]]:
         if not path.is_file():
             raise TaskDataError(f"Spec-Bench questions not found: {path}")
         return str(path), read_lines(path)
-    with urllib.request.urlopen(SPEC_BENCH_URL, timeout=60) as resp:  # real users without a data dir
-        return SPEC_BENCH_URL, resp.read().decode("utf-8").splitlines()
+    try:  # real users without a data dir
+        with urllib.request.urlopen(SPEC_BENCH_URL, timeout=60) as resp:
+            return SPEC_BENCH_URL, resp.read().decode("utf-8").splitlines()
+    except (OSError, UnicodeDecodeError) as e:  # (URLError and timeouts are OSErrors): offline is one line
+        reason = getattr(e, "reason", None) or e
+        raise TaskDataError(f"could not download Spec-Bench's questions from {SPEC_BENCH_URL} ({reason}); pass "
+                            "--data-dir with a copy at spec_bench/question.jsonl") from None
 
 
 @lru_cache(maxsize=4)

@@ -55,3 +55,22 @@ def test_malformed_question_file(tmp_path):
 def test_missing_question_file(tmp_path):
     with pytest.raises(TaskDataError, match="not found"):
         TASKS.get("gsm8k")().load(tmp_path)
+
+
+def test_offline_without_a_data_dir_is_one_line(monkeypatch):
+    """No data dir and no network: the questions' download fails in one line naming the URL and the fix
+    (a machine without network got urllib's traceback)."""
+    import urllib.error
+    import urllib.request
+
+    def offline(*args, **kwargs):
+        raise urllib.error.URLError("Name or service not known")
+
+    monkeypatch.setattr(urllib.request, "urlopen", offline)
+    _load_all.cache_clear()
+    try:
+        with pytest.raises(TaskDataError, match="could not download Spec-Bench's questions .*--data-dir") as e:
+            _load_all(None)
+    finally:
+        _load_all.cache_clear()
+    assert "\n" not in str(e.value) and "Name or service not known" in str(e.value)
