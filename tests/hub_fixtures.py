@@ -182,3 +182,15 @@ def eagle3_reference_checkpoint(target: torch.nn.Module, out: Path, draft_vocab:
         "rms_norm_eps": c.rms_norm_eps, "max_position_embeddings": 2048, "pad_token_id": 0, "tie_word_embeddings": False,
         "torch_dtype": "float16", "vocab_size": vocab, "draft_vocab_size": draft_vocab}))
     return out
+
+
+def tiny_family_dir(out: Path, family: str, seed: int = 0) -> Path:
+    """A 2-layer random ``family`` model (``conftest.make_tiny_model``: llama, qwen2, gpt2, neox) over
+    ``vicuna_like_tokenizer``, saved with it in ``out``; ``tiny_family_dir(out, "llama")`` is a Llama like
+    ``tiny_vicuna``'s without its end-of-sequence id (every generation runs to its token limit)."""
+    from conftest import make_tiny_model
+
+    tok = vicuna_like_tokenizer()
+    make_tiny_model(family, seed=seed, vocab=len(tok)).save_pretrained(out)
+    tok.save_pretrained(out)
+    return out

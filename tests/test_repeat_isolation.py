@@ -10,7 +10,7 @@ then resumed (the same records as an uninterrupted run).
 Example of the leak this catches: ``suffix`` at repeat 1 of q1 finds repeat 0's answer in its global index
 and drafts all of it: without the isolation its tau on q1 was 1.85 at repeat 0 and 4.0 at repeat 1 (recycling:
 3.0 and 4.8). A new method is picked up automatically; if it needs options to build on the tiny model, add
-them to ``OPTIONS``.
+them to ``OPTIONS`` in ``tests/every_method.py``.
 """
 from __future__ import annotations
 
@@ -19,36 +19,16 @@ import json
 
 import pytest
 
+from every_method import QUESTIONS, every_method_options
 from hub_fixtures import tiny_vicuna
 from specbench.config.run_config import RunConfig
-from specbench.datastore import corpora
 from specbench.engine.budget import DraftBudget
-from specbench.plugins.registry import CORPORA, METHODS, register_corpus
+from specbench.plugins.registry import METHODS
 from specbench.results.record import Record, Unit
 from specbench.results.run_folder import RecordWriter, read_records
 from specbench.run.drafter_state import RepeatIsolation
 from specbench.run.plan import make_plan, run_dir_for
 from specbench.run.runner import Runner
-
-CORPUS = "tiny_repeat_corpus"
-CORPUS_TEXTS = ["the cat sat on the mat. the cat sat on the mat.", "x = [1, 2, 3]; y = [1, 2, 3]; z = [1, 2, 3]",
-                "one two three four, one two three four, one two three four."] * 4
-if CORPUS not in CORPORA:
-    register_corpus(CORPUS)(lambda data_dir: iter(CORPUS_TEXTS))
-    corpora.PAIR_LOADERS.setdefault(CORPUS, lambda data_dir: (("", t) for t in CORPUS_TEXTS))
-
-QUESTIONS = [{"id": "q1", "turns": ["the cat sat on the mat. the cat", "and the dog?"]},
-             {"id": "q2", "turns": ["one two three four, one two"]},
-             {"id": "q3", "turns": ["x = [1, 2, 3]; y = [1,"]}]
-# options that build every method on the tiny model (datastores over CORPUS, untrained heads); sps drafts
-# with the target itself (set by the fixture); samd@rec: samd whose auxiliary (Token Recycling) learns
-OPTIONS: dict[str, dict[str, str]] = {
-    "rest": {"corpus": CORPUS}, "crest": {"corpus": CORPUS}, "samd": {"corpus": CORPUS},
-    "dresd": {"corpus": CORPUS, "max_tokens": "3000", "k": "8", "nprobe": "4"},
-    "redrafter": {"checkpoint": "random"}, "medusa": {"checkpoint": "random"}, "eagle": {"checkpoint": "random"},
-    "hydra": {"checkpoint": "random"}, "eagle3": {"checkpoint": "random"},
-    "samd@rec": {"auxiliary": "recycling", "len_threshold": "8"},
-}
 
 
 class Holder:
@@ -100,7 +80,7 @@ def setup(tmp_path_factory: pytest.TempPathFactory):
     model_dir = tiny_vicuna(root / "model", seed=5)
     tasks = root / "qs.jsonl"
     tasks.write_text("".join(json.dumps(q) + "\n" for q in QUESTIONS))
-    options = {**OPTIONS, "sps": {"draft_model": str(model_dir)}}
+    options = every_method_options(str(model_dir))
     with pytest.MonkeyPatch.context() as m:
         m.setenv("SPECBENCH_CACHE", str(root / "cache"))
 

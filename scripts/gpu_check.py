@@ -1,0 +1,170 @@
+"""One prepared check of a GPU install (``scripts/gpu_check.sh`` installs the carried wheels, then runs this):
+
+1. environment: torch, CUDA, GPU, the project's commit, the packages the check needs;
+2. exactness: every registered method on tiny random llama, qwen2, gpt2 and neox models through the real
+   ``Runner`` in float32 (TF32 off), bfloat16 and float16: 0 MISMATCH (ties counted per method and dtype);
+3. cli: ``run_bench.py`` end to end on a small random Llama at batch sizes 1 and 4, ``--budget both``;
+4. cost profile: T(n)/T(1), n = 1..64, after 1k and 8k tokens on a Llama-7B-shaped bfloat16 model,
+   written as ``profile.json``;
+5. ``summary.md`` and ``summary.json`` in ``--out`` (default ``$OUT``, else a new temporary folder).
+
+Exits 1 when a step finds a MISMATCH or crashes (a crashed step is recorded and the next one runs), else 0.
+``--device cpu`` is the smoke mode CI runs (tiny sizes, about a minute on 2 cores).
+
+Example: ``python scripts/gpu_check.py --device cpu --out /tmp/check`` writes ``/tmp/check/summary.md``.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+for _p in (ROOT, ROOT / "tests", ROOT / "scripts"):  # the project is not installed on the GPU machine
+    if str(_p) not in sys.path:
+        sys.path.insert(0, str(_p))
+
+from gpucheck.summary import exit_status, run_step, write_summary  # noqa: E402
+
+# Sizes and time budgets per mode. The CUDA ones were sized from this project's 2-core CPU: one exactness
+# cell (all 15 methods, one family and dtype, 3 records each of 24 tokens) took 1.5-2 s, the CLI step 15 s,
+# the tiny profile 6 s. A tiny model's forward on a GPU is bound by kernel launches (about 3x a CPU's
+# here), so the 12 CUDA cells take about 10 s each (120 s of a 180 s budget); the CLI step is a
+# 256-wide model (launch-bound too) for 120 s at most; the 7B-shaped profile is 2 x 64 sizes x 7 forwards
+# of 5-20 ms plus an 8k prefill (about 30 s of a 150 s budget). With the wheels' install, the total
+# stays under 8 minutes even when every budget is used up. A step past its budget stops and says so.
+MODES: dict[str, dict[str, Any]] = {
+    "cuda": {"families": ("llama", "qwen2", "gpt2", "neox"), "dtypes": ("float32", "bfloat16", "float16"),
+             "exact_tokens": 24, "exact_limit": 2, "exact_budget_s": 180,
+             "cli_hidden": 256, "cli_tokens": 32, "cli_limit": 8, "cli_dtype": "float16", "cli_budget_s": 120,
+             "profile_budget_s": 150},
+    "cpu": {"families": ("llama", "qwen2", "gpt2", "neox"), "dtypes": ("float32", "bfloat16", "float16"),
+            "exact_tokens": 12, "exact_limit": 1, "exact_budget_s": 60,
+            "cli_hidden": 64, "cli_tokens": 12, "cli_limit": 4, "cli_dtype": "float32", "cli_budget_s": 90,
+            "profile_budget_s": 30},
+}
+NEEDED = ("pydivsufsort", "faiss", "matplotlib", "transformers", "safetensors", "tokenizers", "yaml", "tabulate")
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description="Check a GPU install: exactness, the CLI, the cost profile.")
+    p.add_argument("--device", default="cuda", help="cuda (the full check) or cpu (smoke mode, tiny sizes)")
+    p.add_argument("--out", default=None, help="folder of summary.md, summary.json, profile.json "
+                   "(default $OUT, else a new temporary folder)")
+    args = p.parse_args(argv)
+    if args.device.split(":")[0] not in MODES:
+        p.error(f"--device must be cuda[:N] or cpu, got {args.device!r}")
+    return args
+
+
+def commit() -> str:
+    """The project's commit: git's, else ``$SPECBENCH_COMMIT`` (a copied working tree has no ``.git``), else
+    the first line of a ``COMMIT`` file at the root, else ``unknown``."""
+    try:
+        return subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True,
+                              check=True, timeout=10).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        f = ROOT / "COMMIT"
+        return os.environ.get("SPECBENCH_COMMIT") or (f.read_text().split("\n")[0].strip() if f.is_file() else "unknown")
+
+
+def environment(device: str) -> tuple[str, dict[str, Any]]:
+    """torch, CUDA, the GPU and the commit; ``failed`` when the device or a needed package is missing."""
+    import importlib.util
+
+    import torch
+
+    figures: dict[str, Any] = {"torch": torch.__version__, "cuda": torch.version.cuda, "commit": commit(),
+                               "python": sys.version.split()[0]}
+    missing = [m for m in NEEDED if importlib.util.find_spec(m) is None]
+    figures["missing_packages"] = missing
+    if device.startswith("cuda"):
+        if not torch.cuda.is_available():
+            return "failed", {**figures, "error": "torch sees no CUDA device"}
+        figures["gpu"] = torch.cuda.get_device_name(torch.device(device))
+    print("[gpu-check] " + ", ".join(f"{k}={v}" for k, v in figures.items()), flush=True)
+    return ("failed" if missing else "passed"), {**figures, **({"error": f"missing: {missing}"} if missing else {})}
+
+
+def exactness(work: Path, device: str, mode: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+    """Every method x family x dtype cell (dtype-major: float32 first), until the step's budget runs out."""
+    from gpucheck.exactness import all_methods, run_cell
+
+    deadline = time.monotonic() + mode["exact_budget_s"]
+    cells, stopped = [], None
+    for dtype in mode["dtypes"]:
+        for family in mode["families"]:
+            if time.monotonic() > deadline:
+                stopped = f"stopped at {family} {dtype}: past its {mode['exact_budget_s']} s budget"
+                break
+            cells.append(run_cell(work, family, dtype, device, all_methods(), mode["exact_tokens"], mode["exact_limit"]))
+        if stopped:
+            break
+    mismatches = sum(c["MISMATCH"] for cell in cells for c in cell["methods"].values())
+    missing = [f"{c['family']} {c['dtype']}: {m}" for c in cells for m in c["missing"]]
+    figures: dict[str, Any] = {"cells": cells, "mismatches": mismatches,
+                               "ties": sum(c["tie"] for cell in cells for c in cell["methods"].values())}
+    if mismatches or missing:
+        return "failed", {**figures, "error": f"{mismatches} MISMATCH records" + (f"; no records: {missing}" if missing else "")}
+    return ("stopped", {**figures, "error": stopped}) if stopped else ("passed", figures)
+
+
+def cli(work: Path, device: str, mode: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+    """``run_bench.py`` end to end; ``failed`` on a non-zero exit, a MISMATCH or a missing file or timer."""
+    from gpucheck.cli_run import EXPECTED_FILES, run_cli
+
+    got = run_cli(work, device, mode["cli_dtype"], mode["cli_hidden"], mode["cli_tokens"], mode["cli_limit"],
+                  mode["cli_budget_s"])
+    if got["exit"] is None:
+        return "stopped", got
+    complete = (got["exit"] == 0 and not got["mismatch"] and got["batch_sizes"] == [1, 4] and got["ttft_s"]
+                and got["peak_memory_mb"] and list(got["files"]) == sorted(EXPECTED_FILES))
+    if not complete and not got.get("error"):
+        got["error"] = "the run's records, files or timers are incomplete"
+    return ("passed" if complete else "failed"), got
+
+
+def cost_profile(out: Path, device: str, mode: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+    """T(n)/T(1) written as ``out/profile.json``."""
+    from gpucheck.profile_curve import measure_profile
+
+    got = measure_profile(out / "profile.json", device, device == "cpu", time.monotonic() + mode["profile_budget_s"])
+    return ("stopped", {**got, "error": got["stopped"]}) if got["stopped"] else ("passed", got)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the steps in order, write the summary, return the exit status."""
+    args = parse_args(argv)
+    mode = MODES[args.device.split(":")[0]]
+    out = Path(args.out or os.environ.get("OUT") or tempfile.mkdtemp(prefix="gpu-check-"))
+    work = Path(tempfile.mkdtemp(prefix="gpu-check-work-"))  # models, runs, caches: not brought back
+    cache_before = os.environ.get("SPECBENCH_CACHE")
+    os.environ["SPECBENCH_CACHE"] = str(work / "cache")  # datastores and profiles of the check stay in it
+    start = time.monotonic()
+    try:
+        steps = [run_step("environment", lambda: environment(args.device)),
+                 run_step("exactness", lambda: exactness(work, args.device, mode)),
+                 run_step("cli", lambda: cli(work, args.device, mode)),
+                 run_step("cost profile", lambda: cost_profile(out, args.device, mode))]
+    finally:
+        if cache_before is None:
+            os.environ.pop("SPECBENCH_CACHE", None)
+        else:
+            os.environ["SPECBENCH_CACHE"] = cache_before
+        shutil.rmtree(work, ignore_errors=True)
+    header = {"device": args.device, "mode": "full" if args.device != "cpu" else "cpu smoke (tiny sizes)",
+              "seconds": round(time.monotonic() - start, 1), **{k: v for k, v in mode.items() if not k.endswith("_s")}}
+    md = write_summary(out, header, steps)
+    print(md.read_text())
+    print(f"[gpu-check] summary: {md}; exit {exit_status(steps)}", flush=True)
+    return exit_status(steps)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,74 @@
+"""``scripts/gpu_check.py`` in its CPU smoke mode (what CI runs, about 35 s on 2 cores), and its verdicts:
+a MISMATCH or a crashing step makes it exit 1 with the next steps still run; a step out of time says so."""
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "scripts"))
+
+import gpu_check  # noqa: E402
+from gpucheck.exactness import count_classes  # noqa: E402
+
+
+def test_cpu_smoke_mode_passes_and_writes_its_summary(tmp_path: Path) -> None:
+    assert gpu_check.main(["--device", "cpu", "--out", str(tmp_path)]) == 0
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    assert [s["status"] for s in summary["steps"]] == ["passed"] * 4
+    exact = summary["steps"][1]["figures"]
+    assert {(c["family"], c["dtype"]) for c in exact["cells"]} == {
+        (f, d) for f in ("llama", "qwen2", "gpt2", "neox") for d in ("float32", "bfloat16", "float16")}
+    from specbench.plugins.registry import METHODS
+    assert all(set(c["methods"]) == set(METHODS.names()) - {"ar"} for c in exact["cells"])  # every method checked
+    cli = summary["steps"][2]["figures"]
+    assert cli["batch_sizes"] == [1, 4] and "pld@auto" in cli["methods"] and cli["ttft_s"] > 0
+    ratio = summary["steps"][3]["figures"]["ratio"]
+    assert set(ratio) == {"32", "128"} and all(r["1"] == 1.0 and "64" in r for r in ratio.values())
+    from specbench.profiling.profile import load_profile
+    assert set(load_profile(tmp_path / "profile.json")["latency_by_context_s"]["128"]) == {str(n) for n in range(1, 65)}
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["profile.json", "summary.json", "summary.md"]
+    assert "| pld | 0 / 0 of" in (tmp_path / "summary.md").read_text()
+
+
+def test_mismatch_and_crash_exit_1_and_the_next_steps_still_run(tmp_path: Path, monkeypatch) -> None:
+    import gpucheck.exactness as exactness
+
+    monkeypatch.setattr(exactness, "run_cell", lambda root, family, dtype, *a: {
+        "family": family, "dtype": dtype, "missing": [], "seconds": 0.1,
+        "methods": {"pld": {"exact": 1, "tie": 1, "MISMATCH": 1}}})
+    ran = []
+    monkeypatch.setattr(gpu_check, "cli", lambda *a: ran.append("cli") or 1 / 0)
+    monkeypatch.setattr(gpu_check, "cost_profile", lambda *a: ran.append("profile") or ("passed", {}))
+    assert gpu_check.main(["--device", "cpu", "--out", str(tmp_path)]) == 1
+    steps = {s["name"]: s for s in json.loads((tmp_path / "summary.json").read_text())["steps"]}
+    assert steps["exactness"]["status"] == "failed" and steps["exactness"]["error"].startswith("12 MISMATCH")
+    assert steps["cli"]["status"] == "crashed" and steps["cli"]["error"] == "ZeroDivisionError: division by zero"
+    assert ran == ["cli", "profile"] and steps["cost profile"]["status"] == "passed"
+    assert "| pld | 4 / 4 of 12 | 4 / 4 of 12 | 4 / 4 of 12 |" in (tmp_path / "summary.md").read_text()
+
+
+def test_a_step_past_its_budget_stops_and_says_so(monkeypatch) -> None:
+    import gpucheck.exactness as exactness
+
+    monkeypatch.setattr(exactness, "run_cell", lambda *a: pytest.fail("ran past its budget"))
+    status, figures = gpu_check.exactness(Path("."), "cpu", {**gpu_check.MODES["cpu"], "exact_budget_s": -1})
+    assert status == "stopped" and "budget" in figures["error"] and figures["cells"] == []
+
+
+def test_lossless_classes_counted_per_method() -> None:
+    from types import SimpleNamespace as R
+
+    recs = [R(method="ar", lossless_class=None), R(method="pld", lossless_class="exact"),
+            R(method="pld", lossless_class="MISMATCH"), R(method="sps", lossless_class="tie")]
+    assert count_classes(recs) == {"pld": {"exact": 1, "tie": 0, "MISMATCH": 1},
+                                   "sps": {"exact": 0, "tie": 1, "MISMATCH": 0}}
+
+
+def test_unknown_device_is_one_line(capsys) -> None:
+    with pytest.raises(SystemExit) as e:
+        gpu_check.main(["--device", "tpu"])
+    assert e.value.code == 2 and "--device must be cuda[:N] or cpu, got 'tpu'" in capsys.readouterr().err
