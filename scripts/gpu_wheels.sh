@@ -2,13 +2,13 @@
 # Download, into .whl/ (ignored by git), the wheels scripts/gpu_check.sh installs on a GPU machine without
 # network: the packages the check imports that such a machine's image lacks, for CPython 3.12 on
 # manylinux x86_64. The image has torch, transformers, safetensors, tokenizers, numpy, scipy, tabulate,
-# pyyaml, pytest, tqdm, jinja2, psutil, scikit-learn, packaging; it lacks pydivsufsort (samd's automaton),
-# faiss-cpu (dresd's index) and matplotlib with its dependencies (the batch report's figure). Versions are
-# this project's tested ones. Usage: bash scripts/gpu_wheels.sh   (about 50 MB; carry .whl to the machine)
+# pyyaml, pytest, tqdm, jinja2, psutil, scikit-learn, packaging and matplotlib with its dependencies (the
+# device's package list, read 2026-11-17); it lacks pydivsufsort (samd's automaton) and faiss-cpu (dresd's
+# index), whose own needs (numpy, packaging, wheel) it has. Versions are this project's tested ones.
+# Usage: bash scripts/gpu_wheels.sh   (about 21 MB; carry .whl to the machine)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-PACKAGES=(pydivsufsort==0.0.20 faiss-cpu==1.15.1 matplotlib==3.11.2 contourpy==1.3.3 cycler==0.12.1
-          fonttools==4.68.0 kiwisolver==1.5.1 pillow==13.0.0 pyparsing==3.3.3 python-dateutil==2.9.0.post0 six==1.17.0)
+PACKAGES=(pydivsufsort==0.0.20 faiss-cpu==1.15.1)
 mkdir -p .whl
 for p in "${PACKAGES[@]}"; do
   python3 -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
