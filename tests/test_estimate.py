@@ -57,6 +57,15 @@ def test_ar_is_priced_as_is_and_a_drafting_method_over_the_prior_speedups() -> N
     assert estimate_work([warm], flat(0.05))[1] == pytest.approx(5.0)
 
 
+def test_a_batched_drafting_job_is_priced_over_the_wider_batched_prior() -> None:
+    """Drafting at B > 1 ran as slow as 0.2x AR (recycling at B=4): its high figure must reach that far,
+    while a drafting job alone keeps the narrower prior."""
+    alone, batched = Work(False, 10, 100), Work(False, 10, 100, rows=4)
+    assert estimate_work([alone], flat(0.05), batched_prior=(0.2, 1.0, 1.5))[2] == pytest.approx(5.0 / 0.55)
+    assert estimate_work([batched], flat(0.05), batched_prior=(0.2, 1.0, 1.5)) == pytest.approx((5.0 / 1.5, 5.0, 25.0))
+    assert estimate_work([batched], flat(0.05))[2] == pytest.approx(25.0)  # the default batched prior: 0.2x
+
+
 def test_the_lines_name_the_builds_and_the_smaller_run_only_when_there_are_some() -> None:
     builds = (PendingBuild("build rest's datastore", 360, "a", detail="of sharegpt"),
               PendingBuild("train redrafter's quick recipe", 240))

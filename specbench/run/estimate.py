@@ -31,6 +31,10 @@ Cost = Callable[..., Any]  # (n, context=None) -> seconds (``cost_profile.cost_f
 # spread of the default methods' measured Overall speedups on this project's 2-core CPU (README,
 # "Measurements": dresd 0.58x ... pld 1.35x, samd@auto 1.42x); the assumption is AR's own speed
 SPEEDUP_PRIOR = (0.55, 1.0, 1.5)
+# the same at batch sizes above 1, where drafting is dearer (every sequence's draft pads the shared forward):
+# README's batch-8 rows reach lookahead@auto 0.19x, and recycling ran at 0.22x AR at B=4 (`python run_bench.py
+# --methods recycling --tasks gsm8k,mt_bench --limit 8 --batch-size 1,4 --max-new-tokens 64`), outside 0.55
+BATCHED_SPEEDUP_PRIOR = (0.2, 1.0, 1.5)
 TARGET_PASS_ROWS = 1024  # a build's batched target pass, priced per token as a forward of this many rows
 
 
@@ -106,14 +110,15 @@ def generation_s(cost: Cost, prompt_tokens: int, new_tokens: int, rows: int = 1)
     return float(cost(prompt_tokens * rows)) + float(decode)
 
 
-def estimate_work(work: Iterable[Work], cost: Cost,
-                  prior: Sequence[float] = SPEEDUP_PRIOR) -> tuple[float, float, float]:
+def estimate_work(work: Iterable[Work], cost: Cost, prior: Sequence[float] = SPEEDUP_PRIOR,
+                  batched_prior: Sequence[float] = BATCHED_SPEEDUP_PRIOR) -> tuple[float, float, float]:
     """(low, about, high) seconds of ``work``: AR priced as is, a drafting method at AR's price over each of
-    ``prior``'s speedups (the fastest one gives the low figure)."""
+    ``prior``'s speedups (``batched_prior``'s for a job of several rows; the fastest gives the low figure)."""
     out = np.zeros(3)
     for w, n in Counter(work).items():
         ar = n * generation_s(cost, w.prompt_tokens, w.new_tokens, w.rows)
-        out += ar if w.baseline else ar / np.array(prior)[::-1]
+        speedups = np.array(prior if w.rows == 1 else batched_prior)
+        out += ar if w.baseline else ar / speedups[::-1]
     return float(out[0]), float(out[1]), float(out[2])
 
 
