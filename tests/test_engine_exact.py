@@ -121,10 +121,10 @@ def test_engine_equals_generate_for_any_drafter(family):
         assert oracle.accept_lengths[:-1] == [1] + [6] * ((len(oracle.accept_lengths) - 2))
         # budget=auto keeps it exact: on a steep cost curve about a node of a random draft is kept (once
         # learned; the drafter proposes 6.5 on average), on a flat one the oracle's whole drafts
-        steep = DraftBudget(lambda n, context=None: 1.0 + 0.3 * (np.asarray(n) - 1))
+        steep = DraftBudget(lambda n, context=None: 1.0 + 0.3 * (np.asarray(n) - 1), calibrate=False)
         pruned = engine.generate(prompt, RandomDrafter(trial, 64), 30, draft_budget=steep)
         assert pruned.output_ids == ref and np.mean(pruned.draft_sizes[5:]) < 1.5
-        flat = DraftBudget(lambda n, context=None: 1.0 + 0.01 * (np.asarray(n) - 1))
+        flat = DraftBudget(lambda n, context=None: 1.0 + 0.01 * (np.asarray(n) - 1), calibrate=False)
         whole = engine.generate(prompt, OracleDrafter(ref, len(prompt)), 30, draft_budget=flat)
         assert whole.output_ids == ref and whole.accept_lengths[-2] == 6
 

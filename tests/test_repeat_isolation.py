@@ -137,8 +137,13 @@ def test_every_repeat_of_every_method_drafts_alike(every_method, method: str) ->
 
 def test_budget_auto_repeats_start_from_the_same_budget(setup, monkeypatch) -> None:
     """``budget=auto`` learns acceptance across generations: pld (no state of its own) too. The cost profile
-    is a fixed curve and drafting time is priced as zero, so the budget's choices depend on its state alone."""
+    is a fixed curve, drafting time is priced as zero and nothing is calibrated from the steps' timings, so the
+    budget's choices (draft or skip included) depend on its state alone."""
     import specbench.profiling.cost_profile as cost_profile
+    from specbench.engine.step_costs import StepCosts
+
+    for name in ("observe_forward", "observe_overhead", "observe_draft"):
+        monkeypatch.setattr(StepCosts, name, lambda self, *a, **k: None)
 
     monkeypatch.setattr(cost_profile, "measure_forward_curve",
                         lambda model, context, sizes, repeats, backend="auto": {n: 0.01 * (1 + 0.3 * n) for n in sizes})

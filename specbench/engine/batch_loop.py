@@ -30,6 +30,7 @@ from specbench.engine.aux_rows import append_aux
 from specbench.engine.batch_cache import BatchedCache
 from specbench.engine.batch_inputs import batch_inputs
 from specbench.engine.budget import DraftBudget
+from specbench.engine.draft_or_skip import SequenceState
 from specbench.engine.draft_step import Draft, keep_nodes
 from specbench.engine.drafter import Drafter
 from specbench.engine.generation import Generation
@@ -53,6 +54,7 @@ class _Slot:
     request: int  # index into the requests
     drafter: Drafter | None
     st: _Decoding
+    seq: SequenceState | None = None  # budget=auto: this sequence's drafting history (draft_or_skip.py)
 
 
 class BatchDecoder:
@@ -68,8 +70,9 @@ class BatchDecoder:
         self.sampling = None if sampling is None or sampling.greedy else sampling
         self.budget = budget
         # budget=auto prices a step as the padded batched forward: batch_cost(active slots, rows each, context);
-        # without batch curves, a forward of all the rows (the single-sequence curve)
-        self.batch_cost = batch_cost or (lambda a, m, ctx: budget.cost(a * m, ctx) if budget else None)
+        # without batch curves, a forward of all the rows (the single-sequence curve); calibrated by the budget
+        if budget is not None and batch_cost is not None:
+            budget.costs.batch_cost = batch_cost
         self._sync = engine._sync
 
     @torch.inference_mode()
@@ -147,7 +150,7 @@ class BatchDecoder:
             gen.margin_rows.append(logits[-1:])
         st = _Decoding(gen, list(req.prompt_ids) + [root], len(req.prompt_ids), root, hidden[-1], [hidden], sampler,
                        [] if states is None else [states[0]])
-        entry = _Slot(index, drafter, st)
+        entry = _Slot(index, drafter, st, SequenceState() if self.budget is not None and drafter is not None else None)
         if slot == len(slots):
             slots.append(entry)
         else:
@@ -162,6 +165,8 @@ class BatchDecoder:
     def _release(self, b: int, slots: list[_Slot], cache: BatchedCache, requests: list[Request],
                  waiting: deque, gens: list[Generation | None]) -> None:
         """Slot ``b`` is done: it takes the next waiting request, else the last active slot moves into it."""
+        if slots[b].seq is not None:
+            slots[b].st.gen.add_budget_summary(slots[b].seq)
         self._free.append(slots[b].drafter)
         if waiting:
             self._admit(requests, waiting.popleft(), slots, cache, gens, slot=b)
@@ -181,19 +186,24 @@ class BatchDecoder:
     def _step(self, slots: list[_Slot], cache: BatchedCache) -> None:
         engine, target, now = self.engine, self.engine.target, time.perf_counter
         t_step = now()
-        drafts, draft_s, drafting = [], [], []
-        for slot in slots:  # 1. draft, each slot for itself
+        budget, a = self.budget, len(slots)
+        context = max(len(s.st.tokens) for s in slots)
+        rooms = [self.max_new - len(slot.st.gen.output_ids) for slot in slots]
+        drafting = [slot.drafter is not None and room > 1 for slot, room in zip(slots, rooms)]
+        skipped = [False] * a
+        if budget is not None:  # budget=auto: which sequences draft this step (draft_or_skip.py)
+            candidates = [b for b in range(a) if drafting[b] and slots[b].seq is not None]
+            for b, go in zip(candidates, budget.plan([slots[b].seq for b in candidates], context, a)):
+                drafting[b], skipped[b] = go, not go
+        drafts, draft_s = [], []
+        for slot, room, drafted in zip(slots, rooms, drafting):  # 1. draft, each slot for itself (serially)
             t = now()
-            room = self.max_new - len(slot.st.gen.output_ids)
-            drafting.append(slot.drafter is not None and room > 1)
-            drafts.append(engine._draft_step(slot.st, slot.drafter, room, self.budget, t, select=len(slots) == 1)
-                          if drafting[-1] else Draft())
-            draft_s.append(now() - t)
-        if self.budget is not None and len(slots) > 1 and any(d.tree is not None for d in drafts):
-            a = len(slots)
-            keeps = self.budget.select_batch([d.tree for d in drafts], [d.aux_rows for d in drafts],
-                                             lambda m, ctx: self.batch_cost(a, m, ctx),
-                                             max(len(s.st.tokens) for s in slots), max(draft_s))
+            drafts.append(engine._draft_step(slot.st, slot.drafter, room, budget, t, select=a == 1)
+                          if drafted else Draft())
+            draft_s.append(now() - t if drafted else 0.0)
+        if budget is not None and a > 1 and any(d.tree is not None for d in drafts):
+            keeps = budget.select_batch([d.tree for d in drafts], [d.aux_rows for d in drafts],
+                                        lambda m, ctx: budget.costs.forward(m, ctx, a), context, sum(draft_s))
             for d, keep in zip(drafts, keeps):
                 keep_nodes(d, keep)
         self._sync()
@@ -222,17 +232,22 @@ class BatchDecoder:
         self._sync()
         verify_s = now() - t
         # 5. emit; each slot's drafter and the budget learn what was accepted
+        emitted = []
         for b, (slot, c, d, ver, logits, ds, drafted) in enumerate(
                 zip(slots, compiled, drafts, vers, logits_all, draft_s, drafting)):
             st = slot.st
             st.gen.add_pass(d.tree, d.aux_rows, ds, verify_s)
-            engine._emit(st, ver, logits, self.record_margins)
+            emitted.append(len(engine._emit(st, ver, logits, self.record_margins)))
             topk = _row_topk(slot.drafter, logits, c.tree_rows) if drafted else None
             mine = None
             if states is not None and wanted[b]:  # this slot's layers, in its drafter's declared order
                 mine = states[b, : c.input_ids.shape[1], [layers.index(i) for i in wanted[b]]]
-            engine._feedback(st, slot.drafter, self.budget if drafted else None, d.tree, ver, mine, topk)
+            engine._feedback(st, slot.drafter, budget if drafted else None, d.tree, ver, mine, topk,
+                             observe=not skipped[b])
             st.gen.step_times_s.append(now() - t_step)
+        if budget is not None:
+            budget.end_step([s.seq for s in slots], drafting, emitted, draft_s, [d.asked_depth for d in drafts], rows,
+                            context - 1, verify_s, now() - t_step)
 
 
 def _layers(drafter: Drafter | None) -> tuple[int, ...]:

@@ -36,6 +36,8 @@ from typing import Callable
 
 import numpy as np
 
+from specbench.engine.draft_or_skip import DraftGains, SequenceState, choose
+from specbench.engine.step_costs import StepCosts
 from specbench.engine.tree import DraftTree
 
 # a method's draft budget: verify each draft whole (its paper's setting) or the part worth its cost here
@@ -114,20 +116,66 @@ class Selection:
 
 
 class DraftBudget:
-    """Online per-step choice of the verified subset of a ranked draft (one per drafter and task).
+    """Online per-step choices of ``budget=auto`` (one budget per drafter and task): whether a step drafts at all
+    (``plan``, ``draft_or_skip.py``), and which subset of a ranked draft it verifies (``select``).
 
     ``cost(n, context)`` = seconds of a target forward of ``n`` new tokens (an array) after ``context``
-    cached tokens (the cost profile's T, ``specbench/profiling/cost_profile.py``; ``context`` may be None).
+    cached tokens (the cost profile's T, ``specbench/profiling/cost_profile.py``; ``context`` may be None);
+    ``batch_cost(active, rows, context)`` the same for a padded batched forward (``profiling/batch_profile.py``).
+    Both are calibrated online by the run's own step timings (``step_costs.py``, fed by ``end_step``) unless
+    ``calibrate`` is False (a made-up profile in a test).
     """
 
-    def __init__(self, cost: Callable[..., np.ndarray], seed: int = 0) -> None:
+    def __init__(self, cost: Callable[..., np.ndarray], seed: int = 0,
+                 batch_cost: Callable[..., np.ndarray] | None = None, calibrate: bool = True) -> None:
         self.cost = cost
+        self.costs = StepCosts(cost, batch_cost, calibrate)
+        self.gains = DraftGains()
         self.stats = AcceptanceStats()
         self.rng = np.random.default_rng(seed)
+        self.last_depth = 0  # the depth the last drafted step asked for (prices the next draft before it is made)
         self._rates: np.ndarray | None = None  # this step's draw (``depth_hint`` draws, ``select`` reuses it)
 
     def _cost(self, n: np.ndarray, context: int | None) -> np.ndarray:
-        return np.asarray(self.cost(n, context), dtype=float)
+        """A drafting step's calibrated seconds besides the draft: the verify forward of ``n`` rows and the overhead."""
+        return self.costs.forward(n, context) + self.costs.overhead(True)
+
+    # -- draft or skip -------------------------------------------------------------------------------
+    def plan(self, states: list[SequenceState], context: int | None, active: int = 1) -> list[bool]:
+        """Whether each candidate sequence (``states``, those with a drafter and room for a draft) drafts this
+        step, in a forward of ``active`` sequences after ``context`` cached tokens (``draft_or_skip.choose``)."""
+        costs = self.costs
+        return choose(states, self.gains, costs.draft_seconds(self.last_depth, active),
+                      lambda rows: float(costs.forward(max(1, int(round(rows))), context, active)),
+                      lambda drafted: costs.overhead(drafted, active), active)
+
+    def end_step(self, states: list[SequenceState | None], drafted: list[bool], emitted: list[int],
+                 draft_s: list[float], depths: list[int], padded_rows: int, context: int | None, verify_s: float,
+                 step_s: float) -> None:
+        """Learn one step of ``len(states)`` sequences (None: a sequence without a drafter): its forward of
+        ``padded_rows`` rows took ``verify_s``, the whole step ``step_s``; sequence i drafted (``drafted[i]``,
+        for ``draft_s[i]`` seconds, asked ``depths[i]`` tokens deep) and emitted ``emitted[i]`` tokens. Each
+        state first adds the step's price as predicted before this step was learned (its share of it)."""
+        costs, active = self.costs, len(states)
+        used = [i for i, d in enumerate(drafted) if d]
+        predicted = sum(costs.draft_seconds(depths[i], active) for i in used) + \
+            float(costs.forward(padded_rows, context, active)) + costs.overhead(bool(used), active)
+        plain = float(costs.forward(1, context, active)) + costs.overhead(False, active)
+        for s, n in zip(states, emitted):
+            if s is not None:
+                s.predicted_s += predicted / active
+                s.predicted_ar_s += n * plain / active
+        costs.observe_forward(padded_rows, context, verify_s, active)
+        costs.observe_overhead(bool(used), step_s - verify_s - sum(draft_s[i] for i in used), active)
+        for i in used:
+            costs.observe_draft(depths[i], draft_s[i], active)
+        if used:
+            self.last_depth = max(depths[i] for i in used)
+            self.gains.add(active, [emitted[i] for i in used], padded_rows)
+        for s, d, n in zip(states, drafted, emitted):
+            if s is not None and d:  # (a skipped step was counted when ``plan`` chose it)
+                s.gain.add(float(n))
+                s.skipped, s.drafted_steps = 0, s.drafted_steps + 1
 
     def _step_rates(self) -> np.ndarray:
         if self._rates is None:
@@ -167,7 +215,7 @@ class DraftBudget:
         sums = [np.concatenate([[0.0], np.cumsum(p[o])]) for p, o in zip(probs, orders)]
         ms = np.arange(max(1 + a for a in aux_rows), max(1 + a + len(p) for a, p in zip(aux_rows, probs)) + 1)
         gained = sum(1.0 + cum[np.clip(ms - 1 - a, 0, len(cum) - 1)] for cum, a in zip(sums, aux_rows))
-        seconds = np.asarray(cost_rows(ms, context), dtype=float) + draft_s
+        seconds = np.asarray(cost_rows(ms, context), dtype=float) + draft_s + self.costs.overhead(True, len(trees))
         m = int(ms[int(np.argmax(gained / seconds))])
         return [sorted(o[: max(0, m - 1 - a)].tolist()) for o, a in zip(orders, aux_rows)]
 

@@ -29,6 +29,7 @@ class Draft:
     aux: AuxRows | None = None
     draft_probs: torch.Tensor | None = None  # [len(tree), V] at temperature > 0 when sampled; None = one-hot
     accept_depth: int | None = None  # Proposal.accept_depth
+    asked_depth: int = 0  # the DraftContext.max_depth the drafter was given (0: not asked)
 
     @property
     def aux_rows(self) -> int:

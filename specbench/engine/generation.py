@@ -13,6 +13,7 @@ to first token, from the call on, so it includes the cache allocation and ``draf
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 import torch
 
@@ -38,6 +39,12 @@ class Generation:
     # the batch (0 unless it refilled a finished one's slot) and when it emitted its last token
     admitted_s: float | None = None
     finished_s: float | None = None
+    # budget=auto only (``draft_or_skip.py``): decode steps that drafted and that ran plain; the budget's priced
+    # seconds of the decode steps (calibrated, each made before its step) and of the same tokens as plain steps
+    drafted_steps: int | None = None
+    skipped_steps: int | None = None
+    predicted_s: float | None = None
+    predicted_ar_s: float | None = None
 
     @property
     def forward_passes(self) -> int:
@@ -50,6 +57,11 @@ class Generation:
         self.draft_sizes.append(0 if tree is None else len(tree))
         self.aux_sizes.append(aux_rows)
         self.draft_depths.append(0 if tree is None else max(tree.depths()))
+
+    def add_budget_summary(self, seq: Any) -> None:
+        """Keep a ``budget=auto`` sequence's counts and predictions (``draft_or_skip.SequenceState``)."""
+        self.drafted_steps, self.skipped_steps = seq.drafted_steps, seq.skipped_steps
+        self.predicted_s, self.predicted_ar_s = seq.predicted_s, seq.predicted_ar_s
 
     def token_margins(self) -> list[float] | None:
         """Per emitted token, the relative top-2 margin of the logits that chose it; None unless the

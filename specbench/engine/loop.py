@@ -28,6 +28,7 @@ import torch
 from specbench.engine.aux_rows import append_aux
 from specbench.engine.backends import DEFAULT_BACKEND, Backend, resolve_backend
 from specbench.engine.budget import DraftBudget
+from specbench.engine.draft_or_skip import SequenceState
 from specbench.engine.draft_step import Draft, draft_step
 from specbench.engine.drafter import DraftContext, Drafter, StepResult
 from specbench.engine.generation import Generation
@@ -85,11 +86,14 @@ class Engine:
             drafter.begin(list(prompt_ids))
         st = self._prefill(prompt_ids, cache, sampler, record_margins, t_start, layers, hidden)
         gen = st.gen
+        seq = SequenceState() if draft_budget is not None and drafter is not None else None
         while st.root not in self.stop_ids and len(gen.output_ids) < max_new_tokens:
             room = max_new_tokens - len(gen.output_ids)  # tokens this step may still emit
-            drafting = drafter is not None and room > 1
-            # 1. draft
             t_step = now()
+            drafting = drafter is not None and room > 1
+            if drafting and seq is not None:  # budget=auto: draft only when it pays (draft_or_skip.py)
+                drafting = draft_budget.plan([seq], len(st.tokens))[0]
+            # 1. draft
             draft = self._draft_step(st, drafter, room, draft_budget, t_step) if drafting else Draft()
             sync()
             t_draft = now() - t_step
@@ -107,14 +111,22 @@ class Engine:
             if len(ver.rows) < compiled.input_ids.shape[1]:
                 trim_cache(cache, n_ctx, ver.rows)
             sync()
-            gen.add_pass(draft.tree, draft.aux_rows, t_draft, now() - t)
+            t_verify = now() - t
+            gen.add_pass(draft.tree, draft.aux_rows, t_draft, t_verify)
             # 5. emit and stop
             emitted = self._emit(st, ver, logits, record_margins)
             topk = _row_topk(drafter, logits, compiled.tree_rows) if drafting else None
-            self._feedback(st, drafter, draft_budget if drafting else None, draft.tree, ver, layer_states, topk)
+            skipped = seq is not None and not drafting  # the drafter was not called: it is not told either
+            self._feedback(st, drafter, draft_budget if drafting else None, draft.tree, ver, layer_states, topk,
+                           observe=not skipped)
             gen.step_times_s.append(now() - t_step)
+            if seq is not None:
+                draft_budget.end_step([seq], [drafting], [len(emitted)], [t_draft], [draft.asked_depth],
+                                      int(compiled.input_ids.shape[1]), n_ctx, t_verify, gen.step_times_s[-1])
             if emitted[-1] in self.stop_ids:
                 break
+        if seq is not None:
+            gen.add_budget_summary(seq)
         return gen
 
     def _prefill(self, prompt_ids: list[int], cache: object, sampler: Sampler | None, record_margins: bool,
@@ -154,7 +166,9 @@ class Engine:
         max_depth = room - 1 if budget is None else min(room - 1, budget.depth_hint(len(st.tokens)))
         ctx = DraftContext(st.tokens, st.prompt_len, st.last_hidden, self.model, max_depth, unseen, sampler=st.sampler,
                            layer_states=unseen_layers)
-        return draft_step(drafter, ctx, room, budget, started, select)
+        draft = draft_step(drafter, ctx, room, budget, started, select)
+        draft.asked_depth = max_depth
+        return draft
 
     def _emit(self, st: "_Decoding", ver: Verification, logits: torch.Tensor, record_margins: bool) -> list[int]:
         """Step 5: append the accepted tokens and the bonus (cut after a stop token); the bonus is the next root."""
@@ -178,9 +192,11 @@ class Engine:
     @staticmethod
     def _feedback(st: "_Decoding", drafter: Drafter | None, budget: DraftBudget | None, tree: DraftTree | None,
                   ver: Verification, layer_states: torch.Tensor | None = None,
-                  row_topk: torch.Tensor | None = None) -> None:
+                  row_topk: torch.Tensor | None = None, observe: bool = True) -> None:
         """Tell the budget and the drafter which nodes were accepted; keep the rows' hidden states for the drafter
-        (and the chosen layers' states, ``layer_states`` [n, m, h] of every verified row, when it asked)."""
+        (and the chosen layers' states, ``layer_states`` [n, m, h] of every verified row, when it asked).
+        ``observe`` False (a step ``budget=auto`` skipped): the drafter is not told (it proposed nothing), but the
+        rows' states are still queued, so a drafter that reads them catches up when it is next called."""
         accepted = [r - 1 for r in ver.rows[1:]]
         if budget is not None:
             budget.observe(tree, accepted)
@@ -188,7 +204,8 @@ class Engine:
             st.fresh.append(ver.hidden[ver.rows])
             if layer_states is not None:
                 st.fresh_layers.append(layer_states[ver.rows])
-            drafter.observe(StepResult(tree, accepted, ver.bonus, ver.aux_predictions, row_topk))
+            if observe:
+                drafter.observe(StepResult(tree, accepted, ver.bonus, ver.aux_predictions, row_topk))
 
 
 def _row_topk(drafter: Drafter | None, logits: torch.Tensor, tree_rows: int) -> torch.Tensor | None:

@@ -4,7 +4,7 @@ A ``Unit`` is the unit of work every part of specbench pairs on: (task, question
 turns 1-based, repeats 0-based, ``batch`` the batch size it was decoded at (1 unless ``--batch-size``). A ``Record`` is what the runner writes per (method, unit); ``stats``,
 ``check``, ``merge`` and the tests read the same type back.
 
-Fields (``SCHEMA_VERSION`` 7):
+Fields (``SCHEMA_VERSION`` 8):
 - identity: ``method, task, subtask, task_version, question_id, category, turn, repeat``
 - work: ``prompt_tokens, new_tokens, output_ids``
 - timing: ``wall_time_s`` (whole generation incl. prefill, tokenisation excluded), ``draft_time_s``,
@@ -32,6 +32,10 @@ Fields (``SCHEMA_VERSION`` 7):
   time: ``wall_time_s`` is its equal share, so pooled time over a batch's records is the batch's time and
   pooled tokens over time its throughput); ``admitted_s`` / ``finished_s``, seconds from the batch's start
   to the sequence's admission (0 unless it refilled a finished one's slot) and to its last token
+- ``budget=auto`` (schema 8; null for other methods): ``drafted_steps`` / ``skipped_steps``, the decode steps
+  that drafted and that the budget ran plain without calling the drafter (``engine/draft_or_skip.py``), and
+  ``predicted_s`` / ``predicted_ar_s``, the budget's calibrated price of the decode steps (each priced before its
+  step ran; at batch size above 1 the sequence's share) and of the same tokens as plain steps
 - memory: ``peak_memory_bytes`` and ``peak_memory_kind`` (``specbench.profiling.memory``: CUDA max allocated, or the
   CPU peak RSS), reset before each generation
 
@@ -40,7 +44,7 @@ optional per-pass depths and verify / step times and the prefill time (null when
 ``-`` for the latency and per-position figures of such records); 4 -> 5 only the optional sampling fields
 (null when absent: greedy); 5 -> 6 only the optional ``config_digest`` (null when absent: not checked); 6 -> 7
 only the optional ``context_length`` (null when absent: a task without an input length) and the batching
-fields (null when absent: batch size 1).
+fields (null when absent: batch size 1); 7 -> 8 only the optional ``budget=auto`` fields (null when absent).
 
 Schema 1 (before the typed record) allowed an integer ``question_id`` and left ``repeat``,
 ``forward_passes``, the time sums and ``subtask`` optional; ``from_json`` fills them as the readers of
@@ -52,7 +56,7 @@ schema 1 did, so old runs report identically.
 >>> rec.unit, rec.subtask, rec.forward_passes
 (Unit(task='gsm8k', question_id='7', turn=1, repeat=0, batch=1), 'GSM8K', 2)
 >>> rec.to_json()["schema_version"], rec.prefill_time_s, rec.context_length
-(7, None, None)
+(8, None, None)
 """
 from __future__ import annotations
 
@@ -62,8 +66,8 @@ from typing import Any, Sequence
 
 from specbench.catalog import task_label
 
-SCHEMA_VERSION = 7
-READABLE_VERSIONS = (1, 2, 3, 4, 5, 6, 7)  # 2 to 6 read as is: every field they lack is optional
+SCHEMA_VERSION = 8
+READABLE_VERSIONS = (1, 2, 3, 4, 5, 6, 7, 8)  # 2 to 7 read as is: every field they lack is optional
 
 
 @dataclass(frozen=True, order=True)
@@ -144,6 +148,10 @@ class Record:
     batch_wall_time_s: float | None = None
     admitted_s: float | None = None
     finished_s: float | None = None
+    drafted_steps: int | None = None
+    skipped_steps: int | None = None
+    predicted_s: float | None = None
+    predicted_ar_s: float | None = None
 
     @property
     def unit(self) -> Unit:
@@ -196,6 +204,9 @@ class Record:
             context_length=context_length,
             batch_size=unit.batch if batched else None, batch_wall_time_s=batch_wall_time_s if batched else None,
             admitted_s=times(gen.admitted_s), finished_s=times(gen.finished_s),
+            drafted_steps=gen.drafted_steps, skipped_steps=gen.skipped_steps,
+            predicted_s=None if gen.predicted_s is None else round(gen.predicted_s, 7),
+            predicted_ar_s=None if gen.predicted_ar_s is None else round(gen.predicted_ar_s, 7),
         )
 
     def to_json(self) -> dict[str, Any]:

@@ -1,0 +1,132 @@
+"""``budget=auto``'s first choice of every step: draft, or run a plain step (one row, the drafter not called).
+
+A step that drafts pays for the drafter, the wider verify forward and the drafting step's own bookkeeping; a plain
+step pays for a one-row forward and emits exactly one token. With ``A`` sequences in the forward, of which the
+``k`` with the best expected gains draft, the step's expected tokens per second are
+
+    value(k) = (A + sum over the k of (g_i - 1)) / (sum over the k of D + F(m_k, A) + O(k > 0, A))
+
+- ``g_i``: tokens a drafted step of sequence i emits, a decayed mean of its own drafted steps in this
+  generation, starting from the budget's mean over every sequence (``DraftGains``); the budget's later
+  choice of how much of the draft to verify (``DraftBudget.select``) is inside it;
+- ``D``: one sequence's drafting seconds, ``F(m, A)``: the verify forward of ``A`` sequences padded to ``m``
+  rows (``m_0 = 1``; else the padded width the budget's drafted steps had), ``O``: the step's overhead; all
+  three calibrated online (``step_costs.py``).
+
+The step drafts for the best ``k``; ties go to fewer drafts, so the plain step wins when drafting does not
+pay. Before ``WARM_STEPS`` drafted steps the budget knows nothing and every sequence drafts.
+
+**Exploring.** A skipped drafter learns nothing, so a sequence that has skipped ``gap`` steps in a row drafts
+once anyway (a probe): ``gap`` starts at ``PROBE_GAP[0]`` and doubles after every probe that did not make
+drafting pay again, up to ``PROBE_GAP[1]``; a step chosen to draft resets it. A probe costs at most one
+drafting step in ``gap``: about 1/64 of the steps once drafting has kept losing, so the probes' price is a
+percent or two at worst, and a sequence whose text turns repetitive recovers within ``gap`` steps.
+
+Example: one sequence, a plain step costs 40 ms; drafting costs 10 ms and the forward of its 4 rows 48 ms,
+and drafted steps emit 1.5 tokens: value(1) = 1.5 / 58 ms < value(0) = 1 / 40 ms: skip. At 2 tokens per
+drafted step: 2 / 58 > 1 / 40: draft.
+
+>>> best_k([2.0], [0.010], lambda k: 0.040 if k == 0 else 0.048, lambda k: 0.0, 1)
+1
+>>> best_k([1.5], [0.010], lambda k: 0.040 if k == 0 else 0.048, lambda k: 0.0, 1)
+0
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable
+
+import numpy as np
+
+from specbench.engine.step_costs import DecayedMean
+
+GAIN_DECAY = 0.9  # per drafted step: about 10 steps of memory (text turns repetitive, or stops being so)
+WARM_STEPS = 4  # drafted steps a budget sees before it may skip
+PROBE_GAP = (8, 64)  # skipped steps in a row before a probe: the first gap, the largest
+
+
+def best_k(gains: list[float], draft_s: list[float], forward: Callable[[int], float],
+           overhead: Callable[[int], float], active: int) -> int:
+    """How many of the candidate sequences (``gains`` best first, with their drafting seconds) should draft in a
+    step of ``active`` sequences: the ``k`` of highest ``value(k)`` (module docstring); ``forward(k)`` and
+    ``overhead(k)`` are the forward's and the rest of the step's seconds when ``k`` sequences draft."""
+    ks = np.arange(len(gains) + 1)
+    tokens = active + np.concatenate([[0.0], np.cumsum(np.asarray(gains, dtype=float) - 1.0)])
+    seconds = np.concatenate([[0.0], np.cumsum(draft_s)]) + np.array([forward(int(k)) + overhead(int(k)) for k in ks])
+    return int(np.argmax(tokens / np.maximum(seconds, 1e-12)))
+
+
+@dataclass
+class SequenceState:
+    """One sequence's drafting history in a generation (created at its start)."""
+
+    gain: DecayedMean = field(default_factory=lambda: DecayedMean(GAIN_DECAY))
+    skipped: int = 0  # plain steps in a row
+    gap: int = PROBE_GAP[0]  # skipped steps before the next probe
+    probed: bool = False  # its last draft was a probe
+    drafted_steps: int = 0
+    skipped_steps: int = 0
+    predicted_s: float = 0.0  # the budget's priced seconds of this sequence's decode steps (its share)
+    predicted_ar_s: float = 0.0  # the same tokens at the price of plain steps
+
+
+class DraftGains:
+    """A budget's tokens per drafted step and padded rows per drafted step, per number of sequences in the step
+    (and over all), as decayed means."""
+
+    def __init__(self) -> None:
+        self.tokens: dict[int, DecayedMean] = {}
+        self.rows: dict[int, DecayedMean] = {}
+        self.drafted = 0  # drafted sequence-steps seen
+
+    @staticmethod
+    def _get(table: dict[int, DecayedMean], active: int, default: float) -> float:
+        for key in (active, 0):
+            m = table.get(key)
+            if m is not None and m.known:
+                return m.mean
+        return default
+
+    def gain(self, active: int) -> float:
+        return self._get(self.tokens, active, 1.0)
+
+    def padded_rows(self, active: int) -> float:
+        return self._get(self.rows, active, 1.0)
+
+    def add(self, active: int, tokens: list[int], padded_rows: int) -> None:
+        for key in (active, 0):
+            t = self.tokens.setdefault(key, DecayedMean(GAIN_DECAY))
+            for n in tokens:
+                t.add(float(n))
+            self.rows.setdefault(key, DecayedMean(GAIN_DECAY)).add(float(padded_rows))
+        self.drafted += len(tokens)
+
+
+def choose(states: list[SequenceState], gains: DraftGains, draft_s: float, forward: Callable[[float], float],
+           overhead: Callable[[bool], float], active: int) -> list[bool]:
+    """Which of the candidate ``states`` draft this step (see the module docstring), probes included."""
+    if not states:
+        return []
+    if gains.drafted < WARM_STEPS:
+        return [True] * len(states)
+    expected = [s.gain.mean if s.gain.known else gains.gain(active) for s in states]
+    order = sorted(range(len(states)), key=lambda i: -expected[i])
+    width = gains.padded_rows(active)
+    k = best_k([expected[i] for i in order], [draft_s] * len(order),
+               lambda k: forward(1.0 if k == 0 else width), lambda k: overhead(k > 0), active)
+    chosen = set(order[:k])
+    out = []
+    for i, s in enumerate(states):
+        if i in chosen:
+            s.gap, s.probed = PROBE_GAP[0], False
+            out.append(True)
+            continue
+        if s.probed:  # the probe did not make drafting pay: wait longer before the next one
+            s.gap, s.probed = min(2 * s.gap, PROBE_GAP[1]), False
+        if s.skipped >= s.gap:
+            s.probed = True
+            out.append(True)
+        else:
+            s.skipped, s.skipped_steps = s.skipped + 1, s.skipped_steps + 1
+            out.append(False)
+    return out

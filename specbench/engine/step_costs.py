@@ -1,0 +1,156 @@
+"""What a decode step costs on this machine, learned online from the run's own steps (``budget=auto``).
+
+The cost profile (``specbench/profiling/cost_profile.py``) prices a target forward of ``n`` rows, ``T(n)``,
+but it was measured apart from the run: the run's forwards come out 5-20% dearer (wider forwards more), and
+a step also pays for things outside the forward. ``StepCosts`` learns, from each step's measured times:
+
+- a **calibration** of ``T``: the ratio measured / profile of the verify forward, per (sequences in the forward,
+  row-count bucket ``1, 2-3, 4-7, 8-15, ...``), as decayed sums, so ``forward(n)`` = ``T(n)`` x ratio;
+- the step's **overhead** outside draft and verify (emit, feedback, bookkeeping), for drafting and plain steps
+  apart, per number of sequences;
+- the **drafting seconds** of one sequence, per depth asked of the drafter (``DraftContext.max_depth``) and
+  number of sequences, so a skipped draft's price is known before the drafter is called.
+
+Every table is a decayed mean (``DecayedMean``): recent steps weigh more, as the context and the text move on.
+A table without data falls back to a coarser one (any bucket, any depth, any batch size) and finally to the
+profile alone (ratio 1, no overhead, no drafting time).
+
+>>> costs = StepCosts(lambda n, ctx=None: 0.01 * (1 + 0.1 * (n - 1)))
+>>> float(costs.forward(1, None))
+0.01
+>>> costs.observe_forward(1, None, 0.012)  # the run's 1-row forwards take 20% more than the profile says
+>>> round(float(costs.forward(1, None)), 4), round(float(costs.forward(16, None)), 4)  # 16 rows: no data, same ratio
+(0.012, 0.03)
+"""
+from __future__ import annotations
+
+from typing import Callable
+
+import numpy as np
+
+COST_DECAY = 0.97  # per observation: about 30 steps of memory (the context grows, the machine drifts)
+MAX_ROW_BUCKET = 8  # bucket k holds 2^k .. 2^(k+1) - 1 rows; 256 rows and more share the last
+MAX_DEPTH = 16
+
+
+def row_bucket(rows: int) -> int:
+    """``floor(log2(rows))`` capped: 1 -> 0, 2-3 -> 1, 4-7 -> 2, ...
+
+    >>> [row_bucket(n) for n in (1, 2, 3, 4, 9, 10**6)]
+    [0, 1, 1, 2, 3, 8]
+    """
+    return min(int(max(rows, 1)).bit_length() - 1, MAX_ROW_BUCKET)
+
+
+class DecayedMean:
+    """A mean whose older observations decay by ``decay`` per new one.
+
+    >>> m = DecayedMean(0.5)
+    >>> m.add(1.0); m.add(3.0)
+    >>> round(m.mean, 3), m.known
+    (2.333, True)
+    """
+
+    def __init__(self, decay: float = COST_DECAY) -> None:
+        self.decay = decay
+        self.total = 0.0
+        self.weight = 0.0
+
+    def add(self, value: float, weight: float = 1.0) -> None:
+        self.total = self.total * self.decay + value * weight
+        self.weight = self.weight * self.decay + weight
+
+    @property
+    def known(self) -> bool:
+        return self.weight > 1e-9
+
+    @property
+    def mean(self) -> float:
+        return self.total / self.weight if self.known else float("nan")
+
+
+class RatioTable:
+    """Decayed measured / predicted ratios keyed by a tuple, with a coarser fallback key (first element only)."""
+
+    def __init__(self) -> None:
+        self.measured: dict[tuple, DecayedMean] = {}
+        self.predicted: dict[tuple, DecayedMean] = {}
+
+    def add(self, key: tuple, measured: float, predicted: float) -> None:
+        for k in (key, key[:1]):
+            self.measured.setdefault(k, DecayedMean()).add(measured)
+            self.predicted.setdefault(k, DecayedMean()).add(predicted)
+
+    def ratio(self, key: tuple) -> float:
+        for k in (key, key[:1]):
+            m, p = self.measured.get(k), self.predicted.get(k)
+            if m is not None and m.known and p.total > 0:
+                return m.total / p.total
+        return 1.0
+
+
+class StepCosts:
+    """The calibrated price of a step's parts (see the module docstring).
+
+    ``cost(n, context)``: the profile's seconds of a forward of ``n`` rows after ``context`` cached tokens;
+    ``batch_cost(active, rows, context)``: the same for ``active`` sequences padded to ``rows`` rows each
+    (default: one forward of ``active * rows`` rows). ``calibrate`` False keeps the profile's T as it is (tests
+    that inject a made-up profile, whose seconds the machine's real forwards would otherwise overrule).
+    """
+
+    def __init__(self, cost: Callable[..., np.ndarray], batch_cost: Callable[..., np.ndarray] | None = None,
+                 calibrate: bool = True) -> None:
+        self.cost = cost
+        self.batch_cost = batch_cost
+        self.calibrate = calibrate
+        self.calibration = RatioTable()
+        self.overheads: dict[tuple[bool, int], DecayedMean] = {}
+        self.drafting: dict[tuple[int, int], DecayedMean] = {}  # (active, depth) and (0, depth): any batch size
+
+    # -- the forward -------------------------------------------------------------------------------------
+    def profile(self, rows: int | np.ndarray, context: int | None, active: int = 1) -> np.ndarray:
+        """The profile's seconds of the verify forward (uncalibrated)."""
+        if active <= 1:
+            return np.asarray(self.cost(rows, context), dtype=float)
+        if self.batch_cost is not None:
+            return np.asarray(self.batch_cost(active, rows, context), dtype=float)
+        return np.asarray(self.cost(np.asarray(rows) * active, context), dtype=float)
+
+    def forward(self, rows: int | np.ndarray, context: int | None, active: int = 1) -> np.ndarray:
+        """The calibrated seconds of the verify forward: the profile's x the run's measured / profile ratio."""
+        base = self.profile(rows, context, active)
+        ratios = np.array([self.calibration.ratio((active, row_bucket(int(r)))) for r in np.ravel(rows)])
+        return base * (ratios[0] if np.ndim(rows) == 0 else ratios.reshape(np.shape(rows)))
+
+    def observe_forward(self, rows: int, context: int | None, seconds: float, active: int = 1) -> None:
+        predicted = float(self.profile(rows, context, active))
+        if self.calibrate and predicted > 0 and seconds > 0:
+            self.calibration.add((active, row_bucket(rows)), seconds, predicted)
+
+    # -- outside the forward -----------------------------------------------------------------------------
+    def overhead(self, drafted: bool, active: int = 1) -> float:
+        """Seconds of a step outside drafting and verifying (0 until a step of the kind was seen)."""
+        for key in ((drafted, active), (drafted, 0), (not drafted, active), (not drafted, 0)):
+            m = self.overheads.get(key)
+            if m is not None and m.known:
+                return max(m.mean, 0.0)
+        return 0.0
+
+    def observe_overhead(self, drafted: bool, seconds: float, active: int = 1) -> None:
+        for key in ((drafted, active), (drafted, 0)):
+            self.overheads.setdefault(key, DecayedMean()).add(seconds)
+
+    def draft_seconds(self, depth: int, active: int = 1) -> float:
+        """One sequence's drafting seconds when asked for ``depth`` tokens (nearest known depth, any batch size
+        as a fallback; 0 before any draft)."""
+        depth = min(max(depth, 0), MAX_DEPTH)
+        for a in (active, 0):
+            known = [(abs(d - depth), m.mean) for (k, d), m in self.drafting.items() if k == a and m.known]
+            if known:
+                return min(known)[1]
+        return 0.0
+
+    def observe_draft(self, depth: int, seconds: float, active: int = 1) -> None:
+        depth = min(max(depth, 0), MAX_DEPTH)
+        for a in (active, 0):
+            self.drafting.setdefault((a, depth), DecayedMean()).add(seconds)
