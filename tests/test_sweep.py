@@ -129,12 +129,18 @@ def test_bad_sweeps_fail_before_the_model_loads(argv, needle, tmp_path, capsys):
     assert needle in err and len(err.splitlines()) == 1 and "Traceback" not in err
 
 
-def test_end_to_end_sweep_resumes(tmp_path, monkeypatch, capsys):
+def tiny_sweep_argv(tmp_path: Path, monkeypatch, grid: str, name: str, max_new_tokens: int = 8) -> list[str]:
+    """``specbench sweep`` of pld over ``grid`` on one GSM8K dev question of a tiny model saved in ``tmp_path``,
+    into ``<tmp_path>/sw/<name>`` (the cache in ``tmp_path`` too)."""
     monkeypatch.setenv("SPECBENCH_CACHE", str(tmp_path / "cache"))
     model = save_tiny_model(tmp_path / "model")
-    argv = ["sweep", "--method", "pld", "--grid", "pld.num_draft=2,4", "--tasks", "gsm8k", "--limit", "1",
-            "--max-new-tokens", "8", "--model", str(model), "--device", "cpu", "--out-dir", str(tmp_path / "sw"),
-            "--sweep-name", "pld_nd", "--warmup", "0", "--no-progress"]
+    return ["sweep", "--method", "pld", "--grid", grid, "--tasks", "gsm8k", "--limit", "1", "--max-new-tokens",
+            str(max_new_tokens), "--model", str(model), "--device", "cpu", "--out-dir", str(tmp_path / "sw"),
+            "--sweep-name", name, "--warmup", "0", "--no-progress"]
+
+
+def test_end_to_end_sweep_resumes(tmp_path, monkeypatch, capsys):
+    argv = tiny_sweep_argv(tmp_path, monkeypatch, "pld.num_draft=2,4", "pld_nd")
     assert main(argv) == 0
     out, err = capsys.readouterr()
     assert "point 1/2 num_draft=2" in err and "point 2/2 num_draft=4" in err

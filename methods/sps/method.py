@@ -101,15 +101,18 @@ class SpSDrafter(BaseDrafter):
         return proposal
 
     def observe(self, result: StepResult) -> None:
+        proposed, self._proposed = self._proposed, 0  # (a later step that did not propose cuts nothing)
         if result.tree is None:
+            if proposed:  # budget=auto verified none of the draft: the draft model forgets the tokens it was fed
+                self.runner.keep(self._seq_len)
             return
         accepted = len(result.accepted_nodes)
         # the draft fed every proposed token but the last; keep those the target accepted
-        self.runner.keep(self._seq_len + min(accepted, self._proposed - 1))
+        self.runner.keep(self._seq_len + min(accepted, proposed - 1))
         if self.adaptive is not None:
             self.adaptive.update(accepted)
         if self.config.schedule == "heuristic":
-            self.gamma = self.gamma + 2 if accepted == self._proposed else max(1, self.gamma - 1)
+            self.gamma = self.gamma + 2 if accepted == proposed else max(1, self.gamma - 1)
 
 
 _LOADED: dict[tuple[str, str, str], tuple[Any, np.ndarray | None]] = {}

@@ -6,7 +6,9 @@ Every point's options (``--method-opt`` fixed ones plus the point's) are checked
 the model loads once and each point runs AR + the method, interleaved like any run, into
 ``<out>/<sweep-name>/<point>/`` (e.g. ``c=16``; ``num_drafts=5+draft_len=5`` for two keys). Then
 ``sweep.json``, ``sweep.md`` and ``sweep.png`` go beside the point folders and the best point is printed
-as a ``--method-opt`` line. The same command again resumes: finished points are skipped record by record.
+as a ``--method-opt`` line; a ``budget`` axis holding ``auto`` and fixed budgets (``pld.budget=1,4,default,auto``)
+also gets auto's speedup as a fraction of the best fixed budget in hindsight (``results/budget_oracle.py``).
+The same command again resumes: finished points are skipped record by record.
 """
 from __future__ import annotations
 
@@ -26,6 +28,7 @@ from specbench.models.loading import load_model
 from specbench.plugins.registry import METHODS
 from specbench.reports.report import write_report
 from specbench.reports.sweep_report import sweep_markdown, sweep_table, write_sweep_plot
+from specbench.results.budget_oracle import oracle_lines
 from specbench.results.sweep import (SweepPoint, best_line, best_point, grid_points, parse_grid, point_result,
                                      sweep_summary)
 from specbench.run.plan import Plan, make_plan, run_dir_for
@@ -124,7 +127,7 @@ def sweep_command(args: argparse.Namespace) -> int:
     markdown = sweep_markdown(args.method, results, best, command, SPLIT)
     (out / "sweep.md").write_text(markdown, encoding="utf-8")
     write_sweep_plot(args.method, results, out / "sweep.png")
-    print("\n".join(sweep_table(args.method, results)))
+    print("\n".join(sweep_table(args.method, results) + oracle_lines(results)))
     print(f"[sweep] results: {out}/ (sweep.json, sweep.md, sweep.png, one run folder per point)", file=sys.stderr)
     print(best_line(args.method, best))
     return mismatch_exit_code(mismatches, cfg.allow_mismatch, "[sweep]", "the points' reports")

@@ -6,7 +6,10 @@ the same method in one run (``rest@auto``, ``dresd@5x5``). A variant's options a
 ``auto`` implies ``budget=auto``.
 
 Every drafting method also takes the generic option ``budget``: ``default`` verifies the whole draft,
-``auto`` lets the engine keep the part worth its cost on this machine (``specbench/engine/budget.py``).
+``auto`` lets the engine keep the part worth its cost on this machine (``specbench/engine/budget.py``), an
+integer ``K >= 1`` cuts every draft to depth K (``budget=2``: the root plus at most two draft tokens on a
+path). A fixed budget needs no label of its own: a run names a variant (``--methods pld,pld@k2
+--method-opt pld@k2.budget=2``) and a sweep names its points by their values (``budget=2``).
 
 >>> split_label("rest@auto")
 ('rest', 'auto')
@@ -19,7 +22,7 @@ import re
 from typing import Any
 
 from specbench.catalog import BASELINE
-from specbench.engine.budget import AUTO, BUDGETS, RUN_BUDGETS
+from specbench.engine.budget import AUTO, BUDGETS, DEFAULT_BUDGET, RUN_BUDGETS
 from specbench.errors import ConfigError
 
 BUDGET_KEY = "budget"
@@ -44,14 +47,20 @@ def label_options(label: str, all_options: dict[str, dict[str, Any]]) -> dict[st
     return opts
 
 
-def budget_of(label: str, options: dict[str, Any] | None) -> str:
-    """``default`` or ``auto`` (a one-line error otherwise, or for ``auto`` on the baseline)."""
-    value = str((options or {}).get(BUDGET_KEY, "default"))
-    if value not in BUDGETS:
-        raise ConfigError(f"{label}.budget must be one of {', '.join(BUDGETS)}, got {value!r}")
-    if value == AUTO and split_label(label)[0] == BASELINE:
-        raise ConfigError(f"{label}: budget=auto needs a drafting method (the baseline drafts nothing)")
-    return value
+def budget_of(label: str, options: dict[str, Any] | None) -> str | int:
+    """``default``, ``auto`` or a fixed draft depth ``K >= 1`` as an int (a one-line error otherwise, or for
+    anything but ``default`` on the baseline).
+
+    >>> budget_of("pld", {"budget": "4"}), budget_of("pld", {})
+    (4, 'default')
+    """
+    value = str((options or {}).get(BUDGET_KEY, DEFAULT_BUDGET))
+    fixed = re.fullmatch(r"[0-9]+", value) is not None and int(value) >= 1  # (YAML's ints arrive as ints)
+    if value not in BUDGETS and not fixed:
+        raise ConfigError(f"{label}.budget must be one of {', '.join(BUDGETS)} or a draft depth K >= 1, got {value!r}")
+    if value != DEFAULT_BUDGET and split_label(label)[0] == BASELINE:
+        raise ConfigError(f"{label}: budget={value} needs a drafting method (the baseline drafts nothing)")
+    return int(value) if fixed else value
 
 
 def expand_budget(labels: list[str], budget: str) -> list[str]:

@@ -62,13 +62,15 @@ class BatchDecoder:
 
     def __init__(self, engine: Engine, max_new_tokens: int, record_margins: bool = False,
                  sampling: SamplingConfig | None = None, budget: DraftBudget | None = None,
-                 batch_cost: Callable[..., Any] | None = None) -> None:
+                 batch_cost: Callable[..., Any] | None = None, max_draft_depth: int | None = None) -> None:
+        """``max_draft_depth`` (a fixed budget K): every slot's draft is cut to depth K (``Engine.generate``)."""
         if max_new_tokens < 1:
             raise ValueError("max_new_tokens must be >= 1")
         self.engine, self.max_new = engine, max_new_tokens
         self.record_margins = record_margins
         self.sampling = None if sampling is None or sampling.greedy else sampling
         self.budget = budget
+        self.max_draft_depth = max_draft_depth
         # budget=auto prices a step as the padded batched forward: batch_cost(active slots, rows each, context);
         # without batch curves, a forward of all the rows (the single-sequence curve); calibrated by the budget
         if budget is not None and batch_cost is not None:
@@ -198,8 +200,8 @@ class BatchDecoder:
         drafts, draft_s = [], []
         for slot, room, drafted in zip(slots, rooms, drafting):  # 1. draft, each slot for itself (serially)
             t = now()
-            drafts.append(engine._draft_step(slot.st, slot.drafter, room, budget, t, select=a == 1)
-                          if drafted else Draft())
+            drafts.append(engine._draft_step(slot.st, slot.drafter, room, budget, t, select=a == 1,
+                                             depth_cap=self.max_draft_depth) if drafted else Draft())
             draft_s.append(now() - t if drafted else 0.0)
         if budget is not None and a > 1 and any(d.tree is not None for d in drafts):
             keeps = budget.select_batch([d.tree for d in drafts], [d.aux_rows for d in drafts],

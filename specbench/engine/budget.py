@@ -41,8 +41,10 @@ from specbench.engine.step_costs import StepCosts
 from specbench.engine.tree import DraftTree
 
 # a method's draft budget: verify each draft whole (its paper's setting) or the part worth its cost here
-BUDGETS = ("default", "auto")
+# (or, an integer K, every draft cut to depth K: ``config/method_labels.budget_of``)
+DEFAULT_BUDGET = "default"
 AUTO = "auto"
+BUDGETS = (DEFAULT_BUDGET, AUTO)
 RUN_BUDGETS = (*BUDGETS, "both")  # --budget: both = each drafting method run both ways, side by side
 
 MAX_DEPTH_BUCKETS = 16  # depths beyond share the last bucket

@@ -16,19 +16,21 @@ step pays for a one-row forward and emits exactly one token. With ``A`` sequence
 The step drafts for the best ``k``; ties go to fewer drafts, so the plain step wins when drafting does not
 pay. Before ``WARM_STEPS`` drafted steps the budget knows nothing and every sequence drafts.
 
-**Exploring.** A skipped drafter learns nothing, so a sequence that has skipped ``gap`` steps in a row drafts
-once anyway (a probe): ``gap`` starts at ``PROBE_GAP[0]`` and doubles after every probe that did not make
-drafting pay again, up to ``PROBE_GAP[1]``; a step chosen to draft resets it. A probe costs at most one
-drafting step in ``gap``: about 1/64 of the steps once drafting has kept losing, so the probes' price is a
-percent or two at worst, and a sequence whose text turns repetitive recovers within ``gap`` steps.
+**Exploring.** A skipped drafter learns nothing, so a skipped sequence drafts now and then anyway (a probe),
+as often as its price allows: a probe loses ``loss = 1 - value(k + 1) / value(k)`` of the step (the next
+sequence drafting too), and it is made once that loss, spread over the steps since the sequence last drafted,
+is at most ``PROBE_COST`` (1%), and in any case after ``PROBE_MAX`` skipped steps. So probing never costs more
+than about 1% of the throughput (plus one drafting step in ``PROBE_MAX`` where drafting loses more than
+``PROBE_MAX``%), a cheap drafter that loses under 1% (PLD or REST finding no match) keeps drafting every step,
+and a sequence whose text turns repetitive is found within ``loss / PROBE_COST`` steps.
 
 Example: one sequence, a plain step costs 40 ms; drafting costs 10 ms and the forward of its 4 rows 48 ms,
-and drafted steps emit 1.5 tokens: value(1) = 1.5 / 58 ms < value(0) = 1 / 40 ms: skip. At 2 tokens per
+and drafted steps emit 1.4 tokens: value(1) = 1.4 / 58 ms < value(0) = 1 / 40 ms: skip. At 2 tokens per
 drafted step: 2 / 58 > 1 / 40: draft.
 
 >>> best_k([2.0], [0.010], lambda k: 0.040 if k == 0 else 0.048, lambda k: 0.0, 1)
 1
->>> best_k([1.5], [0.010], lambda k: 0.040 if k == 0 else 0.048, lambda k: 0.0, 1)
+>>> best_k([1.4], [0.010], lambda k: 0.040 if k == 0 else 0.048, lambda k: 0.0, 1)
 0
 """
 from __future__ import annotations
@@ -42,18 +44,34 @@ from specbench.engine.step_costs import DecayedMean
 
 GAIN_DECAY = 0.9  # per drafted step: about 10 steps of memory (text turns repetitive, or stops being so)
 WARM_STEPS = 4  # drafted steps a budget sees before it may skip
-PROBE_GAP = (8, 64)  # skipped steps in a row before a probe: the first gap, the largest
+PROBE_COST = 0.01  # the share of throughput probes may lose
+PROBE_MAX = 64  # skipped steps in a row after which a sequence probes whatever it costs
+
+
+def values(gains: list[float], draft_s: list[float], forward: Callable[[int], float],
+           overhead: Callable[[int], float], active: int) -> np.ndarray:
+    """``value(k)`` (module docstring) for k = 0 .. len(gains): the candidate sequences' ``gains`` best first, with
+    their drafting seconds; ``forward(k)`` and ``overhead(k)`` are the forward's and the rest of the step's
+    seconds when ``k`` sequences draft, in a step of ``active`` sequences."""
+    ks = np.arange(len(gains) + 1)
+    tokens = active + np.concatenate([[0.0], np.cumsum(np.asarray(gains, dtype=float) - 1.0)])
+    seconds = np.concatenate([[0.0], np.cumsum(draft_s)]) + np.array([forward(int(k)) + overhead(int(k)) for k in ks])
+    return tokens / np.maximum(seconds, 1e-12)
 
 
 def best_k(gains: list[float], draft_s: list[float], forward: Callable[[int], float],
            overhead: Callable[[int], float], active: int) -> int:
-    """How many of the candidate sequences (``gains`` best first, with their drafting seconds) should draft in a
-    step of ``active`` sequences: the ``k`` of highest ``value(k)`` (module docstring); ``forward(k)`` and
-    ``overhead(k)`` are the forward's and the rest of the step's seconds when ``k`` sequences draft."""
-    ks = np.arange(len(gains) + 1)
-    tokens = active + np.concatenate([[0.0], np.cumsum(np.asarray(gains, dtype=float) - 1.0)])
-    seconds = np.concatenate([[0.0], np.cumsum(draft_s)]) + np.array([forward(int(k)) + overhead(int(k)) for k in ks])
-    return int(np.argmax(tokens / np.maximum(seconds, 1e-12)))
+    """How many of the candidate sequences should draft: the ``k`` of highest ``value(k)``, the fewest on ties."""
+    return int(np.argmax(values(gains, draft_s, forward, overhead, active)))
+
+
+def probe_due(skipped: int, loss: float) -> bool:
+    """Whether a sequence that skipped ``skipped`` steps in a row probes now, a probe losing ``loss`` of a step.
+
+    >>> probe_due(0, 0.005), probe_due(3, 0.05), probe_due(4, 0.05), probe_due(64, 0.9)
+    (True, False, True, True)
+    """
+    return skipped >= PROBE_MAX or loss <= PROBE_COST * (skipped + 1)
 
 
 @dataclass
@@ -62,8 +80,6 @@ class SequenceState:
 
     gain: DecayedMean = field(default_factory=lambda: DecayedMean(GAIN_DECAY))
     skipped: int = 0  # plain steps in a row
-    gap: int = PROBE_GAP[0]  # skipped steps before the next probe
-    probed: bool = False  # its last draft was a probe
     drafted_steps: int = 0
     skipped_steps: int = 0
     predicted_s: float = 0.0  # the budget's priced seconds of this sequence's decode steps (its share)
@@ -112,19 +128,14 @@ def choose(states: list[SequenceState], gains: DraftGains, draft_s: float, forwa
     expected = [s.gain.mean if s.gain.known else gains.gain(active) for s in states]
     order = sorted(range(len(states)), key=lambda i: -expected[i])
     width = gains.padded_rows(active)
-    k = best_k([expected[i] for i in order], [draft_s] * len(order),
-               lambda k: forward(1.0 if k == 0 else width), lambda k: overhead(k > 0), active)
+    value = values([expected[i] for i in order], [draft_s] * len(order),
+                   lambda k: forward(1.0 if k == 0 else width), lambda k: overhead(k > 0), active)
+    k = int(np.argmax(value))
+    loss = 1.0 - value[k + 1] / value[k] if k < len(states) else 0.0  # of one more sequence drafting
     chosen = set(order[:k])
     out = []
     for i, s in enumerate(states):
-        if i in chosen:
-            s.gap, s.probed = PROBE_GAP[0], False
-            out.append(True)
-            continue
-        if s.probed:  # the probe did not make drafting pay: wait longer before the next one
-            s.gap, s.probed = min(2 * s.gap, PROBE_GAP[1]), False
-        if s.skipped >= s.gap:
-            s.probed = True
+        if i in chosen or probe_due(s.skipped, loss):
             out.append(True)
         else:
             s.skipped, s.skipped_steps = s.skipped + 1, s.skipped_steps + 1

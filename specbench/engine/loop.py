@@ -60,7 +60,7 @@ class Engine:
     @torch.inference_mode()
     def generate(self, prompt_ids: list[int], drafter: Drafter | None, max_new_tokens: int,
                  record_margins: bool = False, sampling: SamplingConfig | None = None, seed: int = 0,
-                 draft_budget: DraftBudget | None = None) -> Generation:
+                 draft_budget: DraftBudget | None = None, max_draft_depth: int | None = None) -> Generation:
         """Greedy-decode up to ``max_new_tokens`` after ``prompt_ids``; identical output for any drafter.
 
         ``record_margins``: also keep each emitted token's top-2 margin (``Generation.token_margins``);
@@ -69,6 +69,7 @@ class Engine:
         output is then distributed as AR sampling's for any drafter (``sampling.py``).
         ``draft_budget`` (``budget.py``): verify only the part of each draft worth its cost on this machine, and
         tell the drafter how deep drafting pays (``DraftContext.max_depth``); any choice stays lossless.
+        ``max_draft_depth`` (a fixed budget, ``budget=K``): every draft is cut to depth K, and the drafter told so.
         """
         if max_new_tokens < 1:
             raise ValueError("max_new_tokens must be >= 1")
@@ -94,7 +95,8 @@ class Engine:
             if drafting and seq is not None:  # budget=auto: draft only when it pays (draft_or_skip.py)
                 drafting = draft_budget.plan([seq], len(st.tokens))[0]
             # 1. draft
-            draft = self._draft_step(st, drafter, room, draft_budget, t_step) if drafting else Draft()
+            draft = self._draft_step(st, drafter, room, draft_budget, t_step, depth_cap=max_draft_depth) \
+                if drafting else Draft()
             sync()
             t_draft = now() - t_step
             # 2. verify: one forward over [root] + tree (+ auxiliary rows)
@@ -156,8 +158,11 @@ class Engine:
                          [] if layer_states is None else [layer_states])
 
     def _draft_step(self, st: "_Decoding", drafter: Drafter, room: int, budget: DraftBudget | None,
-                    started: float, select: bool = True) -> Draft:
-        """Step 1: the drafter proposes from the context it may read (``draft_step.py`` shapes the proposal)."""
+                    started: float, select: bool = True, depth_cap: int | None = None) -> Draft:
+        """Step 1: the drafter proposes from the context it may read (``draft_step.py`` shapes the proposal).
+        ``depth_cap`` (a fixed budget K): the draft is cut to depth K as if only K + 1 tokens were left."""
+        if depth_cap is not None:
+            room = min(room, depth_cap + 1)
         unseen = st.fresh[0] if len(st.fresh) == 1 else torch.cat(st.fresh)
         unseen_layers = None
         if st.fresh_layers:

@@ -24,6 +24,7 @@ from specbench.profiling.profile import load_profile
 from specbench.reports import batch_report as BR
 from specbench.reports.batch_report import batch_stats
 from specbench.reports import metric_tables as MT
+from specbench.reports.auto_report import auto_table
 from specbench.reports.budget_report import auto_vs_default_table, prediction_table
 from specbench.reports.labels import backend_label, checked_precision, ran_on_cpu
 from specbench.reports.long_context import length_prediction_table, length_tables
@@ -156,8 +157,10 @@ def render(run: Run, fmt: str = "github", stats: dict[str, dict[str, Cell]] | No
 def _budget_sections(run: Run, stats: dict[str, dict[str, Cell]], fmt: str) -> list[str]:
     """Default vs ``budget=auto`` side by side, and the cost model's prediction when the run used a profile."""
     tables = [auto_vs_default_table(run, stats)]
-    if (run.path / PROFILE_FILE).is_file():
-        tables.append(prediction_table(run, load_profile(run.path / PROFILE_FILE)))
+    profile = load_profile(run.path / PROFILE_FILE) if (run.path / PROFILE_FILE).is_file() else None
+    if profile is not None:
+        tables.append(prediction_table(run, profile))
+    tables.append(auto_table(run.every or run.records, None if profile is None else cost_function(profile)))
     return [f"### {t.title}\n\n" + tabulate(t.rows, headers=t.headers, tablefmt=fmt) for t in tables if t and t.rows]
 
 

@@ -1,7 +1,8 @@
 """A sweep's table (``sweep.md``) and plot (``sweep.png``) from its points' statistics.
 
 The table has one row per point: Overall speedup with its 95% CI, tau, mean draft size, acceptance rate
-and the speedup per subtask, then the best point and the exact command. The plot shows Overall speedup
+and the speedup per subtask, then the best point, the budget oracle (a grid with a ``budget`` axis) and the
+exact command. The plot shows Overall speedup
 (CI error bars) and tau against the first swept key; with more keys, one line per value of the others.
 
 >>> series_of([SweepPoint((("a", "1"), ("b", "x"))), SweepPoint((("a", "2"), ("b", "x")))])
@@ -13,6 +14,7 @@ from pathlib import Path
 
 from specbench.catalog import order_subtasks
 from specbench.reports.numfmt import fmt_num
+from specbench.results.budget_oracle import oracle_lines
 from specbench.results.sweep import Best, PointResult, SweepPoint, best_line
 
 
@@ -31,13 +33,19 @@ def sweep_table(method: str, results: list[PointResult]) -> list[str]:
 
 
 def sweep_markdown(method: str, results: list[PointResult], best: Best | None, command: str, split: str) -> str:
-    """The sweep's markdown: a heading, the table, the best point, the command that made it."""
+    """The sweep's markdown: a heading, the table, the best point, auto against the best fixed budget (a grid
+    with a ``budget`` axis, ``budget_oracle.py``), the command that made it."""
     keys = [k for k, _ in results[0].point.options] if results else []
     lines = [f"# Sweep of {method} over {', '.join(keys)} ({split} split)", "", *sweep_table(method, results)]
     lines += ["", "Speedup = pooled method tokens/s over AR tokens/s on the same questions (± = half the 95% paired "
               "bootstrap CI); tau = tokens per forward pass.", ""]
     head, _, flags = best_line(method, best).partition("\n")
     lines += [head, ""] + ([f"`{flags}`", ""] if flags else [])
+    oracles = oracle_lines(results)
+    if oracles:
+        lines += ["Budget oracle: auto's Overall speedup against the best fixed budget in hindsight on the same "
+                  "questions (AR, never drafting, counts as a fixed budget at 1.00x):", ""]
+        lines += [f"- {line}" for line in oracles] + [""]
     lines += ["Command:", "", "```bash", command, "```", ""]
     return "\n".join(lines)
 

@@ -22,6 +22,7 @@ from typing import Any
 
 from specbench.catalog import OVERALL
 from specbench.errors import ConfigError
+from specbench.results.budget_oracle import oracle_summary
 from specbench.results.run import load_run
 from specbench.results.stats import Cell, run_stats
 
@@ -170,7 +171,8 @@ def _cell_json(c: Cell | None) -> dict[str, Any] | None:
 
 def sweep_summary(method: str, grid: dict[str, list[str]], fixed: dict[str, Any], results: list[PointResult],
                   command: str, settings: dict[str, Any]) -> dict[str, Any]:
-    """The content of ``sweep.json``: grid, fixed options, run settings, every point's numbers, the best."""
+    """The content of ``sweep.json``: grid, fixed options, run settings, every point's numbers, the best and,
+    when the grid has a ``budget`` axis with ``auto`` and a fixed budget, the budget oracle (``budget_oracle.py``)."""
     best = best_point(results)
     return {
         "schema": SWEEP_SCHEMA,
@@ -188,4 +190,5 @@ def sweep_summary(method: str, grid: dict[str, list[str]], fixed: dict[str, Any]
             "runner_up": best.runner_up.point.label if best.runner_up else None,
             "ci_overlaps_runner_up": best.overlaps,
         },
+        "budget_oracle": oracle_summary(results),
     }

@@ -149,5 +149,5 @@ class BatchRuns:
         requests = [Request(p, generation_seed(r.cfg.seed, u.task, u.question_id, u.turn, u.repeat))
                     for u, p in zip(job.units, prompts)]
         decoder = BatchDecoder(r.engine, max_new_tokens, sampling=r.sampling, budget=budget,
-                               batch_cost=r.batch_cost)
+                               batch_cost=r.batch_cost, max_draft_depth=r.fixed_depths.get(job.method))
         return decoder.generate(requests, drafters, job.size, job.refill)

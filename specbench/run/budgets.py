@@ -1,6 +1,7 @@
 """``budget=auto``'s state for a run: one ``DraftBudget`` per (auto method, task), priced with this machine's
 cost profile (and, at batch sizes above 1, its batched forwards' costs), both kept in the run folder so a
-resumed run prices drafts with the numbers its first part used.
+resumed run prices drafts with the numbers its first part used. A fixed budget (``budget=K``) has no state:
+only its depth K, which the engine cuts every draft to (``fixed_depths``).
 """
 from __future__ import annotations
 
@@ -36,6 +37,16 @@ def build_budgets(runner: Any, configs: dict[str, Any]) -> tuple[dict[tuple[str,
     cost = cost_function(profile)
     budgets = {(m, t): DraftBudget(cost) for m in auto for t in runner.plan.tasks}
     return budgets, cost, _batch_costs(runner, Path(path), cost), str(path)
+
+
+def fixed_depths(configs: dict[str, Any]) -> dict[str, int]:
+    """The depth K of each method label run with a fixed budget, from the run's method configs
+    (``methods_factory.build_drafter`` records ``budget`` there: ``auto``, or K as an int).
+
+    >>> fixed_depths({"ar": {}, "pld": {"budget": 2}, "pld@auto": {"budget": "auto"}})
+    {'pld': 2}
+    """
+    return {m: c[BUDGET_KEY] for m, c in configs.items() if isinstance(c.get(BUDGET_KEY), int)}
 
 
 def _batch_costs(runner: Any, profile_path: Path, cost: Any) -> Any:

@@ -13,7 +13,7 @@ from typing import Any
 
 from specbench.config.coerce import from_dict
 from specbench.config.method_labels import BUDGET_KEY, budget_of, split_label
-from specbench.engine.budget import AUTO
+from specbench.engine.budget import DEFAULT_BUDGET
 from specbench.engine.drafter import Drafter
 from specbench.plugins.registry import METHODS
 from specbench.run.method_env import MethodEnv
@@ -30,10 +30,12 @@ def method_config(name: str, options: dict[str, Any] | None = None) -> Any:
 
 
 def build_drafter(name: str, options: dict[str, Any] | None, env: MethodEnv) -> tuple[Drafter | None, dict[str, Any]]:
-    """Return (drafter or None for AR, config as a dict for the manifest, ``budget`` included when auto)."""
+    """Return (drafter or None for AR, config as a dict for the manifest, ``budget`` included unless default:
+    ``auto`` or the fixed depth K as an int)."""
     config = method_config(name, options)
     drafter = METHODS.get(split_label(name)[0]).factory(config, env)
     out = dataclasses.asdict(config)
-    if budget_of(name, options) == AUTO:
-        out[BUDGET_KEY] = AUTO
+    budget = budget_of(name, options)
+    if budget != DEFAULT_BUDGET:
+        out[BUDGET_KEY] = budget
     return drafter, out

@@ -40,7 +40,7 @@ from specbench.results.run_folder import RecordWriter, read_manifest
 from specbench.results.validation import read_validated_records
 from specbench.run.batch_jobs import batch_jobs
 from specbench.run.batch_runner import BatchRuns
-from specbench.run.budgets import build_budgets
+from specbench.run.budgets import build_budgets, fixed_depths
 from specbench.run.drafter_state import RepeatIsolation, first_pending, learn, replay
 from specbench.run.estimate_run import announce_estimate
 from specbench.run.guards import (check_context, check_run_folder, check_same_config, check_same_model,
@@ -72,6 +72,7 @@ class Runner:
         self.budgets: dict[tuple[str, str], DraftBudget] = {}  # (method label, task) -> its budget=auto state
         self.batch_cost: Any = None  # budget=auto at batch sizes above 1: T_A(m) (profiling/batch_profile.py)
         self.profile_path: str | None = None
+        self.fixed_depths: dict[str, int] = {}  # method label -> K of its fixed budget (budget=K)
         self._cost: Any = None  # the cost function the budgets price drafts with (warm-up budgets share it)
         self.digest: str | None = None
         self._template: ChatTemplate | None = None
@@ -101,14 +102,16 @@ class Runner:
 
     # -- timing ------------------------------------------------------------------------------
     def _timed(self, prompt: list[int], drafter: Any, record_margins: bool = False, seed: int = 0,
-               budget: DraftBudget | None = None) -> tuple[Generation, float, tuple[str, int]]:
+               budget: DraftBudget | None = None,
+               max_draft_depth: int | None = None) -> tuple[Generation, float, tuple[str, int]]:
         """(generation, wall seconds, its peak memory ``(kind, bytes)``); the peak is reset outside the timing."""
         device = self.loaded.device
         synchronize(device)
         reset_peak(device)
         t0 = time.perf_counter()
         gen = self.engine.generate(prompt, drafter, self.cfg.max_new_tokens, record_margins=record_margins,
-                                   sampling=self.sampling, seed=seed, draft_budget=budget)
+                                   sampling=self.sampling, seed=seed, draft_budget=budget,
+                                   max_draft_depth=max_draft_depth)
         synchronize(device)
         wall = time.perf_counter() - t0
         return gen, wall, peak_memory(device)
@@ -170,6 +173,7 @@ class Runner:
         drafters, configs, artifacts = self._build_drafters()
         self.drafters = drafters
         self.budgets, self._cost, self.batch_cost, self.profile_path = build_budgets(self, configs)
+        self.fixed_depths = fixed_depths(configs)
         write_run_manifest(self, digest, configs, artifacts)
 
         existing = read_validated_records(self.run_dir, read_manifest(self.run_dir))
@@ -247,7 +251,8 @@ class Runner:
                 for method in self.plan.methods:
                     self.engine.generate(prompt, drafters[method], self.cfg.max_new_tokens,
                                          record_margins=method == BASELINE and self.sampling.greedy,
-                                         sampling=self.sampling, draft_budget=budgets.get(method))
+                                         sampling=self.sampling, draft_budget=budgets.get(method),
+                                         max_draft_depth=self.fixed_depths.get(method))
 
     def _one(self, drafter: Any, unit: Unit, q: Question, method: str, prompt: list[int],
              budget: DraftBudget | None = None) -> Record:
@@ -256,7 +261,8 @@ class Runner:
         greedy = self.sampling.greedy
         seed = generation_seed(self.cfg.seed, unit.task, unit.question_id, unit.turn, unit.repeat)
         gen, wall, (memory_kind, memory_peak) = self._timed(prompt, drafter, record_margins=method == BASELINE and greedy,
-                                                            seed=seed, budget=budget)
+                                                            seed=seed, budget=budget,
+                                                            max_draft_depth=self.fixed_depths.get(method))
         task = self.plan.tasks[unit.task]
         rec = Record.from_generation(gen, method=method, unit=unit, subtask=task.subtask_for(q), task_version=task.version,
                                      category=q.category, prompt_tokens=len(prompt), wall_time_s=wall,

@@ -1,0 +1,139 @@
+"""``budget=auto``'s draft-or-skip choice (``engine/draft_or_skip.py``), its cost calibration (``engine/step_costs.py``)
+and the report of both (``reports/auto_report.py``), on constructed costs and gains: nothing here is timed."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from specbench.engine.budget import DraftBudget
+from specbench.engine.draft_or_skip import (PROBE_COST, PROBE_MAX, WARM_STEPS, DraftGains, SequenceState, best_k,
+                                            choose, probe_due)
+from specbench.engine.step_costs import StepCosts, row_bucket
+from specbench.reports.auto_report import auto_table, calibrated_speedup, drafted_share
+from test_stats import fake_record
+
+
+def flat_forward(rows: float) -> float:
+    return 0.040 + 0.002 * (rows - 1)
+
+
+def test_best_k_hand_worked() -> None:
+    # one sequence, plain step 40 ms; drafting 10 ms + a 4-row forward of 48 ms: pays from 58/40 = 1.45 tokens on
+    fwd = lambda k: 0.040 if k == 0 else 0.048  # noqa: E731
+    assert best_k([1.44], [0.010], fwd, lambda k: 0.0, 1) == 0
+    assert best_k([1.46], [0.010], fwd, lambda k: 0.0, 1) == 1
+    # a tie goes to the plain step
+    assert best_k([1.45], [0.010], fwd, lambda k: 0.0, 1) == 0
+    # four sequences padded to 4 rows cost 4x40 ms plain, 4x48 ms drafted: the two of gain 3 draft, not the two of 1.1
+    fwd4 = lambda k: 0.160 if k == 0 else 0.192  # noqa: E731
+    assert best_k([3.0, 3.0, 1.1, 1.1], [0.010] * 4, fwd4, lambda k: 0.0, 4) == 2
+
+
+def test_probes_cost_at_most_their_share() -> None:
+    # a probe losing 5% of a step is made once 5 steps share it (1% each), one losing 90% after PROBE_MAX
+    assert [probe_due(n, 0.05) for n in range(6)] == [False, False, False, False, True, True]
+    assert not probe_due(PROBE_MAX - 1, 0.9) and probe_due(PROBE_MAX, 0.9)
+    assert probe_due(0, PROBE_COST)  # a drafter that loses no more than the probe share always drafts
+
+
+def _learned(gain: float, steps: int = 20) -> DraftGains:
+    g = DraftGains()
+    for _ in range(steps):
+        g.add(1, [int(gain)], 5)
+    return g
+
+
+def test_choose_warm_then_skip_then_probe() -> None:
+    slow = lambda rows: 0.040 if rows <= 1 else 0.080  # noqa: E731  drafting doubles the forward
+    s = SequenceState()
+    # before WARM_STEPS drafted steps every candidate drafts, whatever the costs
+    assert choose([s], DraftGains(), 0.0, slow, lambda d: 0.0, 1) == [True]
+    gains = _learned(1.0)
+    assert gains.drafted >= WARM_STEPS
+    pattern = [choose([s], gains, 0.0, slow, lambda d: 0.0, 1)[0] for _ in range(50)]
+    # drafting loses half a step: skipped until 50 steps share that loss (1% each), then one probe
+    assert pattern == [False] * 49 + [True]
+    assert s.skipped_steps == 49
+    # drafting at ten times the price (a 90% loss) probes after PROBE_MAX skipped steps, not 90
+    dear = lambda rows: 0.040 if rows <= 1 else 0.400  # noqa: E731
+    s = SequenceState()
+    pattern = [choose([s], gains, 0.0, dear, lambda d: 0.0, 1)[0] for _ in range(PROBE_MAX + 1)]
+    assert pattern == [False] * PROBE_MAX + [True]
+    # a drafter whose steps emit 3 tokens for twice the price drafts every step
+    assert choose([SequenceState()], _learned(3.0), 0.0, slow, lambda d: 0.0, 1) == [True]
+
+
+def test_choose_per_sequence_in_a_batch() -> None:
+    """The sequences whose own drafted steps emitted most draft; the others run plain beside them."""
+    gains = _learned(2.0)
+    states = [SequenceState() for _ in range(4)]
+    for s, g in zip(states, (1.0, 4.0, 1.0, 4.0)):
+        for _ in range(10):
+            s.gain.add(g)
+    fwd = lambda rows: 0.100 * (1 if rows <= 1 else 1.3)  # noqa: E731  padding 4 sequences to 5 rows: +30%
+    assert choose(states, gains, 0.002, fwd, lambda d: 0.0, 4) == [False, True, False, True]
+
+
+def test_step_costs_calibrate_per_bucket_and_batch() -> None:
+    costs = StepCosts(lambda n, context=None: 0.01 * np.asarray(n, dtype=float))
+    for _ in range(10):
+        costs.observe_forward(1, None, 0.012)  # one row: 20% over the profile
+        costs.observe_forward(6, None, 0.09)  # 4-7 rows: 50% over
+    assert float(costs.forward(1, None)) == pytest.approx(0.012)
+    assert float(costs.forward(5, None)) == pytest.approx(0.075)
+    assert [float(x) for x in costs.forward(np.array([1, 4]), None)] == pytest.approx([0.012, 0.06])
+    # 16 rows: no data in its bucket, so the ratio of all single-sequence forwards
+    assert float(costs.forward(16, None)) == pytest.approx(0.16 * (0.12 + 0.9) / (0.1 + 0.6), rel=1e-2)  # (decayed)
+    # a batched forward has its own table; none yet: the profile (here 4 x rows) as it is
+    assert float(costs.forward(2, None, active=4)) == pytest.approx(0.08)
+    assert row_bucket(7) == 2 and row_bucket(8) == 3
+    off = StepCosts(lambda n, context=None: 0.01 * np.asarray(n, dtype=float), calibrate=False)
+    off.observe_forward(1, None, 0.5)
+    assert float(off.forward(1, None)) == pytest.approx(0.01)
+
+
+def test_step_costs_overhead_and_draft_fallbacks() -> None:
+    costs = StepCosts(lambda n, context=None: 0.01)
+    assert costs.overhead(True) == 0.0 and costs.draft_seconds(4) == 0.0
+    costs.observe_overhead(False, 0.002)
+    assert costs.overhead(True) == pytest.approx(0.002)  # no drafted step yet: the plain steps' overhead
+    costs.observe_overhead(True, 0.005)
+    assert costs.overhead(True) == pytest.approx(0.005) and costs.overhead(False) == pytest.approx(0.002)
+    costs.observe_draft(2, 0.004)
+    costs.observe_draft(6, 0.012)
+    assert costs.draft_seconds(3) == pytest.approx(0.004) and costs.draft_seconds(5) == pytest.approx(0.012)
+    assert costs.draft_seconds(6, active=8) == pytest.approx(0.012)  # another batch size: any size's figure
+
+
+def test_budget_end_step_learns_and_predicts() -> None:
+    budget = DraftBudget(lambda n, context=None: 0.010 + 0.001 * (np.asarray(n, dtype=float) - 1))
+    s = SequenceState()
+    # a drafted step: 5 rows predicted at 14 ms, took 28 ms (x2), drafting 3 ms, 1 ms besides; emitted 3 tokens
+    budget.end_step([s], [True], [3], [0.003], [4], 5, 100, 0.028, 0.032)
+    assert s.predicted_s == pytest.approx(0.014)  # priced before the step was learned: nothing calibrated yet
+    assert s.predicted_ar_s == pytest.approx(3 * 0.010)
+    assert s.drafted_steps == 1 and s.skipped == 0 and budget.last_depth == 4
+    assert float(budget.costs.forward(5, 100)) == pytest.approx(0.028)
+    assert budget.costs.draft_seconds(4) == pytest.approx(0.003)
+    assert budget.costs.overhead(True) == pytest.approx(0.001)
+    # the next identical step is priced with what the first taught it
+    budget.end_step([s], [True], [3], [0.003], [4], 5, 100, 0.028, 0.032)
+    assert s.predicted_s == pytest.approx(0.014 + 0.032)
+
+
+def test_auto_report_counts_drafted_steps_and_predictions() -> None:
+    ar = [fake_record("ar", "gsm8k", q, 1, 0, [1] * 10, 1.0, [1] * 10, [0] * 10, None) for q in "ab"]
+    auto = []
+    for q in "ab":
+        r = fake_record("pld@auto", "gsm8k", q, 1, 0, [1] * 10, 0.5, [1, 3, 3, 3], [0, 3, 3, 3], None)
+        r.drafted_steps, r.skipped_steps, r.predicted_s, r.predicted_ar_s = 2, 1, 0.45, 0.9
+        r.prefill_time_s = 0.05
+        auto.append(r)
+    assert drafted_share(auto) == pytest.approx(2 / 3)
+    assert calibrated_speedup(auto) == pytest.approx(0.95 / 0.5)
+    table = auto_table(ar + auto, None)
+    assert table is not None and "1 of 1 subtask cells" in table.title
+    row = table.keys[0]
+    assert row[:4] == ["pld@auto", 1, "GSM8K", pytest.approx(2 / 3)]
+    assert row[6] == pytest.approx(2.0) and row[5] == pytest.approx(1.9)
+    assert auto_table(ar, None) is None
