@@ -1,9 +1,13 @@
 """``budget=auto`` skipping steps stays exact for every registered method, on the four tiny families.
 
 A skipped step calls neither the drafter's ``propose`` nor its ``observe`` (``loop.py``, ``batch_loop.py``); the
-target's states of the rows it verified are still queued for drafters that read them. Whatever the pattern of
-drafted and skipped steps, greedy output must equal AR's: alone and batched (refilled and static). Sampling
-must run and emit valid tokens, and a run that skips every step must sample exactly AR's tokens (same seed).
+target's states of the rows it verified are still queued for drafters that read them. Checked here:
+- whatever the pattern of drafted and skipped steps, greedy output equals AR's, alone and batched (refilled and
+  static); sampling runs and emits valid tokens, and a run that skips every step samples AR's very tokens;
+- a draft the budget drops whole (``select`` keeps none of it) is exact too: the drafter proposed, then is
+  told nothing was verified (SpS's draft model kept the dropped tokens and crashed at the next step);
+- a drafter resumed after skipped steps proposes what a drafter called at every step proposes at the same
+  context (caught up, not just exact: a stale EAGLE draft would still verify exactly).
 
 The pattern is not the cost-based choice (``draft_or_skip.choose``) but a seeded random one (``SkipPattern``):
 each candidate drafts with probability 1/2, and now and then skips ``RUN`` steps in a row, so drafters are
@@ -34,7 +38,7 @@ from specbench.datastore import corpora
 from specbench.engine.batch_loop import BatchDecoder, Request
 from specbench.engine.budget import DraftBudget, Selection
 from specbench.engine.draft_or_skip import SequenceState
-from specbench.engine.drafter import Drafter
+from specbench.engine.drafter import DraftContext, Drafter, Proposal
 from specbench.engine.generation import Generation
 from specbench.engine.loop import Engine
 from specbench.engine.sampling_config import SamplingConfig
@@ -50,12 +54,15 @@ _ECHO_TEXTS: list[str] = []  # the echo corpus of the family whose drafters are 
 if ECHO_CORPUS not in CORPORA:
     register_corpus(ECHO_CORPUS)(lambda data_dir: iter(list(_ECHO_TEXTS)))
     corpora.PAIR_LOADERS.setdefault(ECHO_CORPUS, lambda data_dir: (("", t) for t in list(_ECHO_TEXTS)))
-LABELS = [m for m in METHODS.names() if m != BASELINE] + ["samd@rec"]  # samd@rec: samd with a learning auxiliary
+# samd@rec and samd@eagle: samd with an auxiliary drafter that learns (Token Recycling), that reads the target's
+# states (EAGLE, on every position: also those of the steps samd's retrieval drafted or that were skipped)
+EXTRA_OPTIONS = {"samd@eagle": {"auxiliary": "eagle", "aux_options": "checkpoint=random"}}
+LABELS = [m for m in METHODS.names() if m != BASELINE] + ["samd@rec", "samd@eagle"]
 MAX_NEW = 24
 # lookahead proposes nothing before its window has filled (N - 2 drafted steps) and its pool has the root:
 # it runs longer, so that its drafts are verified between skipped steps too
 MAX_NEW_OF = {"lookahead": 48}
-WIDTHS = [(2, True), (3, False), (2, False)]  # (batch width, refill); 3 prompts: static width 2 runs 2 + 1
+WIDTHS = [(2, True), (3, False)]  # (batch width, refill)
 SAMPLING = SamplingConfig(temperature=0.3, top_k=4, seed=0)  # sharp enough that echoed drafts are accepted
 RUN = 5  # skipped steps in a row of a long run
 
@@ -148,34 +155,38 @@ class Family:
         self.echo = [tok.decode(p[1:] + out) for p, out in zip(self.prompts, self._ar)]
         self.vocab = self.loaded.model.config.vocab_size
         self.options = {m: {**o, "corpus": ECHO_CORPUS} if "corpus" in o else o
-                        for m, o in every_method_options(str(model_dir)).items()}
+                        for m, o in {**every_method_options(str(model_dir)), **EXTRA_OPTIONS}.items()}
         self.cache = root / f"cache-{family}"
         self._ar_sampled = [self.engine.generate(p, None, longest, sampling=SAMPLING, seed=i).output_ids
                             for i, p in enumerate(self.prompts)]
         self._drafters: dict[str, list[Drafter]] = {}
 
+    def fresh(self, label: str) -> Drafter:
+        """A new drafter of ``label`` on this family's model, built as a run builds it."""
+        env = MethodEnv.for_task(self.loaded, None, self.cache, "synthetic")
+        _ECHO_TEXTS[:] = self.echo  # what a datastore of this family indexes (each family has its own cache)
+        return build_drafter(label, label_options(label, self.options), env)[0]
+
     def drafters(self, label: str) -> list[Drafter]:
         if label not in self._drafters:
-            env = MethodEnv.for_task(self.loaded, None, self.cache, "synthetic")
-            _ECHO_TEXTS[:] = self.echo  # what a datastore of this family indexes (each family has its own cache)
-            opts = label_options(label, self.options)
-            self._drafters[label] = [build_drafter(label, opts, env)[0] for _ in range(max(w for w, _ in WIDTHS))]
+            self._drafters[label] = [self.fresh(label) for _ in range(max(w for w, _ in WIDTHS))]
         return self._drafters[label]
 
     def ar(self, label: str, sampling: SamplingConfig | None = None) -> list[list[int]]:
         """AR's outputs (greedy, or sampled with each prompt's seed) at ``label``'s length."""
         return [out[: max_new(label)] for out in (self._ar if sampling is None else self._ar_sampled)]
 
-    def alone(self, label: str, budget: SkipPattern, sampling: SamplingConfig | None = None) -> list[Generation]:
-        drafter = self.drafters(label)[0]
+    def alone(self, label: str, budget: SkipPattern, sampling: SamplingConfig | None = None,
+              drafter: Drafter | None = None) -> list[Generation]:
+        drafter = drafter or self.drafters(label)[0]
         return [self.engine.generate(p, drafter, max_new(label), sampling=sampling, seed=i, draft_budget=budget)
                 for i, p in enumerate(self.prompts)]
 
     def batched(self, label: str, budget: SkipPattern, width: int, refill: bool,
-                sampling: SamplingConfig | None = None) -> list[Generation]:
+                sampling: SamplingConfig | None = None, drafters: list[Drafter] | None = None) -> list[Generation]:
         decoder = BatchDecoder(self.engine, max_new(label), sampling=sampling, budget=budget)
         requests = [Request(p, seed=i) for i, p in enumerate(self.prompts)]
-        return decoder.generate(requests, self.drafters(label), width, refill)
+        return decoder.generate(requests, drafters or self.drafters(label), width, refill)
 
 
 @pytest.fixture(scope="module")
@@ -212,8 +223,9 @@ def assert_valid_sample(gens: list[Generation], vocab: int, length: int, where: 
         assert len(g.token_logprobs) == len(out) and all(math.isfinite(x) and x <= 0 for x in g.token_logprobs), where
 
 
-# every method on llama; lookahead, a hidden-state drafter of each kind and samd's auxiliaries on the others
-ELSEWHERE = ("lookahead", "eagle", "eagle3", "hydra", "medusa", "redrafter", "samd@rec", "sps")
+# every method on llama; on the others lookahead, the drafters that read the target's states of every row (queued
+# over skipped steps) and SpS (whose draft model catches up over skipped tokens)
+ELSEWHERE = ("lookahead", "eagle", "eagle3", "hydra", "samd@eagle", "sps")
 CELLS = [("llama", m) for m in LABELS] + [(f, m) for f in FAMILIES[1:] for m in LABELS if m in ELSEWHERE]
 
 
@@ -255,7 +267,7 @@ def test_skipped_steps_sample(families, family: str, label: str) -> None:
     assert all(g.drafted_steps == 0 for g in never)
 
 
-@pytest.mark.parametrize("family,label", CELLS)
+@pytest.mark.parametrize("family,label", [c for c in CELLS if c[0] == "llama"])
 def test_dropped_drafts_stay_exact(families, family: str, label: str) -> None:
     """A draft of which the budget keeps nothing (``select`` found no node worth its cost) verifies only the root,
     as a skipped step, but the drafter did propose: it must forget what it proposed (SpS had fed its draft
@@ -268,3 +280,53 @@ def test_dropped_drafts_stay_exact(families, family: str, label: str) -> None:
     gens = fam.batched(label, budget_b, 2, True)
     assert [g.output_ids for g in gens] == fam.ar(label), f"{label} on {family} at width 2"
     assert budget.dropped + budget_b.dropped, f"{label} on {family}: no draft was dropped"
+
+
+class FixedDepth(SkipPattern):
+    """A ``SkipPattern`` that always asks the drafter for ``DEPTH`` tokens (the budget's hint is a random draw)."""
+
+    def depth_hint(self, context: int | None = None) -> int:
+        self._rates = None  # (a new step: ``select`` draws its own rates)
+        return DEPTH
+
+
+DEPTH = 4
+# lookahead's window and Token Recycling's matrix learn from each verified step: their proposals depend on which
+# steps drafted; every other drafter's depend on the context (tokens and the target's states) alone
+LEARN_FROM_STEPS = ("lookahead", "recycling", "samd@rec")
+
+
+def recording(drafter: Drafter, log: dict[tuple, tuple | None]) -> Drafter:
+    """``drafter``, its every proposal also kept in ``log``: (prompt, context length) -> (tokens, parents) or None."""
+    propose = drafter.propose
+
+    def recorded(ctx: DraftContext):
+        out = propose(ctx)
+        tree = out.tree if isinstance(out, Proposal) else out
+        log[tuple(ctx.tokens[: ctx.prompt_len]), len(ctx.tokens)] = None if tree is None else (tree.tokens, tree.parents)
+        return out
+
+    drafter.propose = recorded  # type: ignore[method-assign]
+    return drafter
+
+
+@pytest.mark.parametrize("family,label", [c for c in CELLS if c[1] not in LEARN_FROM_STEPS])
+def test_resumed_drafter_proposes_as_if_it_never_skipped(families, family: str, label: str) -> None:
+    """After skipped steps a drafter catches up: at every context where it is called, alone or batched, it
+    proposes what a drafter called at every step proposes there (EAGLE: from the queued states of the skipped
+    rows; SpS: its draft model fed the skipped tokens). The reference proposes at every step and has each
+    draft dropped, so it emits one token a step and proposes at every context length."""
+    fam = families(family)
+    every: dict[tuple, tuple | None] = {}
+    fam.alone(label, FixedDepth(seed=0, draft_chance=1.0, run_chance=0.0, drop_chance=1.0),
+              drafter=recording(fam.fresh(label), every))
+    alone: dict[tuple, tuple | None] = {}
+    assert [g.output_ids for g in fam.alone(label, FixedDepth(seed=1), drafter=recording(fam.fresh(label), alone))] \
+        == fam.ar(label)
+    batched: dict[tuple, tuple | None] = {}
+    drafters = [recording(fam.fresh(label), batched) for _ in range(2)]
+    assert [g.output_ids for g in fam.batched(label, FixedDepth(seed=2), 2, True, drafters=drafters)] == fam.ar(label)
+    for log, where in ((alone, "alone"), (batched, "at width 2")):
+        assert any(log.values()), f"{label} on {family} {where}: nothing proposed"
+        differ = sorted(n for (prompt, n), tree in log.items() if every[prompt, n] != tree)
+        assert not differ, f"{label} on {family} {where}: after skips, other proposals at context lengths {differ}"
