@@ -86,6 +86,15 @@ def no_profiling_of_real_models(monkeypatch):
         monkeypatch.setattr(module, name, guarded(getattr(module, name)))
 
 
+@pytest.fixture(autouse=True)
+def profiles_cache_on_a_busy_machine(monkeypatch):
+    """A cost profile measured during the test suite is always cached: the suite itself keeps the machine busy,
+    and whether the profile is cached must not depend on it (``tests/test_profile_busy.py`` tests the refusal)."""
+    import specbench.profiling.cost_profile as cost_profile
+
+    monkeypatch.setattr(cost_profile, "is_busy", lambda *args: False)
+
+
 @pytest.fixture(scope="session")
 def _feature_root(tmp_path_factory) -> object:
     return tmp_path_factory.mktemp("features")

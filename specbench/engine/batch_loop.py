@@ -195,7 +195,7 @@ class BatchDecoder:
         skipped = [False] * a
         if budget is not None:  # budget=auto: which sequences draft this step (draft_or_skip.py)
             candidates = [b for b in range(a) if drafting[b] and slots[b].seq is not None]
-            for b, go in zip(candidates, budget.plan([slots[b].seq for b in candidates], context, a)):
+            for b, go in zip(candidates, budget.plan([slots[b].seq for b in candidates], context - 1, a)):
                 drafting[b], skipped[b] = go, not go
         drafts, draft_s = [], []
         for slot, room, drafted in zip(slots, rooms, drafting):  # 1. draft, each slot for itself (serially)

@@ -1,6 +1,8 @@
-"""Draft budget (``budget=auto``): how much of a ranked draft is worth verifying on this machine.
+"""Draft budget (``budget=auto``): whether a step drafts at all, and how much of a ranked draft is worth verifying.
 
-Between propose and verify the engine keeps the prefix-closed subset of the draft tree that maximises
+Before the drafter is called, ``plan`` prices the whole step both ways, drafting or plain, with the costs the
+run's own steps calibrate (``draft_or_skip.py``, ``step_costs.py``); a step that does not draft runs as AR's.
+Between propose and verify the engine then keeps the prefix-closed subset of the draft tree that maximises
 expected tokens per second for this step:
 
     value(S) = (1 + sum over v in S of P(v)) / (T(1 + |S| + aux rows) + draft seconds)

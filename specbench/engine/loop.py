@@ -93,7 +93,7 @@ class Engine:
             t_step = now()
             drafting = drafter is not None and room > 1
             if drafting and seq is not None:  # budget=auto: draft only when it pays (draft_or_skip.py)
-                drafting = draft_budget.plan([seq], len(st.tokens))[0]
+                drafting = draft_budget.plan([seq], len(st.tokens) - 1)[0]  # (the context end_step learns at)
             # 1. draft
             draft = self._draft_step(st, drafter, room, draft_budget, t_step, depth_cap=max_draft_depth) \
                 if drafting else Draft()

@@ -35,6 +35,8 @@ from typing import Any, Callable
 import numpy as np
 
 from specbench.errors import ConfigError
+from specbench.profiling import machine_probe
+from specbench.profiling.machine_state import is_busy
 from specbench.profiling.measure import measure_forward_curve
 from specbench.profiling.profile import load_profile, make_profile, save_profile
 
@@ -42,6 +44,7 @@ CONTEXTS = (128, 512)  # cached tokens before the timed forwards: a short prompt
 # ... then doubling from 1024 up to the longest context a run uses (``contexts_for``)
 SIZES = (1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128)
 REPEATS = 9
+BUSY_SUFFIX = ".busy.json"  # a profile measured on a busy machine: kept beside the cache, never read from it
 FORMAT = 2  # 2: curves per context (format 1 had one curve after 512 tokens)
 
 Cost = Callable[..., Any]  # (n, context=None) -> seconds; numpy arrays broadcast
@@ -87,7 +90,17 @@ def cached_cost_profile(lm: Any, backend: Any, cache_root: Path, quiet: bool = F
     if not quiet:
         print(f"[specbench] measuring this machine's cost profile T(n) for budget=auto after "
               f"{', '.join(map(str, missing))} cached tokens (once; cached in {path})", file=sys.stderr)
+    probe = machine_probe.default_probe()
+    start = probe.reading()
     curves = {c: measure_forward_curve(lm.model, c, SIZES, REPEATS, backend=backend) for c in missing}
+    other = machine_probe.other_cores(start, probe.reading())
+    if is_busy(other, probe.cpus(), probe.cpus()):
+        # a profile timed beside another job is off by up to 10x, and wrong in shape too (T(1) above T(2)): it
+        # would steer every later budget=auto run; this run uses it (its folder keeps a copy), the cache does not
+        path = path.with_name(path.stem + BUSY_SUFFIX)
+        print(f"warning: the cost profile was measured while other processes used {other:.1f} of {probe.cpus()} "
+              f"cores: this run uses it, but it is not cached (the next budget=auto run measures again)",
+              file=sys.stderr)
     if prof is None:
         first = min(curves)
         prof = make_profile(curves[first], model, first, hardware, {key: curves[first]})
