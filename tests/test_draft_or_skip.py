@@ -30,8 +30,9 @@ def test_best_k_hand_worked() -> None:
 
 
 def test_probes_cost_at_most_their_share() -> None:
-    # a probe losing 5% of a step is made once 5 steps share it (1% each), one losing 90% after PROBE_MAX
-    assert [probe_due(n, 0.05) for n in range(6)] == [False, False, False, False, True, True]
+    # a probe losing 5% of a step is made once enough steps share it (PROBE_COST each), one losing 90% after PROBE_MAX
+    due = round(0.05 / PROBE_COST)
+    assert [probe_due(n, 0.05) for n in range(due + 1)] == [False] * (due - 1) + [True, True]
     assert not probe_due(PROBE_MAX - 1, 0.9) and probe_due(PROBE_MAX, 0.9)
     assert probe_due(0, PROBE_COST)  # a drafter that loses no more than the probe share always drafts
 
@@ -47,31 +48,32 @@ def test_choose_warm_then_skip_then_probe() -> None:
     slow = lambda rows: 0.040 if rows <= 1 else 0.080  # noqa: E731  drafting doubles the forward
     s = SequenceState()
     # before WARM_STEPS drafted steps every candidate drafts, whatever the costs
-    assert choose([s], DraftGains(), 0.0, slow, lambda d: 0.0, 1) == [True]
+    assert choose([s], DraftGains(), 0.0, slow, lambda d: 0.0, 1).drafting == [True]
     gains = _learned(1.0)
     assert gains.drafted >= WARM_STEPS
-    pattern = [choose([s], gains, 0.0, slow, lambda d: 0.0, 1)[0] for _ in range(50)]
-    # drafting loses half a step: skipped until 50 steps share that loss (1% each), then one probe
-    assert pattern == [False] * 49 + [True]
-    assert s.skipped_steps == 49
-    # drafting at ten times the price (a 90% loss) probes after PROBE_MAX skipped steps, not 90
+    due = round(0.5 / PROBE_COST)
+    pattern = [choose([s], gains, 0.0, slow, lambda d: 0.0, 1).drafting[0] for _ in range(due)]
+    # drafting loses half a step: skipped until that many steps share its loss (PROBE_COST each), then one probe
+    assert due < PROBE_MAX and pattern == [False] * (due - 1) + [True]
+    assert s.skipped_steps == due - 1
+    # drafting at ten times the price (a 90% loss) probes after PROBE_MAX skipped steps
     dear = lambda rows: 0.040 if rows <= 1 else 0.400  # noqa: E731
     s = SequenceState()
-    pattern = [choose([s], gains, 0.0, dear, lambda d: 0.0, 1)[0] for _ in range(PROBE_MAX + 1)]
+    pattern = [choose([s], gains, 0.0, dear, lambda d: 0.0, 1).drafting[0] for _ in range(PROBE_MAX + 1)]
     assert pattern == [False] * PROBE_MAX + [True]
     # a drafter whose steps emit 3 tokens for twice the price drafts every step
-    assert choose([SequenceState()], _learned(3.0), 0.0, slow, lambda d: 0.0, 1) == [True]
+    assert choose([SequenceState()], _learned(3.0), 0.0, slow, lambda d: 0.0, 1).drafting == [True]
 
 
 def test_choose_per_sequence_in_a_batch() -> None:
     """The sequences whose own drafted steps emitted most draft; the others run plain beside them."""
-    gains = _learned(2.0)
+    gains = _learned(1.0)  # over the budget, drafted steps emitted 1 token
     states = [SequenceState() for _ in range(4)]
-    for s, g in zip(states, (1.0, 4.0, 1.0, 4.0)):
+    for s, g in zip(states, (1.0, 6.0, 1.0, 6.0)):  # but those of sequences 1 and 3 emitted 6 of late
         for _ in range(10):
             s.gain.add(g)
     fwd = lambda rows: 0.100 * (1 if rows <= 1 else 1.3)  # noqa: E731  padding 4 sequences to 5 rows: +30%
-    assert choose(states, gains, 0.002, fwd, lambda d: 0.0, 4) == [False, True, False, True]
+    assert choose(states, gains, 0.002, fwd, lambda d: 0.0, 4).drafting == [False, True, False, True]
 
 
 def test_step_costs_calibrate_per_bucket_and_batch() -> None:
@@ -137,3 +139,21 @@ def test_auto_report_counts_drafted_steps_and_predictions() -> None:
     assert row[:4] == ["pld@auto", 1, "GSM8K", pytest.approx(2 / 3)]
     assert row[6] == pytest.approx(2.0) and row[5] == pytest.approx(1.9)
     assert auto_table(ar, None) is None
+
+
+def test_plan_keeps_a_choice_to_skip_while_nothing_drafts(monkeypatch) -> None:
+    """A choice to skip is priced once per ``REPLAN_STEPS`` steps, and again as soon as a step drafts (a probe)."""
+    import specbench.engine.budget as budget_mod
+
+    budget = DraftBudget(lambda n, context=None: 0.04 * np.asarray(n, dtype=float), calibrate=False)
+    for _ in range(WARM_STEPS):
+        budget.gains.add(1, [1], 5)  # drafted steps emitted 1 token for five times the price: skip
+    priced = []
+    real = budget_mod.choose
+    monkeypatch.setattr(budget_mod, "choose", lambda *a: priced.append(1) or real(*a))
+    s = SequenceState()
+    pattern = [budget.plan([s], 100)[0] for _ in range(3 * budget_mod.REPLAN_STEPS)]
+    assert not any(pattern) and len(priced) == 3
+    budget.gains.add(1, [1], 5)  # a drafted step (say a probe) was learned: priced again at once
+    budget.plan([s], 100)
+    assert len(priced) == 4

@@ -6,9 +6,12 @@ step pays for a one-row forward and emits exactly one token. With ``A`` sequence
 
     value(k) = (A + sum over the k of (g_i - 1)) / (sum over the k of D + F(m_k, A) + O(k > 0, A))
 
-- ``g_i``: tokens a drafted step of sequence i emits, a decayed mean of its own drafted steps in this
-  generation, starting from the budget's mean over every sequence (``DraftGains``); the budget's later
-  choice of how much of the draft to verify (``DraftBudget.select``) is inside it;
+- ``g_i``: tokens a drafted step of sequence i emits: the budget's decayed mean over every sequence's drafted
+  steps (``DraftGains``, about 50 steps of memory), moved towards the sequence's own recent drafted steps
+  (about 10) as if those were ``OWN_WEIGHT`` times fewer: the budget's mean keeps one unlucky step from
+  switching drafting off (a drafted step's tokens vary from 1 to 5 around a mean near the threshold), the
+  sequence's own steps let a sequence whose text turns repetitive draft while the others do not. The
+  budget's later choice of how much of the draft to verify (``DraftBudget.select``) is inside it;
 - ``D``: one sequence's drafting seconds, ``F(m, A)``: the verify forward of ``A`` sequences padded to ``m``
   rows (``m_0 = 1``; else the padded width the budget's drafted steps had), ``O``: the step's overhead; all
   three calibrated online (``step_costs.py``).
@@ -42,10 +45,12 @@ import numpy as np
 
 from specbench.engine.step_costs import DecayedMean
 
-GAIN_DECAY = 0.9  # per drafted step: about 10 steps of memory (text turns repetitive, or stops being so)
+GAIN_DECAY = 0.98  # the budget's mean, per drafted step: about 50 steps of memory
+OWN_DECAY = 0.9  # a sequence's own mean: about 10 of its drafted steps (its text turns repetitive, or stops being so)
+OWN_WEIGHT = 0.5  # a sequence's own steps count half as much as the budget's
 WARM_STEPS = 4  # drafted steps a budget sees before it may skip
-PROBE_COST = 0.01  # the share of throughput probes may lose
-PROBE_MAX = 64  # skipped steps in a row after which a sequence probes whatever it costs
+PROBE_COST = 0.005  # the share of throughput probes may lose
+PROBE_MAX = 128  # skipped steps in a row after which a sequence probes whatever it costs
 
 
 def values(gains: list[float], draft_s: list[float], forward: Callable[[int], float],
@@ -68,8 +73,8 @@ def best_k(gains: list[float], draft_s: list[float], forward: Callable[[int], fl
 def probe_due(skipped: int, loss: float) -> bool:
     """Whether a sequence that skipped ``skipped`` steps in a row probes now, a probe losing ``loss`` of a step.
 
-    >>> probe_due(0, 0.005), probe_due(3, 0.05), probe_due(4, 0.05), probe_due(64, 0.9)
-    (True, False, True, True)
+    >>> probe_due(0, 0.005), probe_due(8, 0.05), probe_due(9, 0.05), probe_due(127, 0.9), probe_due(128, 0.9)
+    (True, False, True, False, True)
     """
     return skipped >= PROBE_MAX or loss <= PROBE_COST * (skipped + 1)
 
@@ -78,7 +83,7 @@ def probe_due(skipped: int, loss: float) -> bool:
 class SequenceState:
     """One sequence's drafting history in a generation (created at its start)."""
 
-    gain: DecayedMean = field(default_factory=lambda: DecayedMean(GAIN_DECAY))
+    gain: DecayedMean = field(default_factory=lambda: DecayedMean(OWN_DECAY))
     skipped: int = 0  # plain steps in a row
     drafted_steps: int = 0
     skipped_steps: int = 0
@@ -118,21 +123,48 @@ class DraftGains:
         self.drafted += len(tokens)
 
 
+def expected_gain(gains: DraftGains, s: SequenceState, active: int) -> float:
+    """The budget's mean tokens per drafted step, moved towards the sequence's own (module docstring).
+
+    >>> g = DraftGains(); g.add(1, [2] * 60, 5)
+    >>> s = SequenceState(); _ = [s.gain.add(4.0) for _ in range(40)]
+    >>> round(expected_gain(g, s, 1), 2)  # the budget's 2 weighs 35 (60 steps decayed), the sequence's 4 about 10 x 0.5
+    2.25
+    """
+    budget = gains.tokens.get(active) or gains.tokens.get(0)
+    weight = budget.weight if budget is not None and budget.known else 0.0
+    mean = gains.gain(active)
+    own = s.gain.weight * OWN_WEIGHT if s.gain.known else 0.0
+    return mean if own == 0 else (weight * mean + own * s.gain.mean) / (weight + own)
+
+
+@dataclass(frozen=True)
+class Choice:
+    """A step's choice: which candidates draft (probes included), how many were chosen on their value (``k``), and
+    what one more drafting sequence would have lost (``loss``, the probes' price)."""
+
+    drafting: list[bool]
+    k: int
+    loss: float
+
+
 def choose(states: list[SequenceState], gains: DraftGains, draft_s: float, forward: Callable[[float], float],
-           overhead: Callable[[bool], float], active: int) -> list[bool]:
+           overhead: Callable[[bool], float], active: int) -> Choice:
     """Which of the candidate ``states`` draft this step (see the module docstring), probes included."""
-    if not states:
-        return []
-    if gains.drafted < WARM_STEPS:
-        return [True] * len(states)
-    expected = [s.gain.mean if s.gain.known else gains.gain(active) for s in states]
+    if not states or gains.drafted < WARM_STEPS:
+        return Choice([True] * len(states), len(states), 0.0)
+    expected = [expected_gain(gains, s, active) for s in states]
     order = sorted(range(len(states)), key=lambda i: -expected[i])
     width = gains.padded_rows(active)
     value = values([expected[i] for i in order], [draft_s] * len(order),
                    lambda k: forward(1.0 if k == 0 else width), lambda k: overhead(k > 0), active)
     k = int(np.argmax(value))
     loss = 1.0 - value[k + 1] / value[k] if k < len(states) else 0.0  # of one more sequence drafting
-    chosen = set(order[:k])
+    return Choice(probe_or_skip(states, set(order[:k]), loss), k, loss)
+
+
+def probe_or_skip(states: list[SequenceState], chosen: set[int], loss: float) -> list[bool]:
+    """The ``chosen`` sequences draft; each other one probes when its probe is due, else skips (and counts it)."""
     out = []
     for i, s in enumerate(states):
         if i in chosen or probe_due(s.skipped, loss):
