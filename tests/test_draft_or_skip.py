@@ -37,43 +37,41 @@ def test_probes_cost_at_most_their_share() -> None:
     assert probe_due(0, PROBE_COST)  # a drafter that loses no more than the probe share always drafts
 
 
-def _learned(gain: float, steps: int = 20) -> DraftGains:
+def _learned(gain: float, ratio: float = 2.0, steps: int = 20, active: int = 1) -> DraftGains:
+    """A budget whose drafted steps emitted ``gain`` tokens for ``ratio`` times a plain step's forward."""
     g = DraftGains()
     for _ in range(steps):
-        g.add(1, [int(gain)], 5)
+        g.add(active, [int(gain)], ratio)
     return g
 
 
 def test_choose_warm_then_skip_then_probe() -> None:
-    slow = lambda rows: 0.040 if rows <= 1 else 0.080  # noqa: E731  drafting doubles the forward
     s = SequenceState()
     # before WARM_STEPS drafted steps every candidate drafts, whatever the costs
-    assert choose([s], DraftGains(), 0.0, slow, lambda d: 0.0, 1).drafting == [True]
-    gains = _learned(1.0)
+    assert choose([s], DraftGains(), 0.0, 0.040, lambda d: 0.0, 1).drafting == [True]
+    gains = _learned(1.0)  # drafting doubles the forward for nothing
     assert gains.drafted >= WARM_STEPS
     due = round(0.5 / PROBE_COST)
-    pattern = [choose([s], gains, 0.0, slow, lambda d: 0.0, 1).drafting[0] for _ in range(due)]
+    pattern = [choose([s], gains, 0.0, 0.040, lambda d: 0.0, 1).drafting[0] for _ in range(due)]
     # drafting loses half a step: skipped until that many steps share its loss (PROBE_COST each), then one probe
     assert due < PROBE_MAX and pattern == [False] * (due - 1) + [True]
     assert s.skipped_steps == due - 1
     # drafting at ten times the price (a 90% loss) probes after PROBE_MAX skipped steps
-    dear = lambda rows: 0.040 if rows <= 1 else 0.400  # noqa: E731
     s = SequenceState()
-    pattern = [choose([s], gains, 0.0, dear, lambda d: 0.0, 1).drafting[0] for _ in range(PROBE_MAX + 1)]
+    pattern = [choose([s], _learned(1.0, 10.0), 0.0, 0.040, lambda d: 0.0, 1).drafting[0] for _ in range(PROBE_MAX + 1)]
     assert pattern == [False] * PROBE_MAX + [True]
     # a drafter whose steps emit 3 tokens for twice the price drafts every step
-    assert choose([SequenceState()], _learned(3.0), 0.0, slow, lambda d: 0.0, 1).drafting == [True]
+    assert choose([SequenceState()], _learned(3.0), 0.0, 0.040, lambda d: 0.0, 1).drafting == [True]
 
 
 def test_choose_per_sequence_in_a_batch() -> None:
     """The sequences whose own drafted steps emitted most draft; the others run plain beside them."""
-    gains = _learned(1.0)  # over the budget, drafted steps emitted 1 token
+    gains = _learned(1.0, 1.3, active=4)  # over the budget, drafted steps emitted 1 token; padding costs +30%
     states = [SequenceState() for _ in range(4)]
     for s, g in zip(states, (1.0, 6.0, 1.0, 6.0)):  # but those of sequences 1 and 3 emitted 6 of late
         for _ in range(10):
             s.gain.add(g)
-    fwd = lambda rows: 0.100 * (1 if rows <= 1 else 1.3)  # noqa: E731  padding 4 sequences to 5 rows: +30%
-    assert choose(states, gains, 0.002, fwd, lambda d: 0.0, 4).drafting == [False, True, False, True]
+    assert choose(states, gains, 0.002, 0.100, lambda d: 0.0, 4).drafting == [False, True, False, True]
 
 
 def test_step_costs_calibrate_per_bucket_and_batch() -> None:
@@ -121,6 +119,18 @@ def test_budget_end_step_learns_and_predicts() -> None:
     # the next identical step is priced with what the first taught it
     budget.end_step([s], [True], [3], [0.003], [4], 5, 100, 0.028, 0.032)
     assert s.predicted_s == pytest.approx(0.014 + 0.032)
+    # drafted steps' forwards cost 1.4 plain ones (the 5-row price over the 1-row one, each at its step)
+    assert budget.gains.forward_ratio(1) == pytest.approx(1.4) and budget.gains.gain(1) == pytest.approx(3.0)
+
+
+def test_drafted_forward_is_the_mean_price_not_the_price_of_the_mean_width() -> None:
+    """PLD verifies one row or seven; on a CPU whose T(4) is dear, pricing the mean width (4) would overstate it."""
+    cost = lambda n, context=None: np.where(np.asarray(n) == 4, 0.080, 0.040 + 0.001 * (np.asarray(n) - 1))  # noqa
+    budget = DraftBudget(cost, calibrate=False)
+    s = SequenceState()
+    for rows in (1, 7) * 5:
+        budget.end_step([s], [True], [1 if rows == 1 else 4], [0.0], [6], rows, 100, 0.04, 0.04)
+    assert budget.gains.forward_ratio(1) == pytest.approx((1.0 + 0.046 / 0.040) / 2, rel=0.02)
 
 
 def test_auto_report_counts_drafted_steps_and_predictions() -> None:
@@ -147,13 +157,13 @@ def test_plan_keeps_a_choice_to_skip_while_nothing_drafts(monkeypatch) -> None:
 
     budget = DraftBudget(lambda n, context=None: 0.04 * np.asarray(n, dtype=float), calibrate=False)
     for _ in range(WARM_STEPS):
-        budget.gains.add(1, [1], 5)  # drafted steps emitted 1 token for five times the price: skip
+        budget.gains.add(1, [1], 5.0)  # drafted steps emitted 1 token for five times the price: skip
     priced = []
     real = budget_mod.choose
     monkeypatch.setattr(budget_mod, "choose", lambda *a: priced.append(1) or real(*a))
     s = SequenceState()
     pattern = [budget.plan([s], 100)[0] for _ in range(3 * budget_mod.REPLAN_STEPS)]
     assert not any(pattern) and len(priced) == 3
-    budget.gains.add(1, [1], 5)  # a drafted step (say a probe) was learned: priced again at once
+    budget.gains.add(1, [1], 5.0)  # a drafted step (say a probe) was learned: priced again at once
     budget.plan([s], 100)
     assert len(priced) == 4

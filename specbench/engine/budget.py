@@ -161,8 +161,7 @@ class DraftBudget:
             return probe_or_skip(states, set(), kept[2])
         costs = self.costs
         choice = choose(states, self.gains, costs.draft_seconds(self.last_depth, active),
-                        lambda rows: float(costs.forward(max(1, int(round(rows))), context, active)),
-                        lambda drafted: costs.overhead(drafted, active), active)
+                        float(costs.forward(1, context, active)), lambda drafted: costs.overhead(drafted, active), active)
         self._skip_all = (shape, 1, choice.loss) if choice.k == 0 and states else None
         return choice.drafting
 
@@ -177,7 +176,9 @@ class DraftBudget:
         used = [i for i, d in enumerate(drafted) if d]
         predicted = sum(costs.draft_seconds(depths[i], active) for i in used) + \
             float(costs.forward(padded_rows, context, active)) + costs.overhead(bool(used), active)
-        plain = float(costs.forward(1, context, active)) + costs.overhead(False, active)
+        forward_1 = float(costs.forward(1, context, active))
+        plain = forward_1 + costs.overhead(False, active)
+        ratio = float(costs.forward(padded_rows, context, active)) / forward_1 if forward_1 > 0 else 1.0
         for s, n in zip(states, emitted):
             if s is not None:
                 s.predicted_s += predicted / active
@@ -188,7 +189,7 @@ class DraftBudget:
             costs.observe_draft(depths[i], draft_s[i], active)
         if used:
             self.last_depth = max(depths[i] for i in used)
-            self.gains.add(active, [emitted[i] for i in used], padded_rows)
+            self.gains.add(active, [emitted[i] for i in used], ratio)
         for s, d, n in zip(states, drafted, emitted):
             if s is not None and d:  # (a skipped step was counted when ``plan`` chose it)
                 s.gain.add(float(n))

@@ -12,8 +12,10 @@ step pays for a one-row forward and emits exactly one token. With ``A`` sequence
   switching drafting off (a drafted step's tokens vary from 1 to 5 around a mean near the threshold), the
   sequence's own steps let a sequence whose text turns repetitive draft while the others do not. The
   budget's later choice of how much of the draft to verify (``DraftBudget.select``) is inside it;
-- ``D``: one sequence's drafting seconds, ``F(m, A)``: the verify forward of ``A`` sequences padded to ``m``
-  rows (``m_0 = 1``; else the padded width the budget's drafted steps had), ``O``: the step's overhead; all
+- ``D``: one sequence's drafting seconds; ``F``: the verify forward of ``A`` sequences, for ``k = 0`` the plain
+  one-row forward ``F_1`` and else ``F_1`` times the mean, over the budget's drafted steps, of each one's forward
+  price over the plain one's at its context (the mean of the prices, not the price of the mean width: a PLD
+  step verifies one row or six, and on a CPU ``T(3)`` can exceed ``T(6)``); ``O``: the step's overhead; all
   three calibrated online (``step_costs.py``).
 
 The step drafts for the best ``k``; ties go to fewer drafts, so the plain step wins when drafting does not
@@ -92,12 +94,12 @@ class SequenceState:
 
 
 class DraftGains:
-    """A budget's tokens per drafted step and padded rows per drafted step, per number of sequences in the step
-    (and over all), as decayed means."""
+    """A budget's tokens per drafted step and its forward's price relative to a plain step's, per number of
+    sequences in the step (and over all), as decayed means."""
 
     def __init__(self) -> None:
         self.tokens: dict[int, DecayedMean] = {}
-        self.rows: dict[int, DecayedMean] = {}
+        self.ratios: dict[int, DecayedMean] = {}
         self.drafted = 0  # drafted sequence-steps seen
 
     @staticmethod
@@ -111,22 +113,22 @@ class DraftGains:
     def gain(self, active: int) -> float:
         return self._get(self.tokens, active, 1.0)
 
-    def padded_rows(self, active: int) -> float:
-        return self._get(self.rows, active, 1.0)
+    def forward_ratio(self, active: int) -> float:
+        return self._get(self.ratios, active, 1.0)
 
-    def add(self, active: int, tokens: list[int], padded_rows: int) -> None:
+    def add(self, active: int, tokens: list[int], forward_ratio: float) -> None:
         for key in (active, 0):
             t = self.tokens.setdefault(key, DecayedMean(GAIN_DECAY))
             for n in tokens:
                 t.add(float(n))
-            self.rows.setdefault(key, DecayedMean(GAIN_DECAY)).add(float(padded_rows))
+            self.ratios.setdefault(key, DecayedMean(GAIN_DECAY)).add(float(forward_ratio))
         self.drafted += len(tokens)
 
 
 def expected_gain(gains: DraftGains, s: SequenceState, active: int) -> float:
     """The budget's mean tokens per drafted step, moved towards the sequence's own (module docstring).
 
-    >>> g = DraftGains(); g.add(1, [2] * 60, 5)
+    >>> g = DraftGains(); g.add(1, [2] * 60, 1.3)
     >>> s = SequenceState(); _ = [s.gain.add(4.0) for _ in range(40)]
     >>> round(expected_gain(g, s, 1), 2)  # the budget's 2 weighs 35 (60 steps decayed), the sequence's 4 about 10 x 0.5
     2.25
@@ -148,16 +150,17 @@ class Choice:
     loss: float
 
 
-def choose(states: list[SequenceState], gains: DraftGains, draft_s: float, forward: Callable[[float], float],
+def choose(states: list[SequenceState], gains: DraftGains, draft_s: float, plain_forward: float,
            overhead: Callable[[bool], float], active: int) -> Choice:
-    """Which of the candidate ``states`` draft this step (see the module docstring), probes included."""
+    """Which of the candidate ``states`` draft this step (see the module docstring), probes included;
+    ``plain_forward``: the seconds of this step's forward if no sequence drafts."""
     if not states or gains.drafted < WARM_STEPS:
         return Choice([True] * len(states), len(states), 0.0)
     expected = [expected_gain(gains, s, active) for s in states]
     order = sorted(range(len(states)), key=lambda i: -expected[i])
-    width = gains.padded_rows(active)
+    drafted_forward = plain_forward * gains.forward_ratio(active)
     value = values([expected[i] for i in order], [draft_s] * len(order),
-                   lambda k: forward(1.0 if k == 0 else width), lambda k: overhead(k > 0), active)
+                   lambda k: plain_forward if k == 0 else drafted_forward, lambda k: overhead(k > 0), active)
     k = int(np.argmax(value))
     loss = 1.0 - value[k + 1] / value[k] if k < len(states) else 0.0  # of one more sequence drafting
     return Choice(probe_or_skip(states, set(order[:k]), loss), k, loss)
