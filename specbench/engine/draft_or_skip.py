@@ -24,10 +24,10 @@ pay. Before ``WARM_STEPS`` drafted steps the budget knows nothing and every sequ
 **Exploring.** A skipped drafter learns nothing, so a skipped sequence drafts now and then anyway (a probe),
 as often as its price allows: a probe loses ``loss = 1 - value(k + 1) / value(k)`` of the step (the next
 sequence drafting too), and it is made once that loss, spread over the steps since the sequence last drafted,
-is at most ``PROBE_COST`` (1%), and in any case after ``PROBE_MAX`` skipped steps. So probing never costs more
-than about 1% of the throughput (plus one drafting step in ``PROBE_MAX`` where drafting loses more than
-``PROBE_MAX``%), a cheap drafter that loses under 1% (PLD or REST finding no match) keeps drafting every step,
-and a sequence whose text turns repetitive is found within ``loss / PROBE_COST`` steps.
+is at most ``PROBE_COST`` (0.5%), and in any case after ``PROBE_MAX`` skipped steps. So probing costs about
+0.5% of the throughput (more where one probe costs several plain steps, as EAGLE's catch-up after a long skip:
+the loss is priced as a share of one step), a cheap drafter that loses under 0.5% (PLD or REST finding no match)
+keeps drafting every step, and a sequence whose text turns repetitive is found within ``loss / PROBE_COST`` steps.
 
 Example: one sequence, a plain step costs 40 ms; drafting costs 10 ms and the forward of its 4 rows 48 ms,
 and drafted steps emit 1.4 tokens: value(1) = 1.4 / 58 ms < value(0) = 1 / 40 ms: skip. At 2 tokens per

@@ -58,10 +58,11 @@ class Generation:
         self.aux_sizes.append(aux_rows)
         self.draft_depths.append(0 if tree is None else max(tree.depths()))
 
-    def add_budget_summary(self, seq: Any) -> None:
-        """Keep a ``budget=auto`` sequence's counts and predictions (``draft_or_skip.SequenceState``)."""
+    def add_budget_summary(self, seq: Any) -> "Generation":
+        """Keep a ``budget=auto`` sequence's counts and predictions (``draft_or_skip.SequenceState``); returns self."""
         self.drafted_steps, self.skipped_steps = seq.drafted_steps, seq.skipped_steps
         self.predicted_s, self.predicted_ar_s = seq.predicted_s, seq.predicted_ar_s
+        return self
 
     def token_margins(self) -> list[float] | None:
         """Per emitted token, the relative top-2 margin of the logits that chose it; None unless the

@@ -63,37 +63,28 @@ class Engine:
                  draft_budget: DraftBudget | None = None, max_draft_depth: int | None = None) -> Generation:
         """Greedy-decode up to ``max_new_tokens`` after ``prompt_ids``; identical output for any drafter.
 
-        ``record_margins``: also keep each emitted token's top-2 margin (``Generation.token_margins``);
-        the emitting logits rows are kept (a view for AR's single row) and reduced after timing.
-        ``sampling`` with temperature > 0: sample instead, from a generator seeded with ``seed``; the
-        output is then distributed as AR sampling's for any drafter (``sampling.py``).
-        ``draft_budget`` (``budget.py``): verify only the part of each draft worth its cost on this machine, and
-        tell the drafter how deep drafting pays (``DraftContext.max_depth``); any choice stays lossless.
-        ``max_draft_depth`` (a fixed budget, ``budget=K``): every draft is cut to depth K, and the drafter told so.
-        """
-        if max_new_tokens < 1:
-            raise ValueError("max_new_tokens must be >= 1")
-        if not prompt_ids:
-            raise ValueError("empty prompt")
+        ``record_margins``: also keep each emitted token's top-2 margin (``Generation.token_margins``; the
+        emitting logits rows are kept, a view for AR's single row, and reduced after timing). ``sampling`` with
+        temperature > 0: sample from a generator seeded with ``seed``, distributed as AR sampling's for any
+        drafter (``sampling.py``). ``draft_budget`` (``budget.py``): draft only when it pays, verify only the part
+        worth its cost here, tell the drafter how deep drafting pays; lossless whatever it chooses.
+        ``max_draft_depth`` (a fixed budget, ``budget=K``): every draft is cut to depth K, and the drafter told so."""
+        if max_new_tokens < 1 or not prompt_ids:
+            raise ValueError("max_new_tokens must be >= 1" if prompt_ids else "empty prompt")
         target, sync, now = self.target, self._sync, time.perf_counter
         t_start = now()
         sampler = None if sampling is None or sampling.greedy else Sampler(sampling, seed, target.device)
         self.backend.prepare(self.model)
         cache = self.backend.new_cache(self.model, len(prompt_ids) + max_new_tokens + DRAFT_HEADROOM)
-        layers = tuple(getattr(drafter, "feature_layers", None) or ())  # intermediate states a drafter reads
-        target.check_layers(layers)
-        hidden = drafter is not None and getattr(drafter, "reads_hidden_states", True)  # (llama.cpp: dearer to get)
-        if drafter is not None:
-            drafter.begin(list(prompt_ids))
+        layers, hidden = self._begin(drafter, prompt_ids)
         st = self._prefill(prompt_ids, cache, sampler, record_margins, t_start, layers, hidden)
         gen = st.gen
         seq = SequenceState() if draft_budget is not None and drafter is not None else None
         while st.root not in self.stop_ids and len(gen.output_ids) < max_new_tokens:
             room = max_new_tokens - len(gen.output_ids)  # tokens this step may still emit
             t_step = now()
-            drafting = drafter is not None and room > 1
-            if drafting and seq is not None:  # budget=auto: draft only when it pays (draft_or_skip.py)
-                drafting = draft_budget.plan([seq], len(st.tokens) - 1)[0]  # (the context end_step learns at)
+            drafting = drafter is not None and room > 1 and (  # budget=auto: draft only when it pays
+                seq is None or draft_budget.plan([seq], len(st.tokens) - 1)[0])
             # 1. draft
             draft = self._draft_step(st, drafter, room, draft_budget, t_step, depth_cap=max_draft_depth) \
                 if drafting else Draft()
@@ -118,18 +109,23 @@ class Engine:
             # 5. emit and stop
             emitted = self._emit(st, ver, logits, record_margins)
             topk = _row_topk(drafter, logits, compiled.tree_rows) if drafting else None
-            skipped = seq is not None and not drafting  # the drafter was not called: it is not told either
             self._feedback(st, drafter, draft_budget if drafting else None, draft.tree, ver, layer_states, topk,
-                           observe=not skipped)
+                           observe=seq is None or drafting)  # a skipped drafter was not called: it is not told
             gen.step_times_s.append(now() - t_step)
-            if seq is not None:
-                draft_budget.end_step([seq], [drafting], [len(emitted)], [t_draft], [draft.asked_depth],
-                                      int(compiled.input_ids.shape[1]), n_ctx, t_verify, gen.step_times_s[-1])
+            _learn_step(draft_budget, seq, drafting, len(emitted), t_draft, draft, int(compiled.input_ids.shape[1]),
+                        n_ctx, t_verify, gen.step_times_s[-1])
             if emitted[-1] in self.stop_ids:
                 break
-        if seq is not None:
-            gen.add_budget_summary(seq)
-        return gen
+        return gen if seq is None else gen.add_budget_summary(seq)
+
+    def _begin(self, drafter: Drafter | None, prompt_ids: list[int]) -> tuple[tuple[int, ...], bool]:
+        """(the target layers whose states the drafter reads, whether it reads the final hidden states: llama.cpp
+        pays for them); the drafter's ``begin``."""
+        layers = tuple(getattr(drafter, "feature_layers", None) or ())
+        self.target.check_layers(layers)
+        if drafter is not None:
+            drafter.begin(list(prompt_ids))
+        return layers, drafter is not None and getattr(drafter, "reads_hidden_states", True)
 
     def _prefill(self, prompt_ids: list[int], cache: object, sampler: Sampler | None, record_margins: bool,
                  t_start: float, layers: tuple[int, ...] = (), want_hidden: bool = True) -> "_Decoding":
@@ -211,6 +207,13 @@ class Engine:
                 st.fresh_layers.append(layer_states[ver.rows])
             if observe:
                 drafter.observe(StepResult(tree, accepted, ver.bonus, ver.aux_predictions, row_topk))
+
+
+def _learn_step(budget: DraftBudget | None, seq: SequenceState | None, drafted: bool, emitted: int, draft_s: float,
+                draft: Draft, rows: int, context: int, verify_s: float, step_s: float) -> None:
+    """``budget=auto`` learns one step of a single sequence (``DraftBudget.end_step``); nothing without a budget."""
+    if budget is not None and seq is not None:
+        budget.end_step([seq], [drafted], [emitted], [draft_s], [draft.asked_depth], rows, context, verify_s, step_s)
 
 
 def _row_topk(drafter: Drafter | None, logits: torch.Tensor, tree_rows: int) -> torch.Tensor | None:

@@ -22,13 +22,12 @@ Example: ``--grid pld.budget=1,4,default,auto`` measuring 1.20x, 1.48x, 1.31x an
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from specbench.config.method_labels import BUDGET_KEY
 from specbench.engine.budget import AUTO
 
-if TYPE_CHECKING:  # (``sweep.py`` imports this module to fill ``sweep.json``)
-    from specbench.results.sweep import PointResult
+PointResult = Any  # ``sweep.PointResult`` (``sweep.py`` imports this module to fill ``sweep.json``: no import back)
 
 NEVER_DRAFT = "ar: never draft"  # the oracle when no drafting budget beats AR
 AR_SPEEDUP = 1.0
