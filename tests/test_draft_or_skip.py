@@ -2,13 +2,14 @@
 and the report of both (``reports/auto_report.py``), on constructed costs and gains: nothing here is timed."""
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 
 from specbench.engine.budget import DraftBudget
-from specbench.engine.draft_or_skip import (PROBE_COST, PROBE_MAX, WARM_STEPS, DraftGains, SequenceState, best_k,
-                                            choose, probe_due)
-from specbench.engine.step_costs import StepCosts, row_bucket
+from specbench.engine.draft_or_skip import PROBE_COST, WARM_STEPS, DraftGains, SequenceState, best_k, choose
+from specbench.engine.step_costs import CATCH_UP_FREE, StepCosts, row_bucket
 from specbench.reports.auto_report import auto_table, calibrated_speedup, drafted_share
 from test_stats import fake_record
 
@@ -29,14 +30,6 @@ def test_best_k_hand_worked() -> None:
     assert best_k([3.0, 3.0, 1.1, 1.1], [0.010] * 4, fwd4, lambda k: 0.0, 4) == 2
 
 
-def test_probes_cost_at_most_their_share() -> None:
-    # a probe losing 5% of a step is made once enough steps share it (PROBE_COST each), one losing 90% after PROBE_MAX
-    due = round(0.05 / PROBE_COST)
-    assert [probe_due(n, 0.05) for n in range(due + 1)] == [False] * (due - 1) + [True, True]
-    assert not probe_due(PROBE_MAX - 1, 0.9) and probe_due(PROBE_MAX, 0.9)
-    assert probe_due(0, PROBE_COST)  # a drafter that loses no more than the probe share always drafts
-
-
 def _learned(gain: float, ratio: float = 2.0, steps: int = 20, active: int = 1) -> DraftGains:
     """A budget whose drafted steps emitted ``gain`` tokens for ``ratio`` times a plain step's forward."""
     g = DraftGains()
@@ -45,23 +38,68 @@ def _learned(gain: float, ratio: float = 2.0, steps: int = 20, active: int = 1) 
     return g
 
 
-def test_choose_warm_then_skip_then_probe() -> None:
+def _plain_budget(gain: float, ratio: float) -> DraftBudget:
+    """A budget with a flat 40 ms forward whose drafted steps emitted ``gain`` tokens for ``ratio`` times its price."""
+    budget = DraftBudget(lambda n, context=None: np.full(np.shape(n), 0.040), calibrate=False)
+    budget.gains = _learned(gain, ratio)
+    return budget
+
+
+def test_choose_warm_then_skip() -> None:
     s = SequenceState()
     # before WARM_STEPS drafted steps every candidate drafts, whatever the costs
-    assert choose([s], DraftGains(), 0.0, 0.040, lambda d: 0.0, 1).drafting == [True]
+    assert choose([s], DraftGains(), [0.0], [0.0], 0.040, lambda d: 0.0, 1).drafting == [True]
     gains = _learned(1.0)  # drafting doubles the forward for nothing
     assert gains.drafted >= WARM_STEPS
-    due = round(0.5 / PROBE_COST)
-    pattern = [choose([s], gains, 0.0, 0.040, lambda d: 0.0, 1).drafting[0] for _ in range(due)]
-    # drafting loses half a step: skipped until that many steps share its loss (PROBE_COST each), then one probe
-    assert due < PROBE_MAX and pattern == [False] * (due - 1) + [True]
-    assert s.skipped_steps == due - 1
-    # drafting at ten times the price (a 90% loss) probes after PROBE_MAX skipped steps
-    s = SequenceState()
-    pattern = [choose([s], _learned(1.0, 10.0), 0.0, 0.040, lambda d: 0.0, 1).drafting[0] for _ in range(PROBE_MAX + 1)]
-    assert pattern == [False] * PROBE_MAX + [True]
+    choice = choose([s], gains, [0.0], [0.0], 0.040, lambda d: 0.0, 1)
+    # skipped; its probe would waste a whole plain step: 80 ms for 1 token where a plain step costs 40
+    assert choice.drafting == [False] and choice.seconds == pytest.approx(0.040)
+    assert choice.waste == [pytest.approx(0.040)]
     # a drafter whose steps emit 3 tokens for twice the price drafts every step
-    assert choose([SequenceState()], _learned(3.0), 0.0, 0.040, lambda d: 0.0, 1).drafting == [True]
+    assert choose([SequenceState()], _learned(3.0), [0.0], [0.0], 0.040, lambda d: 0.0, 1).drafting == [True]
+
+
+def test_probes_spend_at_most_their_share_of_the_skipped_time() -> None:
+    """A probe wasting half a plain step is made once PROBE_COST of the skipped steps' seconds covers it, one
+    wasting ten steps twenty times less often; the credit outlives the generation."""
+    for ratio, waste_steps in ((1.503, 0.503), (10.993, 9.993)):
+        budget = _plain_budget(1.0, ratio)
+        due = math.ceil(waste_steps / PROBE_COST)  # steps whose credit covers the waste
+        pattern = []
+        for steps in (due // 2, due - due // 2):  # two generations: the credit carries over
+            s = SequenceState()
+            pattern += [budget.plan([s], 100)[0] for _ in range(steps)]
+        assert pattern == [False] * (due - 1) + [True], ratio
+        assert s.skipped_steps == due - due // 2 - 1 and budget.probe_credit == 0.0
+
+
+def test_catch_up_is_priced_and_spread_over_the_room_left() -> None:
+    """EAGLE after a long prompt: reading 2000 missed rows costs 1 s. Drafting pays in steady state (3 tokens for
+    twice a plain step's price); with 400 tokens left the catch-up is worth it, with 20 left it is not, and a
+    probe is priced with the whole catch-up."""
+    budget = _plain_budget(3.0, 2.0)
+    budget.costs.observe_draft(4, 0.0)
+    budget.costs.observe_draft(4, 1.0, catch_up=CATCH_UP_FREE + 2000)
+    assert budget.costs.catch_up_seconds(CATCH_UP_FREE + 2000) == pytest.approx(1.0)
+    ready = lambda room: SequenceState(unseen=CATCH_UP_FREE + 2000, room=room)  # noqa: E731
+    assert budget.plan([ready(400)], 100) == [True]  # 1 s over ~133 drafted steps: 7.5 ms each
+    budget.probe_credit = 0.0
+    assert budget.plan([ready(20)], 100) == [False]  # 1 s over ~7 steps: 150 ms each
+    waste = choose([ready(20)], budget.gains, [0.0], [1.0], 0.040, lambda d: 0.0, 1).waste[0]
+    assert waste == pytest.approx(1.0 + 0.080 - 3 * 0.040)
+
+
+def test_end_step_counts_its_own_time_in_the_next_overhead(monkeypatch) -> None:
+    import specbench.engine.budget as budget_mod
+
+    clock = iter([0.0, 0.005, 1.0, 1.0])  # the first end_step takes 5 ms of bookkeeping
+    monkeypatch.setattr(budget_mod.time, "perf_counter", lambda: next(clock))
+    budget = DraftBudget(lambda n, context=None: np.full(np.shape(n), 0.040), calibrate=False)
+    s = SequenceState()
+    budget.end_step([s], [False], [1], [0.0], [0], 1, 100, 0.040, 0.041)
+    assert budget.costs.overhead(False) == pytest.approx(0.001)
+    budget.end_step([s], [False], [1], [0.0], [0], 1, 100, 0.040, 0.041)
+    assert budget.costs.overhead(False) == pytest.approx((0.001 * 0.97 + 0.006) / 1.97)
 
 
 def test_choose_per_sequence_in_a_batch() -> None:
@@ -71,7 +109,7 @@ def test_choose_per_sequence_in_a_batch() -> None:
     for s, g in zip(states, (1.0, 6.0, 1.0, 6.0)):  # but those of sequences 1 and 3 emitted 6 of late
         for _ in range(10):
             s.gain.add(g)
-    assert choose(states, gains, 0.002, 0.100, lambda d: 0.0, 4).drafting == [False, True, False, True]
+    assert choose(states, gains, [0.002] * 4, [0.0] * 4, 0.100, lambda d: 0.0, 4).drafting == [False, True, False, True]
 
 
 def test_step_costs_calibrate_per_bucket_and_batch() -> None:

@@ -34,7 +34,7 @@ from specbench.engine.draft_or_skip import SequenceState
 from specbench.engine.draft_step import Draft, keep_nodes
 from specbench.engine.drafter import Drafter
 from specbench.engine.generation import Generation
-from specbench.engine.loop import DRAFT_HEADROOM, Engine, _Decoding, _row_topk
+from specbench.engine.loop import DRAFT_HEADROOM, Engine, _Decoding, _ready, _row_topk
 from specbench.engine.sampling import Sampler, accept_sampled, first_token
 from specbench.engine.sampling_config import SamplingConfig
 from specbench.engine.tree import CompiledTree, compile_tree
@@ -195,6 +195,8 @@ class BatchDecoder:
         skipped = [False] * a
         if budget is not None:  # budget=auto: which sequences draft this step (draft_or_skip.py)
             candidates = [b for b in range(a) if drafting[b] and slots[b].seq is not None]
+            for b in candidates:
+                _ready(slots[b].seq, slots[b].st, rooms[b], _reads_states(slots[b].drafter))
             for b, go in zip(candidates, budget.plan([slots[b].seq for b in candidates], context - 1, a)):
                 drafting[b], skipped[b] = go, not go
         drafts, draft_s = [], []
@@ -250,6 +252,11 @@ class BatchDecoder:
         if budget is not None:
             budget.end_step([s.seq for s in slots], drafting, emitted, draft_s, [d.asked_depth for d in drafts], rows,
                             context - 1, verify_s, now() - t_step)
+
+
+def _reads_states(drafter: Drafter | None) -> bool:
+    """Whether ``drafter`` reads the target's hidden or layer states (then it catches up on missed rows)."""
+    return bool(_layers(drafter)) or (drafter is not None and getattr(drafter, "reads_hidden_states", True))
 
 
 def _layers(drafter: Drafter | None) -> tuple[int, ...]:

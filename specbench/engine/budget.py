@@ -33,12 +33,13 @@ time: P = 0.5, 0.25, 0.125; values (1 + cum P) / T = 1/40, 1.5/42, 1.75/44, 1.87
 """
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 from typing import Callable
 
 import numpy as np
 
-from specbench.engine.draft_or_skip import DraftGains, SequenceState, choose, probe_or_skip
+from specbench.engine.draft_or_skip import PROBE_COST, DraftGains, SequenceState, choose, count_skips, probe
 from specbench.engine.step_costs import StepCosts
 from specbench.engine.tree import DraftTree
 
@@ -139,7 +140,10 @@ class DraftBudget:
         self.stats = AcceptanceStats()
         self.rng = np.random.default_rng(seed)
         self.last_depth = 0  # the depth the last drafted step asked for (prices the next draft before it is made)
-        self._skip_all: tuple[tuple[int, int, int], int, float] | None = None  # a kept choice to skip (``plan``)
+        # a kept choice to skip (``plan``): (shape, steps kept, credit per step, cheapest probe's waste)
+        self._skip_all: tuple[tuple[int, int, int], int, float, float] | None = None
+        self.probe_credit = 0.0  # seconds probes may spend (``draft_or_skip.py``), kept across generations
+        self._learn_s = 0.0  # the last ``end_step``'s own seconds: the next step's overhead includes them
         self._rates: np.ndarray | None = None  # this step's draw (``depth_hint`` draws, ``select`` reuses it)
 
     def _cost(self, n: np.ndarray, context: int | None) -> np.ndarray:
@@ -148,22 +152,35 @@ class DraftBudget:
 
     # -- draft or skip -------------------------------------------------------------------------------
     def plan(self, states: list[SequenceState], context: int | None, active: int = 1) -> list[bool]:
-        """Whether each candidate sequence (``states``, those with a drafter and room for a draft) drafts this
-        step, in a forward of ``active`` sequences after ``context`` cached tokens (``draft_or_skip.choose``).
+        """Whether each candidate sequence (``states``, those with a drafter and room for a draft; the loop sets
+        their ``unseen`` and ``room``) drafts this step, in a forward of ``active`` sequences after ``context``
+        cached tokens: those ``draft_or_skip.choose`` picks, and at most one probe the credit pays for.
 
-        A choice to skip every sequence is kept for up to ``REPLAN_STEPS`` steps while nothing drafts (nothing it
-        rests on changes then but the context, by a token a step): pricing a step costs about 0.3 ms in Python,
-        1% of a 40 ms plain step, and a plain step must cost what AR's does."""
+        A choice to skip every sequence is kept for up to ``REPLAN_STEPS`` steps while nothing drafts and the
+        credit stays below the cheapest probe (nothing it rests on changes then but the context, by a token a
+        step): pricing a step costs about 0.3 ms in Python, 1% of a 40 ms plain step, and a plain step must cost
+        what AR's does."""
         shape = (len(states), active, self.gains.drafted)
-        kept = self._skip_all
+        kept, credited = self._skip_all, False
         if kept is not None and kept[0] == shape and kept[1] < REPLAN_STEPS:
-            self._skip_all = (shape, kept[1] + 1, kept[2])
-            return probe_or_skip(states, set(), kept[2])
+            self.probe_credit, credited = self.probe_credit + kept[2], True
+            if self.probe_credit < kept[3]:
+                self._skip_all = (shape, kept[1] + 1, kept[2], kept[3])
+                return count_skips(states, [False] * len(states))
         costs = self.costs
-        choice = choose(states, self.gains, costs.draft_seconds(self.last_depth, active),
-                        float(costs.forward(1, context, active)), lambda drafted: costs.overhead(drafted, active), active)
-        self._skip_all = (shape, 1, choice.loss) if choice.k == 0 and states else None
-        return choice.drafting
+        base = costs.draft_seconds(self.last_depth, active)
+        choice = choose(states, self.gains, [base] * len(states), [costs.catch_up_seconds(s.unseen, active)
+                        for s in states], float(costs.forward(1, context, active)),
+                        lambda drafted: costs.overhead(drafted, active), active)
+        drafting = list(choice.drafting)
+        credit = PROBE_COST * choice.seconds * drafting.count(False) / active  # this step's, per skipped share
+        if not credited:
+            self.probe_credit += credit
+        chosen = probe(states, choice, self.probe_credit)
+        if chosen is not None:
+            drafting[chosen], self.probe_credit = True, 0.0
+        self._skip_all = (shape, 1, credit, min(choice.waste)) if states and not any(drafting) else None
+        return count_skips(states, drafting)
 
     def end_step(self, states: list[SequenceState | None], drafted: list[bool], emitted: list[int],
                  draft_s: list[float], depths: list[int], padded_rows: int, context: int | None, verify_s: float,
@@ -172,9 +189,12 @@ class DraftBudget:
         ``padded_rows`` rows took ``verify_s``, the whole step ``step_s``; sequence i drafted (``drafted[i]``,
         for ``draft_s[i]`` seconds, asked ``depths[i]`` tokens deep) and emitted ``emitted[i]`` tokens. Each
         state first adds the step's price as predicted before this step was learned (its share of it)."""
+        t0 = time.perf_counter()
         costs, active = self.costs, len(states)
         used = [i for i, d in enumerate(drafted) if d]
-        predicted = sum(costs.draft_seconds(depths[i], active) for i in used) + \
+        unseen = [0 if s is None else s.unseen for s in states]
+        predicted = sum(costs.draft_seconds(depths[i], active) + costs.catch_up_seconds(unseen[i], active)
+                        for i in used) + \
             float(costs.forward(padded_rows, context, active)) + costs.overhead(bool(used), active)
         forward_1 = float(costs.forward(1, context, active))
         plain = forward_1 + costs.overhead(False, active)
@@ -184,9 +204,9 @@ class DraftBudget:
                 s.predicted_s += predicted / active
                 s.predicted_ar_s += n * plain / active
         costs.observe_forward(padded_rows, context, verify_s, active)
-        costs.observe_overhead(bool(used), step_s - verify_s - sum(draft_s[i] for i in used), active)
+        costs.observe_overhead(bool(used), step_s + self._learn_s - verify_s - sum(draft_s[i] for i in used), active)
         for i in used:
-            costs.observe_draft(depths[i], draft_s[i], active)
+            costs.observe_draft(depths[i], draft_s[i], active, unseen[i])
         if used:
             self.last_depth = max(depths[i] for i in used)
             self.gains.add(active, [emitted[i] for i in used], ratio)
@@ -194,6 +214,7 @@ class DraftBudget:
             if s is not None and d:  # (a skipped step was counted when ``plan`` chose it)
                 s.gain.add(float(n))
                 s.skipped, s.drafted_steps = 0, s.drafted_steps + 1
+        self._learn_s = time.perf_counter() - t0  # (outside ``step_s``: the next step's overhead carries it)
 
     def _step_rates(self) -> np.ndarray:
         if self._rates is None:

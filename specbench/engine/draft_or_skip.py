@@ -21,13 +21,20 @@ step pays for a one-row forward and emits exactly one token. With ``A`` sequence
 The step drafts for the best ``k``; ties go to fewer drafts, so the plain step wins when drafting does not
 pay. Before ``WARM_STEPS`` drafted steps the budget knows nothing and every sequence drafts.
 
-**Exploring.** A skipped drafter learns nothing, so a skipped sequence drafts now and then anyway (a probe),
-as often as its price allows: a probe loses ``loss = 1 - value(k + 1) / value(k)`` of the step (the next
-sequence drafting too), and it is made once that loss, spread over the steps since the sequence last drafted,
-is at most ``PROBE_COST`` (0.5%), and in any case after ``PROBE_MAX`` skipped steps. So probing costs about
-0.5% of the throughput (more where one probe costs several plain steps, as EAGLE's catch-up after a long skip:
-the loss is priced as a share of one step), a cheap drafter that loses under 0.5% (PLD or REST finding no match)
-keeps drafting every step, and a sequence whose text turns repetitive is found within ``loss / PROBE_COST`` steps.
+**Catching up.** A drafter that reads the target's hidden states (EAGLE, Hydra, Medusa, ReDrafter) first reads
+every row it missed: at its first draft of a generation the whole prompt (3 s after an 8k prompt on a CPU), after
+skipped steps one row each. ``D`` includes those rows (``StepCosts.catch_up_seconds``). A choice spreads them over
+the drafted steps the generation still has room for (``room / g``): reading an 8k prompt once pays for a long answer,
+not for its last few tokens.
+
+**Exploring.** A skipped drafter learns nothing, so a skipped sequence drafts now and then anyway (a probe). The
+budget keeps a probe credit in seconds, across generations: every step in which sequences skip adds ``PROBE_COST``
+(0.5%) of the step's priced seconds, in proportion to the sequences skipped. A skipped sequence probes once the
+credit covers its probe's waste: the probe step's seconds beyond what its expected tokens would have cost at the
+step's chosen rate, its whole catch-up included. The credit then starts again from zero, and at most one sequence
+probes a step. So probes spend at most 0.5% of the skipped steps' time whatever one costs: a cheap drafter that
+loses a tenth of a step (PLD or REST finding no match) probes every 20 skipped steps, and EAGLE after an 8k prompt,
+whose first draft wastes 30 plain steps, once in 6000.
 
 Example: one sequence, a plain step costs 40 ms; drafting costs 10 ms and the forward of its 4 rows 48 ms,
 and drafted steps emit 1.4 tokens: value(1) = 1.4 / 58 ms < value(0) = 1 / 40 ms: skip. At 2 tokens per
@@ -51,8 +58,7 @@ GAIN_DECAY = 0.98  # the budget's mean, per drafted step: about 50 steps of memo
 OWN_DECAY = 0.9  # a sequence's own mean: about 10 of its drafted steps (its text turns repetitive, or stops being so)
 OWN_WEIGHT = 0.5  # a sequence's own steps count half as much as the budget's
 WARM_STEPS = 4  # drafted steps a budget sees before it may skip
-PROBE_COST = 0.005  # the share of throughput probes may lose
-PROBE_MAX = 128  # skipped steps in a row after which a sequence probes whatever it costs
+PROBE_COST = 0.005  # the share of the skipped steps' seconds probes may spend
 
 
 def values(gains: list[float], draft_s: list[float], forward: Callable[[int], float],
@@ -72,15 +78,6 @@ def best_k(gains: list[float], draft_s: list[float], forward: Callable[[int], fl
     return int(np.argmax(values(gains, draft_s, forward, overhead, active)))
 
 
-def probe_due(skipped: int, loss: float) -> bool:
-    """Whether a sequence that skipped ``skipped`` steps in a row probes now, a probe losing ``loss`` of a step.
-
-    >>> probe_due(0, 0.005), probe_due(8, 0.05), probe_due(9, 0.05), probe_due(127, 0.9), probe_due(128, 0.9)
-    (True, False, True, False, True)
-    """
-    return skipped >= PROBE_MAX or loss <= PROBE_COST * (skipped + 1)
-
-
 @dataclass
 class SequenceState:
     """One sequence's drafting history in a generation (created at its start)."""
@@ -91,6 +88,8 @@ class SequenceState:
     skipped_steps: int = 0
     predicted_s: float = 0.0  # the budget's priced seconds of this sequence's decode steps (its share)
     predicted_ar_s: float = 0.0  # the same tokens at the price of plain steps
+    unseen: int = 0  # rows the drafter would read before drafting now (the loop sets it before ``plan``)
+    room: int = 0  # tokens the generation may still emit (set with ``unseen``; 0: unknown)
 
 
 class DraftGains:
@@ -142,37 +141,60 @@ def expected_gain(gains: DraftGains, s: SequenceState, active: int) -> float:
 
 @dataclass(frozen=True)
 class Choice:
-    """A step's choice: which candidates draft (probes included), how many were chosen on their value (``k``), and
-    what one more drafting sequence would have lost (``loss``, the probes' price)."""
+    """A step's choice: which candidates draft on their value (``drafting``, no probe yet), how many (``k``), the
+    step's priced seconds (``seconds``) and, per candidate left out, its probe's waste in seconds (``waste``; inf
+    for those chosen)."""
 
     drafting: list[bool]
     k: int
-    loss: float
+    seconds: float
+    waste: list[float]
 
 
-def choose(states: list[SequenceState], gains: DraftGains, draft_s: float, plain_forward: float,
-           overhead: Callable[[bool], float], active: int) -> Choice:
-    """Which of the candidate ``states`` draft this step (see the module docstring), probes included;
-    ``plain_forward``: the seconds of this step's forward if no sequence drafts."""
+def amortised(base: float, catch_up: float, gain: float, room: int) -> float:
+    """One drafted step's drafting seconds with the catch-up spread over the ``room / gain`` drafted steps left.
+
+    >>> amortised(0.01, 3.0, 2.0, 200), amortised(0.01, 3.0, 2.0, 0)  # 100 steps share 3 s; room unknown: all of it
+    (0.04, 3.01)
+    """
+    return base + catch_up * (min(1.0, gain / room) if room > 0 else 1.0)
+
+
+def choose(states: list[SequenceState], gains: DraftGains, base_s: list[float], catch_up_s: list[float],
+           plain_forward: float, overhead: Callable[[bool], float], active: int) -> Choice:
+    """Which of the candidate ``states`` draft this step on their value (module docstring), and each other one's
+    probe waste. ``base_s``, ``catch_up_s``: each candidate's drafting and catch-up seconds; ``plain_forward``: the
+    seconds of this step's forward if no sequence drafts."""
+    n = len(states)
     if not states or gains.drafted < WARM_STEPS:
-        return Choice([True] * len(states), len(states), 0.0)
+        return Choice([True] * n, n, 0.0, [float("inf")] * n)
     expected = [expected_gain(gains, s, active) for s in states]
-    order = sorted(range(len(states)), key=lambda i: -expected[i])
+    order = sorted(range(n), key=lambda i: -expected[i])
     drafted_forward = plain_forward * gains.forward_ratio(active)
-    value = values([expected[i] for i in order], [draft_s] * len(order),
-                   lambda k: plain_forward if k == 0 else drafted_forward, lambda k: overhead(k > 0), active)
+    forward = lambda k: plain_forward if k == 0 else drafted_forward  # noqa: E731
+    step_overhead = lambda k: overhead(k > 0)  # noqa: E731
+    draft_s = [amortised(base_s[i], catch_up_s[i], expected[i], states[i].room) for i in order]
+    value = values([expected[i] for i in order], draft_s, forward, step_overhead, active)
     k = int(np.argmax(value))
-    loss = 1.0 - value[k + 1] / value[k] if k < len(states) else 0.0  # of one more sequence drafting
-    return Choice(probe_or_skip(states, set(order[:k]), loss), k, loss)
+    tokens = active + sum(expected[i] - 1.0 for i in order[:k])
+    seconds = tokens / value[k]
+    waste = [float("inf")] * n
+    for i in order[k:]:  # the probe step's seconds beyond its tokens' price at the chosen rate
+        extra = base_s[i] + catch_up_s[i] + forward(k + 1) - forward(k) + step_overhead(k + 1) - step_overhead(k)
+        waste[i] = seconds + extra - (tokens + expected[i] - 1.0) / value[k]
+    return Choice([i in order[:k] for i in range(n)], k, float(seconds), waste)
 
 
-def probe_or_skip(states: list[SequenceState], chosen: set[int], loss: float) -> list[bool]:
-    """The ``chosen`` sequences draft; each other one probes when its probe is due, else skips (and counts it)."""
-    out = []
-    for i, s in enumerate(states):
-        if i in chosen or probe_due(s.skipped, loss):
-            out.append(True)
-        else:
+def probe(states: list[SequenceState], choice: Choice, credit: float) -> int | None:
+    """The skipped candidate that probes this step: of those whose waste the ``credit`` covers, the one skipped
+    longest (None: none)."""
+    due = [i for i, w in enumerate(choice.waste) if not choice.drafting[i] and w <= credit]
+    return max(due, key=lambda i: states[i].skipped) if due else None
+
+
+def count_skips(states: list[SequenceState], drafting: list[bool]) -> list[bool]:
+    """Count each skipped sequence's plain step; returns ``drafting``."""
+    for s, d in zip(states, drafting):
+        if not d:
             s.skipped, s.skipped_steps = s.skipped + 1, s.skipped_steps + 1
-            out.append(False)
-    return out
+    return drafting

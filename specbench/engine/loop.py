@@ -84,7 +84,7 @@ class Engine:
             room = max_new_tokens - len(gen.output_ids)  # tokens this step may still emit
             t_step = now()
             drafting = drafter is not None and room > 1 and (  # budget=auto: draft only when it pays
-                seq is None or draft_budget.plan([seq], len(st.tokens) - 1)[0])
+                seq is None or draft_budget.plan([_ready(seq, st, room, layers or hidden)], len(st.tokens) - 1)[0])
             # 1. draft
             draft = self._draft_step(st, drafter, room, draft_budget, t_step, depth_cap=max_draft_depth) \
                 if drafting else Draft()
@@ -214,6 +214,14 @@ def _learn_step(budget: DraftBudget | None, seq: SequenceState | None, drafted: 
     """``budget=auto`` learns one step of a single sequence (``DraftBudget.end_step``); nothing without a budget."""
     if budget is not None and seq is not None:
         budget.end_step([seq], [drafted], [emitted], [draft_s], [draft.asked_depth], rows, context, verify_s, step_s)
+
+
+def _ready(seq: SequenceState, st: "_Decoding", room: int, reads_states: bool) -> SequenceState:
+    """``seq`` with the rows its drafter would read before drafting now (none unless it reads the target's states)
+    and the tokens its generation may still emit: what ``DraftBudget.plan`` prices."""
+    seq.unseen = sum(int(t.shape[0]) for t in st.fresh) if reads_states else 0
+    seq.room = room
+    return seq
 
 
 def _row_topk(drafter: Drafter | None, logits: torch.Tensor, tree_rows: int) -> torch.Tensor | None:

@@ -9,7 +9,10 @@ a step also pays for things outside the forward. ``StepCosts`` learns, from each
 - the step's **overhead** outside draft and verify (emit, feedback, bookkeeping), for drafting and plain steps
   apart, per number of sequences;
 - the **drafting seconds** of one sequence, per depth asked of the drafter (``DraftContext.max_depth``) and
-  number of sequences, so a skipped draft's price is known before the drafter is called.
+  number of sequences, so a skipped draft's price is known before the drafter is called;
+- the **catch-up seconds per row** a drafter spends reading the rows it missed beyond the ``CATCH_UP_FREE`` a
+  drafted step usually brings (the prompt at a generation's first draft, one row per skipped step): learned from
+  the drafts that read more, as their seconds beyond the depth's usual ones per extra row.
 
 Every table is a decayed mean (``DecayedMean``): recent steps weigh more, as the context and the text move on.
 A table without data falls back to a coarser one (any bucket, any depth, any batch size) and finally to the
@@ -31,6 +34,7 @@ import numpy as np
 COST_DECAY = 0.97  # per observation: about 30 steps of memory (the context grows, the machine drifts)
 MAX_ROW_BUCKET = 8  # bucket k holds 2^k .. 2^(k+1) - 1 rows; 256 rows and more share the last
 MAX_DEPTH = 16
+CATCH_UP_FREE = 8  # rows a drafted step's draft reads anyway (its accepted rows): inside the depth's seconds
 
 
 def row_bucket(rows: int) -> int:
@@ -107,6 +111,7 @@ class StepCosts:
         self.calibration = RatioTable()
         self.overheads: dict[tuple[bool, int], DecayedMean] = {}
         self.drafting: dict[tuple[int, int], DecayedMean] = {}  # (active, depth) and (0, depth): any batch size
+        self.catch_up: dict[int, DecayedMean] = {}  # active and 0: seconds per row read beyond CATCH_UP_FREE
 
     # -- the forward -------------------------------------------------------------------------------------
     def profile(self, rows: int | np.ndarray, context: int | None, active: int = 1) -> np.ndarray:
@@ -163,7 +168,32 @@ class StepCosts:
                 return min(known)[1]
         return 0.0
 
-    def observe_draft(self, depth: int, seconds: float, active: int = 1) -> None:
+    def catch_up_seconds(self, rows: int, active: int = 1) -> float:
+        """The seconds a drafter spends reading ``rows`` missed rows beyond the depth's usual draft (0 up to
+        ``CATCH_UP_FREE`` rows, or before any long catch-up was seen).
+
+        >>> c = StepCosts(lambda n, ctx=None: n)
+        >>> c.observe_draft(4, 0.002); c.observe_draft(4, 1.002, catch_up=CATCH_UP_FREE + 1000)
+        >>> round(c.catch_up_seconds(CATCH_UP_FREE + 500), 6), c.catch_up_seconds(3)
+        (0.5, 0.0)
+        """
+        extra = rows - CATCH_UP_FREE
+        if extra <= 0:
+            return 0.0
+        for a in (active, 0):
+            m = self.catch_up.get(a)
+            if m is not None and m.known:
+                return max(m.mean, 0.0) * extra
+        return 0.0
+
+    def observe_draft(self, depth: int, seconds: float, active: int = 1, catch_up: int = 0) -> None:
+        """One sequence's draft asked ``depth`` deep took ``seconds``, reading ``catch_up`` missed rows first."""
         depth = min(max(depth, 0), MAX_DEPTH)
+        extra = catch_up - CATCH_UP_FREE
+        if extra > 0:  # a long catch-up: its seconds beyond the depth's usual ones, per extra row
+            per_row = (seconds - self.draft_seconds(depth, active)) / extra
+            for a in (active, 0):
+                self.catch_up.setdefault(a, DecayedMean()).add(per_row)
+            return
         for a in (active, 0):
             self.drafting.setdefault((a, depth), DecayedMean()).add(seconds)
