@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 
 from specbench.engine.budget import DraftBudget
-from specbench.engine.draft_or_skip import PROBE_COST, WARM_STEPS, DraftGains, SequenceState, best_k, choose
+from specbench.engine.draft_or_skip import (PROBE_COST, WARM_STEPS, DraftGains, MethodLearning, SequenceState, best_k,
+                                            choose)
 from specbench.engine.step_costs import CATCH_UP_FREE, StepCosts, row_bucket
 from specbench.reports.auto_report import auto_table, calibrated_speedup, drafted_share
 from test_stats import fake_record
@@ -70,7 +71,7 @@ def test_probes_spend_at_most_their_share_of_the_skipped_time() -> None:
             s = SequenceState()
             pattern += [budget.plan([s], 100)[0] for _ in range(steps)]
         assert pattern == [False] * (due - 1) + [True], ratio
-        assert s.skipped_steps == due - due // 2 - 1 and budget.probe_credit == 0.0
+        assert s.skipped_steps == due - due // 2 - 1 and budget.shared.probe_credit == 0.0
 
 
 def test_catch_up_is_priced_and_spread_over_the_room_left() -> None:
@@ -83,10 +84,26 @@ def test_catch_up_is_priced_and_spread_over_the_room_left() -> None:
     assert budget.costs.catch_up_seconds(CATCH_UP_FREE + 2000) == pytest.approx(1.0)
     ready = lambda room: SequenceState(unseen=CATCH_UP_FREE + 2000, room=room)  # noqa: E731
     assert budget.plan([ready(400)], 100) == [True]  # 1 s over ~133 drafted steps: 7.5 ms each
-    budget.probe_credit = 0.0
+    budget.shared.probe_credit = 0.0
     assert budget.plan([ready(20)], 100) == [False]  # 1 s over ~7 steps: 150 ms each
     waste = choose([ready(20)], budget.gains, [0.0], [1.0], 0.040, lambda d: 0.0, 1).waste[0]
     assert waste == pytest.approx(1.0 + 0.080 - 3 * 0.040)
+
+
+def test_a_new_task_starts_from_the_method_s_other_tasks() -> None:
+    """Budgets of one method share costs, probe credit and, until a task has WARM_STEPS drafted steps of its own,
+    the gains: a second task whose first task found drafting a loss skips from its first step."""
+    cost = lambda n, context=None: 0.040 + 0.005 * (np.asarray(n, dtype=float) - 1)  # noqa: E731
+    shared = MethodLearning(StepCosts(cost, calibrate=False))
+    first, second = DraftBudget(cost, shared=shared), DraftBudget(cost, shared=shared)
+    assert second.costs is first.costs
+    assert second.plan([SequenceState()], 100) == [True]  # nothing known anywhere: warm up
+    s = SequenceState()
+    for _ in range(WARM_STEPS):  # the first task: drafted steps emit 1 token at twice the price
+        first.end_step([s], [True], [1], [0.0], [4], 8, 100, 0.080, 0.080)
+    second.gains.add(1, [1], 1.0)  # (one drafted step of its own is not enough to go by)
+    assert second.plan([SequenceState()], 100) == [False]
+    assert DraftBudget(cost, calibrate=False).plan([SequenceState()], 100) == [True]  # unshared: warms up
 
 
 def test_end_step_counts_its_own_time_in_the_next_overhead(monkeypatch) -> None:

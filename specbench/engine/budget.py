@@ -39,7 +39,8 @@ from typing import Callable
 
 import numpy as np
 
-from specbench.engine.draft_or_skip import PROBE_COST, DraftGains, SequenceState, choose, count_skips, probe
+from specbench.engine.draft_or_skip import (PROBE_COST, WARM_STEPS, DraftGains, MethodLearning, SequenceState, choose,
+                                            count_skips, probe)
 from specbench.engine.step_costs import StepCosts
 from specbench.engine.tree import DraftTree
 
@@ -129,20 +130,22 @@ class DraftBudget:
     cached tokens (the cost profile's T, ``specbench/profiling/cost_profile.py``; ``context`` may be None);
     ``batch_cost(active, rows, context)`` the same for a padded batched forward (``profiling/batch_profile.py``).
     Both are calibrated online by the run's own step timings (``step_costs.py``, fed by ``end_step``) unless
-    ``calibrate`` is False (a made-up profile in a test).
+    ``calibrate`` is False (a made-up profile in a test). ``shared``: what this method's budgets on other tasks of
+    the run learned (``draft_or_skip.MethodLearning``: costs, gains until this task is warm, probe credit).
     """
 
     def __init__(self, cost: Callable[..., np.ndarray], seed: int = 0,
-                 batch_cost: Callable[..., np.ndarray] | None = None, calibrate: bool = True) -> None:
+                 batch_cost: Callable[..., np.ndarray] | None = None, calibrate: bool = True,
+                 shared: MethodLearning | None = None) -> None:
         self.cost = cost
-        self.costs = StepCosts(cost, batch_cost, calibrate)
-        self.gains = DraftGains()
+        self.shared = shared or MethodLearning(StepCosts(cost, batch_cost, calibrate))
+        self.costs = self.shared.costs
+        self.gains = DraftGains()  # this task's drafted steps
         self.stats = AcceptanceStats()
         self.rng = np.random.default_rng(seed)
         self.last_depth = 0  # the depth the last drafted step asked for (prices the next draft before it is made)
         # a kept choice to skip (``plan``): (shape, steps kept, credit per step, cheapest probe's waste)
         self._skip_all: tuple[tuple[int, int, int], int, float, float] | None = None
-        self.probe_credit = 0.0  # seconds probes may spend (``draft_or_skip.py``), kept across generations
         self._learn_s = 0.0  # the last ``end_step``'s own seconds: the next step's overhead includes them
         self._rates: np.ndarray | None = None  # this step's draw (``depth_hint`` draws, ``select`` reuses it)
 
@@ -160,25 +163,27 @@ class DraftBudget:
         credit stays below the cheapest probe (nothing it rests on changes then but the context, by a token a
         step): pricing a step costs about 0.3 ms in Python, 1% of a 40 ms plain step, and a plain step must cost
         what AR's does."""
-        shape = (len(states), active, self.gains.drafted)
+        shared = self.shared
+        gains = self.gains if self.gains.drafted >= WARM_STEPS or shared.gains.drafted < WARM_STEPS else shared.gains
+        shape = (len(states), active, gains.drafted)
         kept, credited = self._skip_all, False
         if kept is not None and kept[0] == shape and kept[1] < REPLAN_STEPS:
-            self.probe_credit, credited = self.probe_credit + kept[2], True
-            if self.probe_credit < kept[3]:
+            shared.probe_credit, credited = shared.probe_credit + kept[2], True
+            if shared.probe_credit < kept[3]:
                 self._skip_all = (shape, kept[1] + 1, kept[2], kept[3])
                 return count_skips(states, [False] * len(states))
         costs = self.costs
         base = costs.draft_seconds(self.last_depth, active)
-        choice = choose(states, self.gains, [base] * len(states), [costs.catch_up_seconds(s.unseen, active)
+        choice = choose(states, gains, [base] * len(states), [costs.catch_up_seconds(s.unseen, active)
                         for s in states], float(costs.forward(1, context, active)),
                         lambda drafted: costs.overhead(drafted, active), active)
         drafting = list(choice.drafting)
         credit = PROBE_COST * choice.seconds * drafting.count(False) / active  # this step's, per skipped share
         if not credited:
-            self.probe_credit += credit
-        chosen = probe(states, choice, self.probe_credit)
+            shared.probe_credit += credit
+        chosen = probe(states, choice, shared.probe_credit)
         if chosen is not None:
-            drafting[chosen], self.probe_credit = True, 0.0
+            drafting[chosen], shared.probe_credit = True, 0.0
         self._skip_all = (shape, 1, credit, min(choice.waste)) if states and not any(drafting) else None
         return count_skips(states, drafting)
 
@@ -210,6 +215,7 @@ class DraftBudget:
         if used:
             self.last_depth = max(depths[i] for i in used)
             self.gains.add(active, [emitted[i] for i in used], ratio)
+            self.shared.gains.add(active, [emitted[i] for i in used], ratio)
         for s, d, n in zip(states, drafted, emitted):
             if s is not None and d:  # (a skipped step was counted when ``plan`` chose it)
                 s.gain.add(float(n))

@@ -28,7 +28,7 @@ the drafted steps the generation still has room for (``room / g``): reading an 8
 not for its last few tokens.
 
 **Exploring.** A skipped drafter learns nothing, so a skipped sequence drafts now and then anyway (a probe). The
-budget keeps a probe credit in seconds, across generations: every step in which sequences skip adds ``PROBE_COST``
+budget keeps a probe credit in seconds, across generations and tasks (``MethodLearning``): every step in which sequences skip adds ``PROBE_COST``
 (0.5%) of the step's priced seconds, in proportion to the sequences skipped. A skipped sequence probes once the
 credit covers its probe's waste: the probe step's seconds beyond what its expected tokens would have cost at the
 step's chosen rate, its whole catch-up included. The credit then starts again from zero, and at most one sequence
@@ -52,7 +52,7 @@ from typing import Callable
 
 import numpy as np
 
-from specbench.engine.step_costs import DecayedMean
+from specbench.engine.step_costs import DecayedMean, StepCosts
 
 GAIN_DECAY = 0.98  # the budget's mean, per drafted step: about 50 steps of memory
 OWN_DECAY = 0.9  # a sequence's own mean: about 10 of its drafted steps (its text turns repetitive, or stops being so)
@@ -122,6 +122,19 @@ class DraftGains:
                 t.add(float(n))
             self.ratios.setdefault(key, DecayedMean(GAIN_DECAY)).add(float(forward_ratio))
         self.drafted += len(tokens)
+
+
+@dataclass
+class MethodLearning:
+    """What a method's budgets on different tasks of one run share: the machine's step costs (``StepCosts``: the
+    same forwards, drafter and catch-up whatever the text), the tokens per drafted step over every task (``gains``:
+    the estimate a task starts from until it has ``WARM_STEPS`` drafted steps of its own, so a task after the first
+    does not pay EAGLE's prompt catch-up four times to find out what the others already showed) and the probe
+    credit."""
+
+    costs: StepCosts
+    gains: DraftGains = field(default_factory=DraftGains)
+    probe_credit: float = 0.0  # seconds probes may spend (module docstring), kept across generations and tasks
 
 
 def expected_gain(gains: DraftGains, s: SequenceState, active: int) -> float:

@@ -1,6 +1,7 @@
-"""``budget=auto``'s state for a run: one ``DraftBudget`` per (auto method, task), priced with this machine's
-cost profile (and, at batch sizes above 1, its batched forwards' costs), both kept in the run folder so a
-resumed run prices drafts with the numbers its first part used. A fixed budget (``budget=K``) has no state:
+"""``budget=auto``'s state for a run: one ``DraftBudget`` per (auto method, task), those of one method sharing
+what does not depend on the text (``MethodLearning``: step costs, probe credit, gains for a task not yet warm),
+priced with this machine's cost profile (and, at batch sizes above 1, its batched forwards' costs), both kept in
+the run folder so a resumed run prices drafts with the numbers its first part used. A fixed budget (``budget=K``) has no state:
 only its depth K, which the engine cuts every draft to (``fixed_depths``).
 """
 from __future__ import annotations
@@ -10,6 +11,8 @@ from typing import Any
 
 from specbench.config.method_labels import BUDGET_KEY
 from specbench.engine.budget import AUTO, DraftBudget
+from specbench.engine.draft_or_skip import MethodLearning
+from specbench.engine.step_costs import StepCosts
 from specbench.files.jsonfile import save_json
 from specbench.paths import cache_dir
 from specbench.profiling.batch_profile import batch_cost_function, cached_batch_costs, load_batch_costs
@@ -35,7 +38,8 @@ def build_budgets(runner: Any, configs: dict[str, Any]) -> tuple[dict[tuple[str,
                                             longest=runner.longest_context)
         save_profile(profile, kept)
     cost = cost_function(profile)
-    budgets = {(m, t): DraftBudget(cost) for m in auto for t in runner.plan.tasks}
+    shared = {m: MethodLearning(StepCosts(cost)) for m in auto}  # the machine's costs are the same on every task
+    budgets = {(m, t): DraftBudget(cost, shared=shared[m]) for m in auto for t in runner.plan.tasks}
     return budgets, cost, _batch_costs(runner, Path(path), cost), str(path)
 
 
