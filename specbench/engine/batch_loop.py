@@ -250,8 +250,12 @@ class BatchDecoder:
                              observe=not skipped[b])
             st.gen.step_times_s.append(now() - t_step)
         if budget is not None:
+            t = now()
             budget.end_step([s.seq for s in slots], drafting, emitted, draft_s, [d.asked_depth for d in drafts], rows,
-                            context - 1, verify_s, now() - t_step)
+                            context - 1, verify_s, t - t_step)
+            learn_s = now() - t
+            for slot in slots:  # the step's bookkeeping is part of every slot's step
+                slot.st.gen.step_times_s[-1] += learn_s
 
 
 def _reads_states(drafter: Drafter | None) -> bool:

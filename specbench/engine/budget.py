@@ -198,12 +198,13 @@ class DraftBudget:
         costs, active = self.costs, len(states)
         used = [i for i, d in enumerate(drafted) if d]
         unseen = [0 if s is None else s.unseen for s in states]
+        f_rows = float(costs.forward(padded_rows, context, active))
+        forward_1 = f_rows if padded_rows == 1 else float(costs.forward(1, context, active))  # (a plain step: once)
+        o_step = costs.overhead(bool(used), active)
         predicted = sum(costs.draft_seconds(depths[i], active) + costs.catch_up_seconds(unseen[i], active)
-                        for i in used) + \
-            float(costs.forward(padded_rows, context, active)) + costs.overhead(bool(used), active)
-        forward_1 = float(costs.forward(1, context, active))
-        plain = forward_1 + costs.overhead(False, active)
-        ratio = float(costs.forward(padded_rows, context, active)) / forward_1 if forward_1 > 0 else 1.0
+                        for i in used) + f_rows + o_step
+        plain = forward_1 + (costs.overhead(False, active) if used else o_step)
+        ratio = f_rows / forward_1 if forward_1 > 0 else 1.0
         for s, n in zip(states, emitted):
             if s is not None:
                 s.predicted_s += predicted / active

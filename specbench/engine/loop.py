@@ -111,9 +111,9 @@ class Engine:
             topk = _row_topk(drafter, logits, compiled.tree_rows) if drafting else None
             self._feedback(st, drafter, draft_budget if drafting else None, draft.tree, ver, layer_states, topk,
                            observe=seq is None or drafting)  # a skipped drafter was not called: it is not told
-            gen.step_times_s.append(now() - t_step)
             _learn_step(draft_budget, seq, drafting, len(emitted), t_draft, draft, int(compiled.input_ids.shape[1]),
-                        n_ctx, t_verify, gen.step_times_s[-1])
+                        n_ctx, t_verify, now() - t_step)
+            gen.step_times_s.append(now() - t_step)  # (budget=auto's bookkeeping included)
             if emitted[-1] in self.stop_ids:
                 break
         return gen if seq is None else gen.add_budget_summary(seq)
@@ -163,7 +163,7 @@ class Engine:
         unseen_layers = None
         if st.fresh_layers:
             unseen_layers = st.fresh_layers[0] if len(st.fresh_layers) == 1 else torch.cat(st.fresh_layers)
-        st.fresh, st.fresh_layers = [], []
+        st.fresh, st.fresh_layers, st.fresh_rows = [], [], 0
         max_depth = room - 1 if budget is None else min(room - 1, budget.depth_hint(len(st.tokens)))
         ctx = DraftContext(st.tokens, st.prompt_len, st.last_hidden, self.model, max_depth, unseen, sampler=st.sampler,
                            layer_states=unseen_layers)
@@ -202,9 +202,11 @@ class Engine:
         if budget is not None:
             budget.observe(tree, accepted)
         if drafter is not None:
-            st.fresh.append(ver.hidden[ver.rows])
+            rows = slice(0, 1) if ver.rows == [0] else ver.rows  # (a plain step's row: a view, not a gather)
+            st.fresh.append(ver.hidden[rows])
+            st.fresh_rows += len(ver.rows)
             if layer_states is not None:
-                st.fresh_layers.append(layer_states[ver.rows])
+                st.fresh_layers.append(layer_states[rows])
             if observe:
                 drafter.observe(StepResult(tree, accepted, ver.bonus, ver.aux_predictions, row_topk))
 
@@ -219,7 +221,7 @@ def _learn_step(budget: DraftBudget | None, seq: SequenceState | None, drafted: 
 def _ready(seq: SequenceState, st: "_Decoding", room: int, reads_states: bool) -> SequenceState:
     """``seq`` with the rows its drafter would read before drafting now (none unless it reads the target's states)
     and the tokens its generation may still emit: what ``DraftBudget.plan`` prices."""
-    seq.unseen = sum(int(t.shape[0]) for t in st.fresh) if reads_states else 0
+    seq.unseen = st.fresh_rows if reads_states else 0
     seq.room = room
     return seq
 
@@ -245,3 +247,7 @@ class _Decoding:
     fresh: list[torch.Tensor]  # hidden states the drafter has not seen yet (DraftContext.hidden_states)
     sampler: Sampler | None
     fresh_layers: list[torch.Tensor]  # the same rows' chosen-layer states (DraftContext.layer_states), if asked
+    fresh_rows: int = 0  # rows in ``fresh`` (kept as they come: budget=auto prices the catch-up every step)
+
+    def __post_init__(self) -> None:
+        self.fresh_rows = sum(int(t.shape[0]) for t in self.fresh)

@@ -137,8 +137,10 @@ class StepCosts:
     def forward(self, rows: int | np.ndarray, context: int | None, active: int = 1) -> np.ndarray:
         """The calibrated seconds of the verify forward: the profile's x the run's measured / profile ratio."""
         base = self.profile(rows, context, active)
+        if np.ndim(rows) == 0:  # (every step prices a few single row counts: kept cheap)
+            return base * self.calibration.ratio((active, row_bucket(int(rows))))
         ratios = np.array([self.calibration.ratio((active, row_bucket(int(r)))) for r in np.ravel(rows)])
-        return base * (ratios[0] if np.ndim(rows) == 0 else ratios.reshape(np.shape(rows)))
+        return base * ratios.reshape(np.shape(rows))
 
     def observe_forward(self, rows: int, context: int | None, seconds: float, active: int = 1) -> None:
         predicted = float(self.profile(rows, context, active))
