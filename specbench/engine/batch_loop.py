@@ -34,7 +34,7 @@ from specbench.engine.draft_or_skip import SequenceState
 from specbench.engine.draft_step import Draft, keep_nodes
 from specbench.engine.drafter import Drafter
 from specbench.engine.generation import Generation
-from specbench.engine.loop import DRAFT_HEADROOM, Engine, _Decoding, _ready, _row_topk
+from specbench.engine.loop import DRAFT_HEADROOM, Engine, _Decoding, _layers, _reads_states, _ready, _row_topk
 from specbench.engine.sampling import Sampler, accept_sampled, first_token
 from specbench.engine.sampling_config import SamplingConfig
 from specbench.engine.tree import CompiledTree, compile_tree
@@ -257,12 +257,3 @@ class BatchDecoder:
             for slot in slots:  # the step's bookkeeping is part of every slot's step
                 slot.st.gen.step_times_s[-1] += learn_s
 
-
-def _reads_states(drafter: Drafter | None) -> bool:
-    """Whether ``drafter`` reads the target's hidden or layer states (then it catches up on missed rows)."""
-    return bool(_layers(drafter)) or (drafter is not None and getattr(drafter, "reads_hidden_states", True))
-
-
-def _layers(drafter: Drafter | None) -> tuple[int, ...]:
-    """The target layers whose states ``drafter`` reads (``BaseDrafter.feature_layers``); () for AR or none."""
-    return tuple(getattr(drafter, "feature_layers", None) or ())

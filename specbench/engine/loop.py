@@ -121,11 +121,11 @@ class Engine:
     def _begin(self, drafter: Drafter | None, prompt_ids: list[int]) -> tuple[tuple[int, ...], bool]:
         """(the target layers whose states the drafter reads, whether it reads the final hidden states: llama.cpp
         pays for them); the drafter's ``begin``."""
-        layers = tuple(getattr(drafter, "feature_layers", None) or ())
+        layers = _layers(drafter)
         self.target.check_layers(layers)
         if drafter is not None:
             drafter.begin(list(prompt_ids))
-        return layers, drafter is not None and getattr(drafter, "reads_hidden_states", True)
+        return layers, _reads_hidden(drafter)
 
     def _prefill(self, prompt_ids: list[int], cache: object, sampler: Sampler | None, record_margins: bool,
                  t_start: float, layers: tuple[int, ...] = (), want_hidden: bool = True) -> "_Decoding":
@@ -216,6 +216,21 @@ def _learn_step(budget: DraftBudget | None, seq: SequenceState | None, drafted: 
     """``budget=auto`` learns one step of a single sequence (``DraftBudget.end_step``); nothing without a budget."""
     if budget is not None and seq is not None:
         budget.end_step([seq], [drafted], [emitted], [draft_s], [draft.asked_depth], rows, context, verify_s, step_s)
+
+
+def _layers(drafter: Drafter | None) -> tuple[int, ...]:
+    """The target layers whose states ``drafter`` reads (``BaseDrafter.feature_layers``); () for AR or none."""
+    return tuple(getattr(drafter, "feature_layers", None) or ())
+
+
+def _reads_hidden(drafter: Drafter | None) -> bool:
+    """Whether ``drafter`` reads the target's final hidden states (llama.cpp pays for them)."""
+    return drafter is not None and getattr(drafter, "reads_hidden_states", True)
+
+
+def _reads_states(drafter: Drafter | None) -> bool:
+    """Whether ``drafter`` reads any of the target's states (then it catches up on the rows it missed)."""
+    return bool(_layers(drafter)) or _reads_hidden(drafter)
 
 
 def _ready(seq: SequenceState, st: "_Decoding", room: int, reads_states: bool) -> SequenceState:
