@@ -34,6 +34,9 @@ def profiled_cache(tiny_dir, tmp_path_factory) -> Path:
         mp.setenv("SPECBENCH_CACHE", str(cache))
         mp.setattr(cost_profile, "measure_forward_curve", lambda model, context, sizes, *a, **k: {
             n: 0.01 + 0.001 * n + context * 1e-6 for n in sizes})
+        # a module fixture runs before the function-scoped conftest patch: unpatched, a busy moment while the full
+        # suite runs kept the profile as ``<key>.busy.json``, which no run reads (the damage test then passed code 0)
+        mp.setattr(cost_profile, "is_busy", lambda *args: False)
         assert main(run_args(tiny_dir, cache.parent / "out", "r", 4, "--budget", "auto")) == 0
     return cache
 
@@ -45,6 +48,7 @@ def test_damaged_cached_profile_is_refused_before_it_reaches_the_run(tiny_dir, p
     monkeypatch.setenv("SPECBENCH_CACHE", str(tmp_path / "cache"))
     out = tmp_path / "out"
     (cached,) = (tmp_path / "cache" / "profiles").glob("*.json")
+    assert not cached.name.endswith(".busy.json")  # a busy profile is never read: nothing to refuse
     good = json.loads(cached.read_text())
     bad = json.loads(cached.read_text())
     if damage == "context curves a list":
