@@ -40,7 +40,7 @@ from typing import Callable
 import numpy as np
 
 from specbench.engine.draft_or_skip import (PROBE_COST, WARM_STEPS, DraftGains, MethodLearning, SequenceState, choose,
-                                            count_skips, probe)
+                                            count_skips, fetch_prompt_states, probe)
 from specbench.engine.step_costs import StepCosts
 from specbench.engine.tree import DraftTree
 
@@ -185,7 +185,16 @@ class DraftBudget:
         if chosen is not None:
             drafting[chosen], shared.probe_credit = True, 0.0
         self._skip_all = (shape, 1, credit, min(choice.waste)) if states and not any(drafting) else None
+        if not all(s.blind for s in states):
+            shared.drafting = choice.k > 0
+            shared.probe_waste = min(choice.waste) if choice.k == 0 and states else shared.probe_waste
         return count_skips(states, drafting)
+
+    def prompt_states(self, rows: int) -> bool:
+        """Whether a generation's prompt of ``rows`` tokens runs with the hidden states its drafter reads, where
+        they cost more (``draft_or_skip.fetch_prompt_states``); without them the generation's steps are plain."""
+        warm = max(self.gains.drafted, self.shared.gains.drafted) >= WARM_STEPS
+        return fetch_prompt_states(self.shared, warm, self.costs.prompt_states_seconds(rows))
 
     def end_step(self, states: list[SequenceState | None], drafted: list[bool], emitted: list[int],
                  draft_s: list[float], depths: list[int], padded_rows: int, context: int | None, verify_s: float,

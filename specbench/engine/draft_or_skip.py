@@ -89,6 +89,7 @@ class SequenceState:
     predicted_s: float = 0.0  # the budget's priced seconds of this sequence's decode steps (its share)
     predicted_ar_s: float = 0.0  # the same tokens at the price of plain steps
     unseen: int = 0  # rows the drafter would read before drafting now (the loop sets it before ``plan``)
+    blind: bool = False  # the generation runs without the states its drafter reads (``fetch_prompt_states``)
     room: int = 0  # tokens the generation may still emit (set with ``unseen``; 0: unknown)
 
 
@@ -135,6 +136,8 @@ class MethodLearning:
     costs: StepCosts
     gains: DraftGains = field(default_factory=DraftGains)
     probe_credit: float = 0.0  # seconds probes may spend (module docstring), kept across generations and tasks
+    drafting: bool = True  # whether the last priced step chose to draft (not counting probes)
+    probe_waste: float = 0.0  # the cheapest probe's waste at the last step that skipped (0: none seen yet)
 
 
 def expected_gain(gains: DraftGains, s: SequenceState, active: int) -> float:
@@ -181,7 +184,7 @@ def choose(states: list[SequenceState], gains: DraftGains, base_s: list[float], 
     n = len(states)
     if not states or gains.drafted < WARM_STEPS:
         return Choice([True] * n, n, 0.0, [float("inf")] * n)
-    expected = [expected_gain(gains, s, active) for s in states]
+    expected = [0.0 if s.blind else expected_gain(gains, s, active) for s in states]  # (blind: never chosen)
     order = sorted(range(n), key=lambda i: -expected[i])
     drafted_forward = plain_forward * gains.forward_ratio(active)
     forward = lambda k: plain_forward if k == 0 else drafted_forward  # noqa: E731
@@ -192,7 +195,7 @@ def choose(states: list[SequenceState], gains: DraftGains, base_s: list[float], 
     tokens = active + sum(expected[i] - 1.0 for i in order[:k])
     seconds = tokens / value[k]
     waste = [float("inf")] * n
-    for i in order[k:]:  # the probe step's seconds beyond its tokens' price at the chosen rate
+    for i in (i for i in order[k:] if not states[i].blind):  # the probe's seconds beyond its tokens' price
         extra = base_s[i] + catch_up_s[i] + forward(k + 1) - forward(k) + step_overhead(k + 1) - step_overhead(k)
         waste[i] = seconds + extra - (tokens + expected[i] - 1.0) / value[k]
     return Choice([i in order[:k] for i in range(n)], k, float(seconds), waste)
@@ -211,3 +214,22 @@ def count_skips(states: list[SequenceState], drafting: list[bool]) -> list[bool]
         if not d:
             s.skipped, s.skipped_steps = s.skipped + 1, s.skipped_steps + 1
     return drafting
+
+
+def fetch_prompt_states(learning: MethodLearning, warm: bool, extra: float | None) -> bool:
+    """Whether a generation's prompt runs with the hidden states its drafter reads, on a backend where they cost
+    ``extra`` seconds more (llama.cpp then outputs every prompt row's logits too: a quarter more prefill; None:
+    not yet known). A generation without them cannot draft (its states are ``blind``), so they are fetched while
+    the budget is warming up or drafting, and while it skips only as a probe: when the probe credit covers the
+    extra seconds and the last probe's waste (the extra seconds are then spent from it).
+
+    >>> m = MethodLearning(costs=None, drafting=False, probe_credit=0.05, probe_waste=0.02)
+    >>> fetch_prompt_states(m, True, 0.04), fetch_prompt_states(m, True, 0.02), round(m.probe_credit, 3)
+    (False, True, 0.03)
+    """
+    if not warm or learning.drafting:
+        return True
+    if extra is None or learning.probe_credit < extra + learning.probe_waste:
+        return False  # (None: the first generation run without them tells the price)
+    learning.probe_credit -= extra
+    return True

@@ -76,10 +76,10 @@ class Engine:
         sampler = None if sampling is None or sampling.greedy else Sampler(sampling, seed, target.device)
         self.backend.prepare(self.model)
         cache = self.backend.new_cache(self.model, len(prompt_ids) + max_new_tokens + DRAFT_HEADROOM)
-        layers, hidden = self._begin(drafter, prompt_ids)
+        seq, layers, hidden = self._begin(drafter, prompt_ids, draft_budget)
         st = self._prefill(prompt_ids, cache, sampler, record_margins, t_start, layers, hidden)
         gen = st.gen
-        seq = SequenceState() if draft_budget is not None and drafter is not None else None
+        _learn_prefill(draft_budget, seq, self.target, drafter, len(prompt_ids), gen.verify_times_s[0], hidden)
         while st.root not in self.stop_ids and len(gen.output_ids) < max_new_tokens:
             room = max_new_tokens - len(gen.output_ids)  # tokens this step may still emit
             t_step = now()
@@ -118,14 +118,22 @@ class Engine:
                 break
         return gen if seq is None else gen.add_budget_summary(seq)
 
-    def _begin(self, drafter: Drafter | None, prompt_ids: list[int]) -> tuple[tuple[int, ...], bool]:
-        """(the target layers whose states the drafter reads, whether it reads the final hidden states: llama.cpp
-        pays for them); the drafter's ``begin``."""
+    def _begin(self, drafter: Drafter | None, prompt_ids: list[int],
+               budget: DraftBudget | None = None) -> tuple[SequenceState | None, tuple[int, ...], bool]:
+        """(the sequence's ``budget=auto`` state, None without a budget or drafter; the target layers whose states
+        the drafter reads; whether the generation runs with the final hidden states); the drafter's ``begin``. Where those states cost more (a target whose ``prompt_states_cost``
+        is true: llama.cpp) ``budget`` may run the generation without them (``DraftBudget.prompt_states``):
+        its steps are then plain (``SequenceState.blind``, set by ``_learn_prefill``)."""
         layers = _layers(drafter)
         self.target.check_layers(layers)
         if drafter is not None:
             drafter.begin(list(prompt_ids))
-        return layers, _reads_hidden(drafter)
+        hidden, seq = _reads_hidden(drafter), None
+        if budget is not None and drafter is not None:
+            seq = SequenceState()
+            if hidden and not layers and getattr(self.target, "prompt_states_cost", False):
+                hidden = budget.prompt_states(len(prompt_ids))
+        return seq, layers, hidden
 
     def _prefill(self, prompt_ids: list[int], cache: object, sampler: Sampler | None, record_margins: bool,
                  t_start: float, layers: tuple[int, ...] = (), want_hidden: bool = True) -> "_Decoding":
@@ -216,6 +224,15 @@ def _learn_step(budget: DraftBudget | None, seq: SequenceState | None, drafted: 
     """``budget=auto`` learns one step of a single sequence (``DraftBudget.end_step``); nothing without a budget."""
     if budget is not None and seq is not None:
         budget.end_step([seq], [drafted], [emitted], [draft_s], [draft.asked_depth], rows, context, verify_s, step_s)
+
+
+def _learn_prefill(budget: DraftBudget | None, seq: SequenceState | None, target: Any, drafter: Drafter | None,
+                   rows: int, seconds: float, hidden: bool) -> None:
+    """``budget=auto`` on a target whose hidden states cost more learns the prompt's price with or without them,
+    for a drafter that reads them; a generation without them is ``blind`` (it cannot draft)."""
+    if seq is not None and _reads_hidden(drafter) and getattr(target, "prompt_states_cost", False):
+        budget.costs.observe_prefill(rows, seconds, hidden)
+        seq.blind = not hidden
 
 
 def _layers(drafter: Drafter | None) -> tuple[int, ...]:

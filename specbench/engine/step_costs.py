@@ -112,6 +112,7 @@ class StepCosts:
         self.overheads: dict[tuple[bool, int], DecayedMean] = {}
         self.drafting: dict[tuple[int, int], DecayedMean] = {}  # (active, depth) and (0, depth): any batch size
         self.catch_up: dict[int, DecayedMean] = {}  # active and 0: seconds per row read beyond CATCH_UP_FREE
+        self.prefill: dict[bool, DecayedMean] = {}  # with the prompt's hidden states or without: seconds per row
 
     # -- the forward -------------------------------------------------------------------------------------
     def profile(self, rows: int | np.ndarray, context: int | None, active: int = 1) -> np.ndarray:
@@ -199,3 +200,23 @@ class StepCosts:
             return
         for a in (active, 0):
             self.drafting.setdefault((a, depth), DecayedMean()).add(seconds)
+
+    # -- a prompt's hidden states (on a backend that pays for them: llama.cpp outputs every row's logits too) -----
+    def observe_prefill(self, rows: int, seconds: float, hidden: bool) -> None:
+        """A prompt of ``rows`` tokens ran in ``seconds``, with its hidden states or without them."""
+        if rows > 0 and seconds > 0:
+            self.prefill.setdefault(hidden, DecayedMean()).add(seconds / rows)
+
+    def prompt_states_seconds(self, rows: int) -> float | None:
+        """What a prompt of ``rows`` tokens costs more with its hidden states (None: not both kinds seen yet).
+
+        >>> c = StepCosts(lambda n, ctx=None: n)
+        >>> c.observe_prefill(100, 0.5, True); c.prompt_states_seconds(200) is None
+        True
+        >>> c.observe_prefill(300, 1.2, False); round(c.prompt_states_seconds(200), 6)  # (5 - 4) ms a row
+        0.2
+        """
+        with_states, without = self.prefill.get(True), self.prefill.get(False)
+        if with_states is None or without is None or not (with_states.known and without.known):
+            return None
+        return max(with_states.mean - without.mean, 0.0) * rows
