@@ -22,10 +22,12 @@ def flat_forward(rows: float) -> float:
 def test_best_k_hand_worked() -> None:
     # one sequence, plain step 40 ms; drafting 10 ms + a 4-row forward of 48 ms: pays from 58/40 = 1.45 tokens on
     fwd = lambda k: 0.040 if k == 0 else 0.048  # noqa: E731
-    assert best_k([1.44], [0.010], fwd, lambda k: 0.0, 1) == 0
     assert best_k([1.46], [0.010], fwd, lambda k: 0.0, 1) == 1
-    # a tie goes to the plain step
-    assert best_k([1.45], [0.010], fwd, lambda k: 0.0, 1) == 0
+    # ... but the plain step must win by more than SKIP_MARGIN (2%): from 1.45 x 0.98 = 1.421 tokens on, it drafts
+    assert best_k([1.44], [0.010], fwd, lambda k: 0.0, 1) == 1
+    assert best_k([1.43], [0.010], fwd, lambda k: 0.0, 1) == 1
+    assert best_k([1.41], [0.010], fwd, lambda k: 0.0, 1) == 0
+    assert best_k([1.20], [0.010], fwd, lambda k: 0.0, 1) == 0
     # four sequences padded to 4 rows cost 4x40 ms plain, 4x48 ms drafted: the two of gain 3 draft, not the two of 1.1
     fwd4 = lambda k: 0.160 if k == 0 else 0.192  # noqa: E731
     assert best_k([3.0, 3.0, 1.1, 1.1], [0.010] * 4, fwd4, lambda k: 0.0, 4) == 2
