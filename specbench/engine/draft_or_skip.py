@@ -239,7 +239,7 @@ def count_skips(states: list[SequenceState], drafting: list[bool]) -> list[bool]
 
 def fetch_prompt_states(learning: MethodLearning, warm: bool, extra: float | None) -> bool:
     """Whether a generation's prompt runs with the hidden states its drafter reads, on a backend where they cost
-    ``extra`` seconds more (llama.cpp then outputs every prompt row's logits too: a quarter more prefill; None:
+    ``extra`` seconds more (llama.cpp then outputs every prompt row's logits too: a fifth more prefill; None:
     not yet known). A generation without them cannot draft (its states are ``blind``), so they are fetched while
     the budget is warming up or drafting, and while it skips only as a probe: when the probe credit covers the
     extra seconds and the last probe's waste (the extra seconds are then spent from it).

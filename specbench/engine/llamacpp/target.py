@@ -86,7 +86,7 @@ class LlamaCache:
 class LlamaTarget:
     """``TargetModel``'s interface on a ``LlamaContext``; ``model`` is the transformers copy drafters read."""
 
-    prompt_states_cost = True  # a prompt's hidden states cost a quarter more prefill (every row's logits come too)
+    prompt_states_cost = True  # a prompt's hidden states cost about a fifth more prefill (every row's logits come too)
 
     def __init__(self, ctx: LlamaContext, model: Any) -> None:
         self.ctx, self.model = ctx, model
