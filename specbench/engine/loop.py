@@ -121,9 +121,9 @@ class Engine:
     def _begin(self, drafter: Drafter | None, prompt_ids: list[int],
                budget: DraftBudget | None = None) -> tuple[SequenceState | None, tuple[int, ...], bool]:
         """(the sequence's ``budget=auto`` state, None without a budget or drafter; the target layers whose states
-        the drafter reads; whether the generation runs with the final hidden states); the drafter's ``begin``. Where those states cost more (a target whose ``prompt_states_cost``
-        is true: llama.cpp) ``budget`` may run the generation without them (``DraftBudget.prompt_states``):
-        its steps are then plain (``SequenceState.blind``, set by ``_learn_prefill``)."""
+        the drafter reads; whether the generation runs with the final hidden states); the drafter's ``begin``.
+        Where those states cost more (``_prices_prompt_states``: llama.cpp) ``budget`` may run the generation
+        without them (``DraftBudget.prompt_states``): its steps are then plain (``SequenceState.blind``)."""
         layers = _layers(drafter)
         self.target.check_layers(layers)
         if drafter is not None:
@@ -131,8 +131,9 @@ class Engine:
         hidden, seq = _reads_hidden(drafter), None
         if budget is not None and drafter is not None:
             seq = SequenceState()
-            if hidden and not layers and getattr(self.target, "prompt_states_cost", False):
+            if not layers and _prices_prompt_states(self.target, drafter):
                 hidden = budget.prompt_states(len(prompt_ids))
+                seq.blind = not hidden
         return seq, layers, hidden
 
     def _prefill(self, prompt_ids: list[int], cache: object, sampler: Sampler | None, record_margins: bool,
@@ -228,11 +229,15 @@ def _learn_step(budget: DraftBudget | None, seq: SequenceState | None, drafted: 
 
 def _learn_prefill(budget: DraftBudget | None, seq: SequenceState | None, target: Any, drafter: Drafter | None,
                    rows: int, seconds: float, hidden: bool) -> None:
-    """``budget=auto`` on a target whose hidden states cost more learns the prompt's price with or without them,
-    for a drafter that reads them; a generation without them is ``blind`` (it cannot draft)."""
-    if seq is not None and _reads_hidden(drafter) and getattr(target, "prompt_states_cost", False):
+    """``budget=auto`` learns the prompt's price with or without its hidden states, where they cost more."""
+    if seq is not None and _prices_prompt_states(target, drafter):
         budget.costs.observe_prefill(rows, seconds, hidden)
-        seq.blind = not hidden
+
+
+def _prices_prompt_states(target: Any, drafter: Drafter | None) -> bool:
+    """Whether ``drafter`` reads the final hidden states on a target where a prompt's cost more
+    (``prompt_states_cost``: llama.cpp outputs every prompt row's logits with them)."""
+    return _reads_hidden(drafter) and getattr(target, "prompt_states_cost", False)
 
 
 def _layers(drafter: Drafter | None) -> tuple[int, ...]:

@@ -140,10 +140,9 @@ class StepCosts:
         base = self.profile(rows, context, active)
         if np.ndim(rows) == 0:  # (every step prices a few single row counts: kept cheap)
             return base * self.calibration.ratio((active, row_bucket(int(rows))))
-        flat = np.ravel(rows)
-        buckets = np.minimum(np.floor(np.log2(np.maximum(flat, 1))).astype(int), MAX_ROW_BUCKET)  # (row_bucket's)
-        by_bucket = {b: self.calibration.ratio((active, b)) for b in set(buckets.tolist())}  # (a few per call)
-        ratios = np.array([by_bucket[b] for b in buckets.tolist()])
+        flat = [int(r) for r in np.ravel(rows)]
+        by_rows = {r: self.calibration.ratio((active, row_bucket(r))) for r in set(flat)}  # (each row count once)
+        ratios = np.array([by_rows[r] for r in flat])
         return base * ratios.reshape(np.shape(rows))
 
     def observe_forward(self, rows: int, context: int | None, seconds: float, active: int = 1) -> None:
