@@ -224,3 +224,30 @@ def test_plan_keeps_a_choice_to_skip_while_nothing_drafts(monkeypatch) -> None:
     budget.gains.add(1, [1], 5.0)  # a drafted step (say a probe) was learned: priced again at once
     budget.plan([s], 100)
     assert len(priced) == 4
+
+
+def test_a_probe_verifies_at_least_one_node_whatever_the_learned_rates() -> None:
+    """Suffix's trap: after early rejections every (depth, rank) rate is near 0, so ``select`` cut a probe's draft
+    to nothing, nothing was verified and the rates never recovered. A probe now keeps its most likely node; a
+    step that drafts on its value may still keep none."""
+    from specbench.engine.tree import DraftTree
+
+    cost = lambda n, context=None: 0.040 + 0.010 * (np.asarray(n, dtype=float) - 1)  # noqa: E731
+    budget = DraftBudget(cost, calibrate=False)
+    budget.gains = _learned(1.0, 2.0)  # drafting loses: every step skips, probes come from the credit
+    budget.stats.trials[:] = 1000.0  # every bucket rejected 1000 times
+    tree = DraftTree((5, 6, 7), (-1, 0, 1))
+    budget.shared.probe_credit = 1.0  # enough for a probe now
+    s = SequenceState()
+    assert budget.plan([s], 100) == [True] and s.probing
+    assert budget.select(tree, context=100).keep == [0]
+    budget.shared.probe_credit = 0.0
+    s2 = SequenceState()
+    assert budget.plan([s2], 100) == [False] and not s2.probing
+    budget.gains = _learned(3.0, 2.0, steps=30)  # drafting pays on its value, but these rates say none of the nodes does
+    assert budget.plan([s2], 100) == [True] and not s2.probing
+    assert budget.select(tree, context=100).keep == []
+    # batched: only the probing sequence keeps a node; a sequence without a tree keeps none
+    keeps = budget.select_batch([tree, tree, None], [0, 0, 0], lambda m, ctx: cost(m), 100,
+                                probing=[False, True, True])
+    assert keeps == [[], [0], []]

@@ -148,6 +148,7 @@ class DraftBudget:
         self._skip_all: tuple[tuple[int, int, int], int, float, float] | None = None
         self._learn_s = 0.0  # the last ``end_step``'s own seconds: the next step's overhead includes them
         self._rates: np.ndarray | None = None  # this step's draw (``depth_hint`` draws, ``select`` reuses it)
+        self._probing = False  # the last ``plan`` chose a probe (``select`` then keeps at least one node)
 
     def _cost(self, n: np.ndarray, context: int | None) -> np.ndarray:
         """A drafting step's calibrated seconds besides the draft: the verify forward of ``n`` rows and the overhead."""
@@ -170,7 +171,7 @@ class DraftBudget:
         if kept is not None and kept[0] == shape and kept[1] < REPLAN_STEPS:
             shared.probe_credit, credited = shared.probe_credit + kept[2], True
             if shared.probe_credit < kept[3]:
-                self._skip_all = (shape, kept[1] + 1, kept[2], kept[3])
+                self._skip_all, self._probing = (shape, kept[1] + 1, kept[2], kept[3]), False
                 return count_skips(states, [False] * len(states))
         costs = self.costs
         base = costs.draft_seconds(self.last_depth, active)
@@ -188,7 +189,8 @@ class DraftBudget:
         if not all(s.blind for s in states):
             shared.drafting = choice.k > 0
             shared.probe_waste = min(choice.waste) if choice.k == 0 and states else shared.probe_waste
-        return count_skips(states, drafting)
+        self._probing = chosen is not None  # (``select``: a single sequence's probe keeps a node)
+        return count_skips(states, drafting, chosen)
 
     def prompt_states(self, rows: int) -> bool:
         """Whether a generation's prompt of ``rows`` tokens runs with the hidden states its drafter reads, where
@@ -248,19 +250,24 @@ class DraftBudget:
 
     def select(self, tree: DraftTree, draft_s: float = 0.0, aux_rows: int = 0, context: int | None = None) -> Selection:
         """The prefix-closed subset of ``tree`` with the most expected tokens per second, verified after
-        ``context`` cached tokens."""
+        ``context`` cached tokens; at least one node when the step is a probe (``plan``): a probe cut to nothing
+        verifies nothing, so low learned rates could never recover (suffix on GSM8K skipped 124 steps of an
+        answer that drafting without ``auto`` ran in 78)."""
         probs = self.path_probs(tree)
         order = np.argsort(-probs, kind="stable")  # parents first on ties (a parent's index is smaller)
         gained = np.concatenate([[1.0], 1.0 + np.cumsum(probs[order])])  # [k] expected tokens keeping k nodes
         seconds = self._cost(np.arange(len(tree) + 1) + 1 + aux_rows, context) + draft_s
-        k = int(np.argmax(gained / seconds))
+        least = min(int(self._probing), len(tree))
+        k = least + int(np.argmax((gained / seconds)[least:]))
         return Selection(sorted(order[:k].tolist()), float(gained[k]), float(seconds[k]))
 
     def select_batch(self, trees: list[DraftTree | None], aux_rows: list[int], cost_rows: Callable[..., np.ndarray],
-                     context: int | None = None, draft_s: float = 0.0) -> list[list[int]]:
+                     context: int | None = None, draft_s: float = 0.0,
+                     probing: list[bool] | None = None) -> list[list[int]]:
         """The kept nodes of each sequence of a batched step whose forward is padded to the longest one:
         every sequence keeps its most likely nodes up to ``m`` rows (root and auxiliary rows included), ``m``
-        chosen for the most expected tokens of the whole batch per second of ``cost_rows(m, context)``.
+        chosen for the most expected tokens of the whole batch per second of ``cost_rows(m, context)``; a
+        sequence ``probing`` (``plan``) keeps at least its most likely node (``select``).
 
         Example: two sequences whose chains' nodes are accepted with 0.9 and 0.1: at ``m = 3`` the first
         gains 0.9 + 0.81 tokens and the second 0.1 + 0.01, both paying the 3-row padded forward.
@@ -272,7 +279,8 @@ class DraftBudget:
         gained = sum(1.0 + cum[np.clip(ms - 1 - a, 0, len(cum) - 1)] for cum, a in zip(sums, aux_rows))
         seconds = np.asarray(cost_rows(ms, context), dtype=float) + draft_s + self.costs.overhead(True, len(trees))
         m = int(ms[int(np.argmax(gained / seconds))])
-        return [sorted(o[: max(0, m - 1 - a)].tolist()) for o, a in zip(orders, aux_rows)]
+        least = [int(p) for p in probing] if probing is not None else [0] * len(trees)
+        return [sorted(o[: max(n, m - 1 - a)].tolist()) for o, a, n in zip(orders, aux_rows, least)]
 
     def depth_hint(self, context: int | None = None) -> int:
         """How deep a draft is worth making: the best length of a chain of first-ranked nodes, plus one so

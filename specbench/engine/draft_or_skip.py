@@ -112,6 +112,7 @@ class SequenceState:
     unseen: int = 0  # rows the drafter would read before drafting now (the loop sets it before ``plan``)
     blind: bool = False  # the generation runs without the states its drafter reads (``fetch_prompt_states``)
     room: int = 0  # tokens the generation may still emit (set with ``unseen``; 0: unknown)
+    probing: bool = False  # this step drafts as a probe (``probe``): its draft verifies at least one node
 
 
 class DraftGains:
@@ -229,9 +230,10 @@ def probe(states: list[SequenceState], choice: Choice, credit: float) -> int | N
     return max(due, key=lambda i: states[i].skipped) if due else None
 
 
-def count_skips(states: list[SequenceState], drafting: list[bool]) -> list[bool]:
-    """Count each skipped sequence's plain step; returns ``drafting``."""
-    for s, d in zip(states, drafting):
+def count_skips(states: list[SequenceState], drafting: list[bool], probing: int | None = None) -> list[bool]:
+    """Count each skipped sequence's plain step and mark the one ``probing`` (if any); returns ``drafting``."""
+    for i, (s, d) in enumerate(zip(states, drafting)):
+        s.probing = i == probing
         if not d:
             s.skipped, s.skipped_steps = s.skipped + 1, s.skipped_steps + 1
     return drafting
