@@ -5,8 +5,8 @@
 - ``fast``: the engine's preallocated KV cache (no per-step concatenation) and, on CPU in a dtype
   oneDNN supports, every linear layer (LM head included) through oneDNN-packed weights with sibling
   projections fused (``packed_linear.py``). On other devices it is the preallocated cache alone.
-- ``auto``: ``fast`` (the fastest backend that stays lossless on every device tested; see the README's
-  measurement section).
+- ``auto``: ``fast`` (the fastest backend that stays lossless on every device tested; see
+  ``docs/measurements.md``).
 - ``llamacpp``: the forward on llama.cpp, running a GGUF file (``llamacpp/``; the optional extra
   ``specbench[llamacpp]``). It needs the file: ``resolve_backend("llamacpp", ..., gguf=GgufModel)``.
 

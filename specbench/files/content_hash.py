@@ -2,8 +2,8 @@
 
 Every check reads the whole file: a size and modification time say nothing about the bytes (a byte
 flipped in place with its mtime restored keeps both), so no hash is ever cached. Reading costs about
-1 s per GB on this project's CPU (README, "Nothing silently wrong"): the embedded model's 538 MB about
-0.5 s, a default REST datastore (34-234 MB) a fraction of that.
+1 s per GB on this project's CPU (docs/how-it-measures.md, "Nothing silently wrong"): the embedded model's
+538 MB about 0.5 s, a default REST datastore (34-234 MB) a fraction of that.
 
 ``verify_sha256`` is what loaders call: it streams the file, compares it with the reference hash and
 notes the check in ``LEDGER`` (file, hash, bytes, seconds, what it was checked against), which a run

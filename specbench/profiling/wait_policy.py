@@ -20,9 +20,10 @@ from typing import MutableMapping
 
 VARIABLE = "OMP_WAIT_POLICY"
 # The policy the CLI sets when the user set none: None leaves the OpenMP runtime's default (spin, then
-# sleep). Chosen from scripts/wait_policy_bench.py's figures (README, "A busy machine"): PASSIVE made a quiet
-# run 36% slower (2.32 -> 3.16 s per generation) and a run beside a spinning process 2.3x faster (8.84 ->
-# 3.78 s); benchmarks are taken on quiet machines, and a busy one is warned about instead.
+# sleep). Chosen from scripts/wait_policy_bench.py's figures (docs/measurements.md, "OpenMP wait policy on a
+# busy machine"): PASSIVE made a quiet run 36% slower (2.32 -> 3.16 s per generation) and a run beside a
+# spinning process 2.3x faster (8.84 -> 3.78 s); benchmarks are taken on quiet machines, and a busy one is
+# warned about instead.
 DEFAULT_OMP_WAIT_POLICY: str | None = None
 
 

@@ -28,12 +28,13 @@ import numpy as np
 Cost = Callable[..., Any]  # (n, context=None) -> seconds (``cost_profile.cost_function``)
 
 # (low, assumed, high) speed of a drafting method relative to AR's when nothing is known about it: the
-# spread of the default methods' measured Overall speedups on this project's 2-core CPU (README,
-# "Measurements": dresd 0.58x ... pld 1.35x, samd@auto 1.42x); the assumption is AR's own speed
+# spread of the default methods' measured Overall speedups on this project's 2-core CPU
+# (docs/measurements.md: dresd 0.58x ... pld 1.35x, samd@auto 1.42x); the assumption is AR's own speed
 SPEEDUP_PRIOR = (0.55, 1.0, 1.5)
 # the same at batch sizes above 1, where drafting is dearer (every sequence's draft pads the shared forward):
-# README's batch-8 rows reach lookahead@auto 0.19x, and recycling ran at 0.22x AR at B=4 (`python run_bench.py
-# --methods recycling --tasks gsm8k,mt_bench --limit 8 --batch-size 1,4 --max-new-tokens 64`), outside 0.55
+# docs/measurements.md's batch-8 rows reach lookahead@auto 0.19x, and recycling ran at 0.22x AR at B=4
+# (`python run_bench.py --methods recycling --tasks gsm8k,mt_bench --limit 8 --batch-size 1,4
+# --max-new-tokens 64`), outside 0.55
 BATCHED_SPEEDUP_PRIOR = (0.2, 1.0, 1.5)
 TARGET_PASS_ROWS = 1024  # a build's batched target pass, priced per token as a forward of this many rows
 

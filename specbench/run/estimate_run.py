@@ -7,7 +7,7 @@ else from a few forwards timed now (``PROBE_SIZES``: well under a second for a s
 ``budget=auto`` run without a profile will measure one, which the estimate counts as a build.
 
 Example: the main entry's command (``run_bench.py --methods rest,dresd,redrafter``) from an empty cache on
-the embedded model, the README's quiet T(n) in place of the timed forwards::
+the embedded model, docs/measurements.md's quiet T(n) in place of the timed forwards::
 
     [specbench] estimate: 2316 generations (+24 warm-up), about 4 h here (3 h to 6 h 30 min; T(n) from 8 timed forwards)
     [specbench]   first: ~4 min to build rest's datastore x3, ~2 min to build dresd's datastore x3, ~4 min to train redrafter's quick recipe
