@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 from specbench.engine.budget import DraftBudget
-from specbench.engine.draft_or_skip import (PROBE_COST, WARM_STEPS, DraftGains, MethodLearning, SequenceState, best_k,
-                                            choose)
+from specbench.engine.draft_or_skip import (PROBE_COST, PROBE_TOKENS, WARM_STEPS, DraftGains, MethodLearning,
+                                            SequenceState, best_k, choose)
 from specbench.engine.step_costs import CATCH_UP_FREE, StepCosts, row_bucket
 from specbench.reports.auto_report import auto_table, calibrated_speedup, drafted_share
 from test_stats import fake_record
@@ -89,7 +89,7 @@ def test_catch_up_is_priced_and_spread_over_the_room_left() -> None:
     budget.shared.probe_credit = 0.0
     assert budget.plan([ready(20)], 100) == [False]  # 1 s over ~7 steps: 150 ms each
     waste = choose([ready(20)], budget.gains, [0.0], [1.0], 0.040, lambda d: 0.0, 1).waste[0]
-    assert waste == pytest.approx(1.0 + 0.080 - 3 * 0.040)
+    assert waste == pytest.approx(1.0 + 0.080 - PROBE_TOKENS * 0.040)  # (one node: 2 tokens at most, not 3)
 
 
 def test_a_new_task_starts_from_the_method_s_other_tasks() -> None:
@@ -228,8 +228,8 @@ def test_plan_keeps_a_choice_to_skip_while_nothing_drafts(monkeypatch) -> None:
 
 def test_a_probe_verifies_at_least_one_node_whatever_the_learned_rates() -> None:
     """Suffix's trap: after early rejections every (depth, rank) rate is near 0, so ``select`` cut a probe's draft
-    to nothing, nothing was verified and the rates never recovered. A probe now keeps its most likely node; a
-    step that drafts on its value may still keep none."""
+    to nothing, nothing was verified and the rates never recovered. A probe now verifies its most likely node
+    alone, priced as the probes seen so far; a step that drafts on its value may still keep none."""
     from specbench.engine.tree import DraftTree
 
     cost = lambda n, context=None: 0.040 + 0.010 * (np.asarray(n, dtype=float) - 1)  # noqa: E731
@@ -241,6 +241,13 @@ def test_a_probe_verifies_at_least_one_node_whatever_the_learned_rates() -> None
     s = SequenceState()
     assert budget.plan([s], 100) == [True] and s.probing
     assert budget.select(tree, context=100).keep == [0]
+    # the probe's price is learned apart from full drafts': a plain step is 40 ms, drafted ones cost twice that, the
+    # probe's 2-row forward 50 ms, so the next probe's waste is its 10 ms (a token of 1 at most: gains of 1.0)
+    assert budget.gains.probe_ratio(1) == pytest.approx(2.0)  # (none seen yet: a drafted step's)
+    budget.end_step([s], [True], [1], [0.0], [3], 2, 100, 0.050, 0.050)
+    assert budget.gains.probe_ratio(1) == pytest.approx(1.25) and budget.gains.forward_ratio(1) > 1.9
+    waste = choose([SequenceState()], budget.gains, [0.0], [0.0], 0.040, lambda d: 0.0, 1).waste[0]
+    assert waste == pytest.approx(0.010)
     budget.shared.probe_credit = 0.0
     s2 = SequenceState()
     assert budget.plan([s2], 100) == [False] and not s2.probing

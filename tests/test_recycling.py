@@ -149,3 +149,25 @@ def test_recycling_equals_greedy_with_random_and_learned_matrices(family: str) -
         assert first.output_ids == second.output_ids == ref
         assert second.forward_passes < first.forward_passes <= 40
         assert second.forward_passes <= 40 // 2  # at least two tokens a step on average
+
+
+def test_skipped_steps_still_teach_the_matrix() -> None:
+    """``budget=auto`` skipping every step (an always-skip budget): the drafter proposes nothing, yet each plain
+    step's root row is recycled into the matrix (``observes_plain_steps``), so a later probe drafts from what the
+    skipped steps saw; output equals AR's."""
+    from specbench.engine.loop import Engine
+    from test_skip_exact import SkipPattern
+
+    model = make_tiny_model("llama", seed=2)
+    engine = Engine(model, stop_ids=set())
+    d = RecyclingDrafter(RecyclingConfig(), vocab=int(model.get_output_embeddings().weight.shape[0]))
+    proposed = []
+    d.propose = lambda ctx: proposed.append(ctx) or None  # type: ignore[method-assign]
+    prompt = [5, 9, 2, 7]
+    gen = engine.generate(prompt, d, 12, draft_budget=SkipPattern(0, draft_chance=0.0))
+    assert gen.output_ids == engine.generate(prompt, None, 12).output_ids and not proposed
+    logits = model(torch.tensor([prompt + gen.output_ids])).logits[0]
+    want = {}  # each plain step's root (the prefill's token first) -> the top-8 after it; a repeated root: the last
+    for i, root in enumerate(gen.output_ids[:-1]):
+        want[root] = logits[len(prompt) + i].topk(8).indices.tolist()
+    assert len(want) > 3 and {r: d.matrix.matrix[r].tolist() for r in want} == want

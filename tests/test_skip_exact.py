@@ -1,7 +1,7 @@
 """``budget=auto`` skipping steps stays exact for every registered method, on the four tiny families.
 
-A skipped step calls neither the drafter's ``propose`` nor its ``observe`` (``loop.py``, ``batch_loop.py``); the
-target's states of the rows it verified are still queued for drafters that read them. Checked here:
+A skipped step calls neither the drafter's ``propose`` nor, unless it declares ``observes_plain_steps`` (Token
+Recycling), its ``observe`` (``engine/step.py``); the target's states of the rows it verified are still queued for drafters that read them. Checked here:
 - whatever the pattern of drafted and skipped steps, greedy output equals AR's, alone and batched (refilled and
   static); sampling runs and emits valid tokens, and a run that skips every step samples AR's very tokens;
 - a draft the budget drops whole (``select`` keeps none of it) is exact too: the drafter proposed, then is

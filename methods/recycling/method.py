@@ -51,6 +51,7 @@ class RecyclingDrafter(BaseDrafter):
     """Drafts the static tree from the adjacency matrix; recycles every verified row's top-k into it."""
 
     reads_hidden_states = False  # drafts from tokens alone (a backend may skip the target's hidden states)
+    observes_plain_steps = True  # the matrix learns from every verified row, drafted or not (budget=auto)
 
     def __init__(self, config: RecyclingConfig, vocab: int) -> None:
         self.config = config
@@ -79,7 +80,8 @@ class RecyclingDrafter(BaseDrafter):
     def observe(self, result: StepResult) -> None:
         if result.row_topk is None:
             return
-        inputs = np.array([self._root, *(result.tree.tokens if result.tree is not None else ())], dtype=np.int64)
+        root = self._root if result.root is None else result.root
+        inputs = np.array([root, *(result.tree.tokens if result.tree is not None else ())], dtype=np.int64)
         self.matrix.update(inputs, result.row_topk.cpu().numpy())
 
 

@@ -226,8 +226,9 @@ class DraftBudget:
             costs.observe_draft(depths[i], draft_s[i], active, unseen[i])
         if used:
             self.last_depth = max(depths[i] for i in used)
-            self.gains.add(active, [emitted[i] for i in used], ratio)
-            self.shared.gains.add(active, [emitted[i] for i in used], ratio)
+            probe = all(states[i] is not None and states[i].probing for i in used)  # (drafted only as a probe)
+            self.gains.add(active, [emitted[i] for i in used], ratio, probe)
+            self.shared.gains.add(active, [emitted[i] for i in used], ratio, probe)
         for s, d, n in zip(states, drafted, emitted):
             if s is not None and d:  # (a skipped step was counted when ``plan`` chose it)
                 s.gain.add(float(n))
@@ -250,15 +251,14 @@ class DraftBudget:
 
     def select(self, tree: DraftTree, draft_s: float = 0.0, aux_rows: int = 0, context: int | None = None) -> Selection:
         """The prefix-closed subset of ``tree`` with the most expected tokens per second, verified after
-        ``context`` cached tokens; at least one node when the step is a probe (``plan``): a probe cut to nothing
-        verifies nothing, so low learned rates could never recover (suffix on GSM8K skipped 124 steps of an
-        answer that drafting without ``auto`` ran in 78)."""
+        ``context`` cached tokens; a probe (``plan``) keeps its most likely node alone (``draft_or_skip.py``:
+        a probe cut to nothing verified nothing, so low learned rates never recovered: suffix on GSM8K skipped
+        124 steps of an answer that drafting without ``auto`` ran in 78)."""
         probs = self.path_probs(tree)
         order = np.argsort(-probs, kind="stable")  # parents first on ties (a parent's index is smaller)
         gained = np.concatenate([[1.0], 1.0 + np.cumsum(probs[order])])  # [k] expected tokens keeping k nodes
         seconds = self._cost(np.arange(len(tree) + 1) + 1 + aux_rows, context) + draft_s
-        least = min(int(self._probing), len(tree))
-        k = least + int(np.argmax((gained / seconds)[least:]))
+        k = min(1, len(tree)) if self._probing else int(np.argmax(gained / seconds))
         return Selection(sorted(order[:k].tolist()), float(gained[k]), float(seconds[k]))
 
     def select_batch(self, trees: list[DraftTree | None], aux_rows: list[int], cost_rows: Callable[..., np.ndarray],
@@ -267,7 +267,7 @@ class DraftBudget:
         """The kept nodes of each sequence of a batched step whose forward is padded to the longest one:
         every sequence keeps its most likely nodes up to ``m`` rows (root and auxiliary rows included), ``m``
         chosen for the most expected tokens of the whole batch per second of ``cost_rows(m, context)``; a
-        sequence ``probing`` (``plan``) keeps at least its most likely node (``select``).
+        sequence ``probing`` (``plan``) keeps its most likely node alone (``select``).
 
         Example: two sequences whose chains' nodes are accepted with 0.9 and 0.1: at ``m = 3`` the first
         gains 0.9 + 0.81 tokens and the second 0.1 + 0.01, both paying the 3-row padded forward.
@@ -279,8 +279,8 @@ class DraftBudget:
         gained = sum(1.0 + cum[np.clip(ms - 1 - a, 0, len(cum) - 1)] for cum, a in zip(sums, aux_rows))
         seconds = np.asarray(cost_rows(ms, context), dtype=float) + draft_s + self.costs.overhead(True, len(trees))
         m = int(ms[int(np.argmax(gained / seconds))])
-        least = [int(p) for p in probing] if probing is not None else [0] * len(trees)
-        return [sorted(o[: max(n, m - 1 - a)].tolist()) for o, a, n in zip(orders, aux_rows, least)]
+        probing = probing or [False] * len(trees)
+        return [sorted(o[: 1 if p else max(0, m - 1 - a)].tolist()) for o, a, p in zip(orders, aux_rows, probing)]
 
     def depth_hint(self, context: int | None = None) -> int:
         """How deep a draft is worth making: the best length of a chain of first-ranked nodes, plus one so

@@ -36,7 +36,11 @@ not for its last few tokens.
 budget keeps a probe credit in seconds, across generations and tasks (``MethodLearning``): every step in which sequences skip adds ``PROBE_COST``
 (0.5%) of the step's priced seconds, in proportion to the sequences skipped. A skipped sequence probes once the
 credit covers its probe's waste: the probe step's seconds beyond what its expected tokens would have cost at the
-step's chosen rate, its whole catch-up included. The credit then starts again from zero, and at most one sequence
+step's chosen rate, its whole catch-up included. A probe verifies its drafter's most likely node alone
+(``DraftBudget.select``): the cheapest test of whether drafting pays again, and one whatever the rates learned
+from the rejections that made the budget skip (a probe cut to nothing verified nothing, so they never
+recovered: suffix on GSM8K). It is priced with the forward of the probes seen so far (one node plus the
+drafter's auxiliary rows; before the first, a drafted step's) and at most ``PROBE_TOKENS`` tokens. The credit then starts again from zero, and at most one sequence
 probes a step. So probes spend at most 0.5% of the skipped steps' time whatever one costs: a cheap drafter that
 loses a tenth of a step (PLD or REST finding no match) probes every 20 skipped steps, and EAGLE after an 8k prompt,
 whose first draft wastes 30 plain steps, once in 6000.
@@ -67,6 +71,7 @@ OWN_WEIGHT = 0.5  # a sequence's own steps count half as much as the budget's
 WARM_STEPS = 4  # drafted steps a budget sees before it may skip
 PROBE_COST = 0.005  # the share of the skipped steps' seconds probes may spend
 SKIP_MARGIN = 0.02  # a step skips only when plain's value beats drafting's by more than this share
+PROBE_TOKENS = 2.0  # the most a probe emits: it verifies its drafter's most likely node alone
 
 
 def values(gains: list[float], draft_s: list[float], forward: Callable[[int], float],
@@ -117,11 +122,13 @@ class SequenceState:
 
 class DraftGains:
     """A budget's tokens per drafted step and its forward's price relative to a plain step's, per number of
-    sequences in the step (and over all), as decayed means."""
+    sequences in the step (and over all), as decayed means; and the same price of the steps that drafted only as
+    a probe (``probe_ratios``: one node, plus the drafter's auxiliary rows)."""
 
     def __init__(self) -> None:
         self.tokens: dict[int, DecayedMean] = {}
         self.ratios: dict[int, DecayedMean] = {}
+        self.probe_ratios: dict[int, DecayedMean] = {}
         self.drafted = 0  # drafted sequence-steps seen
 
     @staticmethod
@@ -138,12 +145,19 @@ class DraftGains:
     def forward_ratio(self, active: int) -> float:
         return self._get(self.ratios, active, 1.0)
 
-    def add(self, active: int, tokens: list[int], forward_ratio: float) -> None:
+    def probe_ratio(self, active: int) -> float:
+        """A probe step's forward over a plain one's; before any probe was seen, a drafted step's."""
+        return self._get(self.probe_ratios, active, self.forward_ratio(active))
+
+    def add(self, active: int, tokens: list[int], forward_ratio: float, probe: bool = False) -> None:
+        """One step in which ``len(tokens)`` sequences drafted and emitted ``tokens``; ``probe``: only as a probe."""
         for key in (active, 0):
             t = self.tokens.setdefault(key, DecayedMean(GAIN_DECAY))
             for n in tokens:
                 t.add(float(n))
             self.ratios.setdefault(key, DecayedMean(GAIN_DECAY)).add(float(forward_ratio))
+            if probe:
+                self.probe_ratios.setdefault(key, DecayedMean(GAIN_DECAY)).add(float(forward_ratio))
         self.drafted += len(tokens)
 
 
@@ -217,9 +231,10 @@ def choose(states: list[SequenceState], gains: DraftGains, base_s: list[float], 
     tokens = active + sum(expected[i] - 1.0 for i in order[:k])
     seconds = tokens / value[k]
     waste = [float("inf")] * n
+    probe_forward = plain_forward * gains.probe_ratio(active) if k == 0 else drafted_forward
     for i in (i for i in order[k:] if not states[i].blind):  # the probe's seconds beyond its tokens' price
-        extra = base_s[i] + catch_up_s[i] + forward(k + 1) - forward(k) + step_overhead(k + 1) - step_overhead(k)
-        waste[i] = seconds + extra - (tokens + expected[i] - 1.0) / value[k]
+        extra = base_s[i] + catch_up_s[i] + probe_forward - forward(k) + step_overhead(k + 1) - step_overhead(k)
+        waste[i] = seconds + extra - (tokens + min(expected[i], PROBE_TOKENS) - 1.0) / value[k]
     return Choice([i in order[:k] for i in range(n)], k, float(seconds), waste)
 
 
