@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 import torch
 
-from specbench.models.llamacpp_lib import INSTALL_HINT, available
+from specbench.engine.llamacpp.library import INSTALL_HINT, available
 
 needs_llamacpp = pytest.mark.skipif(not available(), reason=f"llama-cpp-python not installed: {INSTALL_HINT}")
 
@@ -81,7 +81,7 @@ def tiny_backend(model: torch.nn.Module, folder: Path, dtype: str = "float32", t
     """A ``LlamaCppBackend`` running ``model`` written as a tiny GGUF in ``folder`` (quantised by llama.cpp for
     ``q8_0`` / ``q4_1``)."""
     from specbench.engine.llamacpp.backend import LlamaCppBackend
-    from specbench.models.gguf_files import FTYPES, GgufModel, _quantise
+    from specbench.engine.llamacpp.gguf_files import FTYPES, GgufModel, _quantise
 
     path = write_tiny_gguf(model, folder / "tiny-f32.gguf")
     if dtype != "float32":

@@ -12,7 +12,8 @@ from specbench.engine.budget import DraftBudget
 from specbench.engine.kv_cache import trim_cache
 from specbench.engine.loop import Engine
 from specbench.engine.tree import DraftTree, compile_tree
-from specbench.engine.verify import TargetModel, accept_greedy
+from specbench.engine.target import TargetModel
+from specbench.engine.verify import accept_greedy
 
 FAMILIES = ["llama", "qwen2", "gpt2", "neox"]
 
@@ -103,10 +104,21 @@ def test_trim_gathers_non_contiguous_rows():
             torch.testing.assert_close(got.keys, want.keys, atol=1e-5, rtol=1e-4)
 
 
+@pytest.fixture(params=["auto", "toy"])
+def backend(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """The default backend, and a backend defined only in the tests (``tests/toy_backend.py``) once registered."""
+    if request.param == "toy":
+        import toy_backend
+        from specbench.engine import backend_registry
+
+        monkeypatch.setitem(backend_registry._SPECS, "toy", toy_backend.SPECS["toy"])
+    return request.param
+
+
 @pytest.mark.parametrize("family", FAMILIES)
-def test_engine_equals_generate_for_any_drafter(family):
+def test_engine_equals_generate_for_any_drafter(family, backend):
     model = make_tiny_model(family, seed=3)
-    engine = Engine(model, stop_ids=set())
+    engine = Engine(model, stop_ids=set(), backend=backend)
     rng = random.Random(7)
     for trial in range(2):
         prompt = [rng.randrange(64) for _ in range(6)]
@@ -129,17 +141,17 @@ def test_engine_equals_generate_for_any_drafter(family):
         assert whole.output_ids == ref and whole.accept_lengths[-2] == 6
 
 
-def test_stop_rules_never_overshoot_and_cut_at_eos():
+def test_stop_rules_never_overshoot_and_cut_at_eos(backend):
     model = make_tiny_model("llama", seed=4)
     prompt = [3, 1, 4, 1, 5]
     ref = greedy_reference(model, prompt, 20)
     eos = ref[7]
     first = ref.index(eos)
-    engine = Engine(model, stop_ids={eos})
+    engine = Engine(model, stop_ids={eos}, backend=backend)
     for drafter in (None, OracleDrafter(ref, len(prompt), depth=8), RandomDrafter(1, 64)):
         out = engine.generate(prompt, drafter, 20).output_ids
         assert out == ref[: first + 1]
-    plain = Engine(model, stop_ids=set())
+    plain = Engine(model, stop_ids=set(), backend=backend)
     for n in (1, 2, 5, 13):
         g = plain.generate(prompt, OracleDrafter(ref, len(prompt), depth=10), n)
         assert g.output_ids == ref[:n] and sum(g.accept_lengths) == n

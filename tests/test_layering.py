@@ -7,7 +7,10 @@ included, relative ones resolved, literal ``importlib.import_module("...")`` cal
 - ``methods/`` and ``tasks/`` import specbench only through ``specbench.api``;
 - no import cycle among specbench's modules, nor among its subpackages (rooms);
 - the top level of ``specbench/`` holds at most 8 modules, every core file is under 300 lines and
-  ``Engine.generate`` under 60.
+  ``Engine.generate`` under 60;
+- no method imports another (what two share lives in the core, behind the api);
+- the batched loop takes nothing from another module's private side (both loops share ``engine/step.py``);
+- a backend with a package of its own (llama.cpp) is named only there: everything else asks its registered spec.
 """
 from __future__ import annotations
 
@@ -170,3 +173,90 @@ def test_generate_reads_as_its_steps() -> None:
     tree = ast.parse((CORE / "engine" / "loop.py").read_text())
     generate = next(n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef) and n.name == "generate")
     assert generate.end_lineno - generate.lineno + 1 < MAX_GENERATE_LINES
+
+
+def method_of(path: Path) -> str:
+    """The plugin a file under ``methods/`` belongs to: its package, or the module itself (``methods/rest.py``)."""
+    return path.relative_to(ROOT / "methods").parts[0].removesuffix(".py")
+
+
+def cross_method_imports() -> set[str]:
+    """``file: methods.<other>`` for every import, at any depth, of one method's code by another method."""
+    found = set()
+    for path in sorted((ROOT / "methods").rglob("*.py")):
+        own = method_of(path)
+        for name in imported_names(path.read_text(), module_name(path), path.name == "__init__.py"):
+            parts = name.split(".")
+            if parts[0] == "methods" and len(parts) > 1 and parts[1] != own:
+                found.add(f"{path.relative_to(ROOT)}: methods.{parts[1]}")
+    return found
+
+
+# shared draft layers, trees and datastores belong in the core, reached through the api seam
+CROSS_METHOD_ALLOWED: set[str] = set()
+
+
+def test_methods_do_not_import_each_other() -> None:
+    assert cross_method_imports() == CROSS_METHOD_ALLOWED
+
+
+def test_cross_method_checker() -> None:
+    assert method_of(ROOT / "methods" / "rest.py") == "rest" and method_of(ROOT / "methods" / "eagle" / "x.py") == "eagle"
+
+
+def loop_privates() -> set[str]:
+    """What ``engine/batch_loop.py`` takes from another module's private side: ``_names`` it imports, and
+    ``_attributes`` it reads on anything but ``self``."""
+    path = CORE / "engine" / "batch_loop.py"
+    tree = ast.parse(path.read_text())
+    found = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom):
+            found |= {f"import {a.name}" for a in node.names if a.name.startswith("_")}
+        elif (isinstance(node, ast.Attribute) and node.attr.startswith("_") and not node.attr.startswith("__")
+              and not (isinstance(node.value, ast.Name) and node.value.id == "self")):
+            found.add(f"attribute {node.attr}")
+    return found
+
+
+def test_the_loops_share_only_public_steps() -> None:
+    """The batched loop reuses the single loop's steps through the public step module, not its privates."""
+    assert loop_privates() == set()
+
+
+# backends with a package of their own, by name: only that package may name them; everything else asks the spec
+OWN_PACKAGE_BACKENDS = ("llamacpp",)
+BACKEND_NAME_HOMES = (CORE / "engine" / "llamacpp",)
+
+
+def string_constants(source: str) -> list[tuple[int, str]]:
+    """(line, text) of every string constant of ``source`` but docstrings (f-strings' literal parts included)."""
+    tree = ast.parse(source)
+    docstrings = {id(n.body[0].value) for n in ast.walk(tree)
+                  if isinstance(n, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) and n.body
+                  and isinstance(n.body[0], ast.Expr) and isinstance(n.body[0].value, ast.Constant)}
+    return [(n.lineno, n.value) for n in ast.walk(tree)
+            if isinstance(n, ast.Constant) and isinstance(n.value, str) and id(n) not in docstrings]
+
+
+def backend_names_in_code() -> set[str]:
+    """``file: text`` of every string constant outside a backend's homes that names a backend with a package."""
+    import re
+
+    names = re.compile(r"\b(" + "|".join(OWN_PACKAGE_BACKENDS) + r")\b")
+    found = set()
+    for path in sorted(CORE.rglob("*.py")):
+        if any(home in path.parents for home in BACKEND_NAME_HOMES):
+            continue
+        found |= {f"{path.relative_to(ROOT)}: {text}" for _, text in string_constants(path.read_text())
+                  if names.search(text)}
+    return found
+
+
+def test_backends_are_asked_not_named() -> None:
+    assert backend_names_in_code() == set()
+
+
+def test_string_constants_skip_docstrings() -> None:
+    found = string_constants('"""Doc llamacpp."""\ndef f():\n    """Doc."""\n    return f"on {x} llamacpp" + "y"\n')
+    assert sorted(t for _, t in found) == [" llamacpp", "on ", "y"]

@@ -11,7 +11,7 @@ import pytest
 import torch
 
 from conftest import make_tiny_model
-from specbench.engine import loop as engine_loop
+from specbench.engine import step as engine_step
 from specbench.engine.drafter import BaseDrafter, StepResult
 from specbench.engine.loop import Engine
 from specbench.engine.tree import DraftTree
@@ -68,14 +68,14 @@ def test_drafter_that_does_not_ask_gets_none_and_nothing_is_computed(monkeypatch
     model = make_tiny_model("llama", seed=4)
     engine = Engine(model, stop_ids=set())
     calls = {"n": 0}
-    real = engine_loop._row_topk
+    real = engine_step.row_topk
 
     def counting(drafter, logits, rows):
         out = real(drafter, logits, rows)
         calls["n"] += out is not None
         return out
 
-    monkeypatch.setattr(engine_loop, "_row_topk", counting)
+    monkeypatch.setattr(engine_step, "row_topk", counting)
     quiet = TopkRecorder(0)
     engine.generate([1, 2, 3], quiet, 8)
     assert quiet.steps and all(t is None for _, _, t in quiet.steps)

@@ -99,11 +99,11 @@ class SamdDrafter(BaseDrafter):
         self.config, self.static, self.aux = config, static, aux
         self.sources: Counter[str] = Counter()
         # an auxiliary that learns from verified rows' top-k (Token Recycling) gets them on its own steps
-        self.row_topk = int(getattr(aux, "row_topk", 0) or 0)
+        self.row_topk = 0 if aux is None else int(aux.row_topk or 0)
         # the target's hidden states go to the auxiliary alone (EAGLE reads them; Token Recycling does not)
-        self.reads_hidden_states = aux is not None and bool(getattr(aux, "reads_hidden_states", True))
+        self.reads_hidden_states = aux is not None and bool(aux.reads_hidden_states)
         # both automata are per generation or fixed: what outlives a generation is the auxiliary's alone
-        self.keeps_state_across_generations = bool(getattr(aux, "keeps_state_across_generations", False))
+        self.keeps_state_across_generations = aux is not None and bool(aux.keeps_state_across_generations)
         self._reset()
 
     def _reset(self) -> None:
@@ -161,9 +161,8 @@ class SamdDrafter(BaseDrafter):
 
     def learn(self, prompt_ids: list[int], output_ids: list[int]) -> None:
         """Cross-generation state is the auxiliary's alone (both automata are per generation or fixed)."""
-        learn = getattr(self.aux, "learn", None)
-        if learn is not None:
-            learn(prompt_ids, output_ids)
+        if self.aux is not None:
+            self.aux.learn(prompt_ids, output_ids)
 
 
 def open_static(config: SamdConfig, env: MethodEnv) -> StaticSAM:

@@ -14,7 +14,7 @@ from pathlib import Path
 from specbench.config.argtypes import out_folder, positive_int
 from specbench.errors import ConfigError
 from specbench.models.dtypes import DTYPE_NAMES
-from specbench.models.gguf_files import QUANTISED
+from specbench.engine.backend_registry import backend_names, backend_spec
 
 
 def _sizes(text: str) -> tuple[int, ...]:
@@ -28,12 +28,10 @@ def _sizes(text: str) -> tuple[int, ...]:
 
 
 def _backends(text: str) -> tuple[str, ...]:
-    from specbench.engine.backends import BACKENDS
-
     names = tuple(dict.fromkeys(x.strip() for x in text.split(",") if x.strip()))
-    bad = [n for n in names if n not in BACKENDS]
+    bad = [n for n in names if n not in backend_names()]
     if not names or bad:
-        raise argparse.ArgumentTypeError(f"expected backends among {', '.join(BACKENDS)}, got {text!r}")
+        raise argparse.ArgumentTypeError(f"expected backends among {', '.join(backend_names())}, got {text!r}")
     return names
 
 
@@ -43,19 +41,21 @@ def profile_command(args: argparse.Namespace) -> int:
     from specbench.reports.leaderboard.markdown import table_md
     from specbench.reports.leaderboard.plots import profile_curve
     from specbench.reports.leaderboard.tables import Table
-    from specbench.models.loading import ModelLoadError, load_model
+    from specbench.models.loading import ModelLoadError
     from specbench.profiling.fingerprint import hardware_fingerprint
     from specbench.profiling.profile import make_profile, profile_table, save_profile
     from specbench.profiling.measure import measure_forward_curve, measure_read_bandwidth, weight_bytes_per_forward
 
     if 1 not in args.sizes:
         raise ConfigError("--sizes must include 1 (T(1) is the autoregressive cost)")
-    llamacpp = "llamacpp" in args.backends
-    if llamacpp and len(args.backends) > 1 and args.dtype != "float32":
-        raise ConfigError(f"--dtype {args.dtype} with llamacpp beside other backends: compare them in float32 "
+    from specbench.engine.backend_registry import backend_spec, load_model_for
+
+    engines = [b for b in args.backends if not backend_spec(b).torch_forward]  # (each runs a file of its own)
+    if engines and len(args.backends) > 1 and args.dtype != "float32":
+        raise ConfigError(f"--dtype {args.dtype} with {engines[0]} beside other backends: compare them in float32 "
                           "(the other backends run the transformers copy llama.cpp's GGUF was made from)")
     try:
-        lm = load_model(args.model, args.dtype, args.device, "llamacpp" if llamacpp else "auto", args.threads)
+        lm = load_model_for(engines[0] if engines else "auto", args.model, args.dtype, args.device, args.threads)
     except ModelLoadError as e:
         raise ConfigError(str(e)) from None
     from specbench.engine.backends import backend_for
@@ -67,7 +67,8 @@ def profile_command(args: argparse.Namespace) -> int:
     parts = measure_breakdown(lm.model, args.context, backend=args.backends[0])
     read_bps = measure_read_bandwidth(lm.device)
     # a quantised GGUF reads its own bytes (tensors dominate the file), not the float32 transformers copy's
-    weight_bytes = lm.gguf.path.stat().st_size if lm.dtype in QUANTISED else weight_bytes_per_forward(lm.model)
+    own_file = lm.gguf is not None and lm.dtype not in DTYPE_NAMES
+    weight_bytes = lm.gguf.path.stat().st_size if own_file else weight_bytes_per_forward(lm.model)
     floor = {"weight_bytes": weight_bytes, "read_bytes_per_s": read_bps, "floor_s": weight_bytes / read_bps}
     first = curves[args.backends[0]]
     prof = make_profile(first, {"name": args.model, "id": lm.model_id, "hash": lm.model_hash, "dtype": lm.dtype},
@@ -94,8 +95,10 @@ def profile_command(args: argparse.Namespace) -> int:
 def register(subs: argparse._SubParsersAction) -> None:
     p = subs.add_parser("profile", help="measure this machine's forward latency for 1..128 new tokens (cost profile)")
     p.add_argument("--model", default="embedded", help="HF id, directory or 'embedded'")
-    p.add_argument("--dtype", default="float32", choices=DTYPE_NAMES + QUANTISED,
-                   help="float32 (default); q8_0 and q4_1 quantise the GGUF (llamacpp alone)")
+    own = {n: [d for d in backend_spec(n).dtypes if d not in DTYPE_NAMES] for n in backend_names()}
+    p.add_argument("--dtype", default="float32", choices=DTYPE_NAMES + tuple(d for ds in own.values() for d in ds),
+                   help="float32 (default)" + "".join(f"; {' and '.join(ds)} quantise the GGUF ({n} alone)"
+                                                      for n, ds in own.items() if ds))
     p.add_argument("--threads", type=positive_int, help="CPU threads: llama.cpp's (default: the cores this process "
                    "may use) and, when given, torch's")
     p.add_argument("--device", default="auto")
@@ -103,7 +106,7 @@ def register(subs: argparse._SubParsersAction) -> None:
     p.add_argument("--sizes", type=_sizes, default=(1, 2, 4, 8, 16, 32, 64, 128), help="new-token counts, e.g. 1,2,4,8")
     p.add_argument("--repeats", type=positive_int, default=5, help="timed forwards per size (median reported)")
     p.add_argument("--backends", type=_backends, default=("fast", "reference"),
-                   help="comma-separated engine backends to measure side by side (default fast,reference; "
-                        "llamacpp runs the model's GGUF, --model embedded or PATH.gguf)")
+                   help="comma-separated engine backends to measure side by side (default fast,reference" + "".join(
+                       f"; {n}: {backend_spec(n).summary}" for n in backend_names() if backend_spec(n).loader) + ")")
     p.add_argument("--out", default="results/profile", type=out_folder, help="output folder (profile.json, profile.md, profile.png)")
     p.set_defaults(func=profile_command)

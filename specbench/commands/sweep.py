@@ -24,7 +24,7 @@ from specbench.config.run_config import RunConfig, is_safe_name
 from specbench.config.run_flags import add_run_arguments, config_from_args, mismatch_exit_code
 from specbench.errors import ConfigError
 from specbench.files.jsonfile import save_json
-from specbench.models.loading import load_model
+from specbench.engine.backend_registry import load_model_for
 from specbench.plugins.registry import METHODS
 from specbench.reports.report import write_report
 from specbench.reports.sweep_report import sweep_markdown, sweep_table, write_sweep_plot
@@ -111,12 +111,12 @@ def sweep_command(args: argparse.Namespace) -> int:
     n_q = sum(len(q) for q in base.questions.values())
     print(f"[sweep] {out}: {args.method} over {len(plans)} point(s) of {', '.join(grid)}; {n_q} dev question(s) over "
           f"{len(base.tasks)} task(s); max_new_tokens {cfg.max_new_tokens}", file=sys.stderr)
-    loaded = load_model(cfg.model, cfg.dtype, cfg.device)  # once, shared by every point's runner
+    loaded = load_model_for(cfg.backend, cfg.model, cfg.dtype, cfg.device, cfg.threads)  # once, shared by every point's runner
     mismatches, results = 0, []
     for i, (point, plan) in enumerate(plans, 1):
         run_dir = out / point.folder
         print(f"[sweep] point {i}/{len(plans)} {point.label} -> {run_dir}", file=sys.stderr)
-        mismatches += Runner(plan, run_dir, loaded=loaded, progress=not args.no_progress).run()
+        mismatches += Runner(plan, run_dir, loaded=loaded, progress=not args.no_progress).execute()
         write_report(run_dir)
         results.append(point_result(point, run_dir, args.method))
     command = command_line(args.parser, args)

@@ -14,12 +14,11 @@ from typing import Any
 
 from specbench.config.coerce import short_repr
 from specbench.config.context_length import MIN_LENGTH
-from specbench.engine.backends import BACKEND_CHOICES
+from specbench.engine.backend_registry import backend_choices, backend_spec, dtype_hint
 from specbench.engine.budget import RUN_BUDGETS
 from specbench.engine.sampling_config import SamplingConfig
 from specbench.errors import ConfigError
 from specbench.models.dtypes import DTYPE_NAMES
-from specbench.models.gguf_files import LLAMACPP_DTYPES, QUANTISED
 from specbench.prompts.task import DEFAULT_SPLIT, SPLITS
 
 MAX_NAME = 200  # characters of a run or folder name (file systems allow 255 bytes; room for suffixes)
@@ -79,18 +78,19 @@ class RunConfig:
             raise ConfigError(f"--repeats must be a positive integer, got {self.repeats}")
         if self.warmup < 0:
             raise ConfigError(f"--warmup must be >= 0, got {self.warmup}")
-        dtypes = LLAMACPP_DTYPES if self.backend == "llamacpp" else DTYPE_NAMES
+        spec = backend_spec(self.backend)
+        dtypes = spec.dtypes if spec is not None and spec.dtypes else DTYPE_NAMES
         if self.dtype not in dtypes:
-            on = " on --backend llamacpp" if self.backend == "llamacpp" else ""
-            hint = " (q8_0 and q4_1 run on --backend llamacpp)" if self.dtype in QUANTISED else ""
-            raise ConfigError(f"--dtype must be one of {', '.join(dtypes)}{on}, got {self.dtype!r}{hint}")
+            on = f" on --backend {spec.name}" if dtypes is not DTYPE_NAMES else ""
+            raise ConfigError(f"--dtype must be one of {', '.join(dtypes)}{on}, got {self.dtype!r}"
+                              f"{dtype_hint(self.dtype)}")
         if self.threads is not None and (isinstance(self.threads, bool) or not isinstance(self.threads, int)
                                          or self.threads < 1):
             raise ConfigError(f"--threads must be a positive integer, got {self.threads!r}")
         if self.device not in ("auto", "cpu", "cuda") and not self.device.startswith("cuda:"):
             raise ConfigError(f"--device must be auto, cpu or cuda, got {self.device!r}")
-        if self.backend not in BACKEND_CHOICES:
-            raise ConfigError(f"--backend must be one of {', '.join(BACKEND_CHOICES)}, got {self.backend!r}")
+        if self.backend not in backend_choices():
+            raise ConfigError(f"--backend must be one of {', '.join(backend_choices())}, got {self.backend!r}")
         if not self.methods:
             raise ConfigError("--methods is empty")
         if self.budget not in RUN_BUDGETS:
@@ -110,9 +110,9 @@ class RunConfig:
             raise ConfigError(f"--batch-size must be positive integers, got {','.join(map(str, self.batch_size))}")
         if len(set(self.batch_size)) != len(self.batch_size):
             raise ConfigError(f"--batch-size lists a size twice: {','.join(map(str, self.batch_size))}")
-        if self.backend == "llamacpp" and max(self.batch_size) > 1:
-            raise ConfigError("--batch-size above 1 does not run on --backend llamacpp (the batched loop keeps its own "
-                              "padded KV cache); use --backend fast")
+        if spec is not None and not spec.caps.batching and max(self.batch_size) > 1:
+            raise ConfigError(f"--batch-size above 1 does not run on --backend {spec.name} ({spec.batch_refusal}); "
+                              f"use --backend fast")
         if self.refill and max(self.batch_size) == 1:
             raise ConfigError("--refill needs --batch-size above 1 (it refills a batch's finished slots)")
         self.sampling.validate()

@@ -16,12 +16,11 @@ from specbench.config.argtypes import non_negative_int, positive_int
 from specbench.config.coerce import from_dict, load_yaml
 from specbench.config.context_length import parse_lengths
 from specbench.config.run_config import RunConfig
-from specbench.engine.backends import BACKEND_CHOICES
+from specbench.engine.backend_registry import backend_choices, backend_names, backend_spec
 from specbench.engine.budget import RUN_BUDGETS
 from specbench.errors import ConfigError
 from specbench.config.presets import PRESETS, describe, merge_preset, preset_values
 from specbench.models.dtypes import DTYPE_NAMES
-from specbench.models.gguf_files import QUANTISED
 from specbench.prompts.task import SPLITS
 from specbench.config.method_labels import split_label
 
@@ -52,13 +51,15 @@ def add_run_arguments(parser: argparse.ArgumentParser, omit: tuple[str, ...] = (
     p.add_argument("--warmup", type=non_negative_int, help="warm-up generations per method before timing (default 1)")
     p.add_argument("--model", help="HF model id, local model directory, a local .gguf file, or 'embedded' (default: "
                    "embedded SmolLM2-135M)")
-    p.add_argument("--dtype", choices=DTYPE_NAMES + QUANTISED, help="model dtype (default float32, TF32 off); "
-                   "q8_0 and q4_1: the GGUF quantised, on --backend llamacpp")
+    own = {n: [d for d in backend_spec(n).dtypes if d not in DTYPE_NAMES] for n in backend_names()}
+    p.add_argument("--dtype", choices=DTYPE_NAMES + tuple(d for ds in own.values() for d in ds),
+                   help="model dtype (default float32, TF32 off)" + "".join(
+                       f"; {' and '.join(ds)}: the GGUF quantised, on --backend {n}" for n, ds in own.items() if ds))
     p.add_argument("--device", help="auto, cpu or cuda[:N] (default auto)")
-    p.add_argument("--backend", choices=BACKEND_CHOICES,
-                   help="how the target's forward runs: fast (preallocated KV cache; oneDNN-packed, fused linears on "
-                        "CPU), reference (transformers as loaded), llamacpp (llama.cpp on a GGUF file: --model embedded "
-                        "or PATH.gguf; the extra specbench[llamacpp]), auto = the fastest lossless one (default)")
+    p.add_argument("--backend", choices=backend_choices(),
+                   help="how the target's forward runs: " + ", ".join(
+                       f"{n} ({backend_spec(n).summary})" for n in backend_names()) + ", auto = the fastest lossless "
+                   "one (default)")
     p.add_argument("--threads", type=positive_int, help="CPU threads of the target's forward: llama.cpp's (default: "
                    "the cores this process may use) and, when given, torch's on the other backends")
     p.add_argument("--data-dir", help="data dir (default: $SPECBENCH_DATA_DIR, else ../shared/data if present, else the hub)")

@@ -26,15 +26,16 @@ from typing import Any
 import torch
 from transformers import DynamicCache
 
+from specbench.engine.backend_registry import DEFAULT_BACKEND, backend_choices, backend_names, backend_spec  # noqa: F401
+from specbench.engine.batch_cache import BatchedCache
+from specbench.engine.contract import TargetCaps
 from specbench.engine.kv_cache import PreallocatedCache
 from specbench.engine.packed_linear import describe as describe_packing
 from specbench.engine.packed_linear import is_packed, pack_linears, packing_supported, unpack_linears
-from specbench.engine.verify import TargetModel
+from specbench.engine.target import TargetModel
 
-BACKENDS = ("reference", "fast", "llamacpp")
-TORCH_BACKENDS = ("reference", "fast")  # the ones that run the transformers module itself
-DEFAULT_BACKEND = "auto"
-BACKEND_CHOICES = (DEFAULT_BACKEND, *BACKENDS)
+BACKENDS = backend_names()  # (as registered when specbench starts: the built-in ones)
+BACKEND_CHOICES = backend_choices()
 _STATE_ATTR = "_specbench_backend"
 
 
@@ -44,6 +45,7 @@ class Backend:
 
     name: str
     packed: bool
+    caps = TargetCaps()  # (what ``TargetModel`` can do: batching, intermediate layers, tree masks)
 
     def prepare(self, model: torch.nn.Module) -> None:
         """Put ``model`` in this backend's state (idempotent, cheap when already there)."""
@@ -61,6 +63,10 @@ class Backend:
         if self.name == "reference":
             return DynamicCache(config=model.config)
         return PreallocatedCache(capacity)
+
+    def new_batch_cache(self, slots: int, capacity: int) -> BatchedCache:
+        """An empty KV cache for ``slots`` sequences decoded side by side (``batch_loop.py``)."""
+        return BatchedCache(slots, capacity)
 
     @property
     def key(self) -> str:
@@ -83,29 +89,27 @@ class Backend:
         return info
 
 
-def resolve_backend(name: str, device: torch.device, dtype: torch.dtype, gguf: Any = None,
-                    threads: int | None = None) -> Any:
-    """The backend ``name`` (``auto``, ``reference``, ``fast`` or ``llamacpp``) on ``device`` in ``dtype``;
-    ``llamacpp`` runs ``gguf`` (a ``models.gguf_files.GgufModel``) on ``threads`` threads."""
-    if name == "auto":
-        name = "fast"
-    if name == "llamacpp":
-        if gguf is None:
-            raise ValueError("the llamacpp backend runs a GGUF file: load the model with backend='llamacpp'")
-        if device.type != "cpu":
-            raise ValueError(f"the llamacpp backend runs on the CPU (this build of llama.cpp), not {device}")
-        from specbench.engine.llamacpp.backend import LlamaCppBackend
-
-        return LlamaCppBackend(gguf, threads)
-    if name not in BACKENDS:
-        raise ValueError(f"unknown backend {name!r}; choose one of auto, {', '.join(BACKENDS)}")
+def torch_backend(name: str, device: torch.device, dtype: torch.dtype, gguf: Any = None,
+                  threads: int | None = None) -> Backend:
+    """``reference`` or ``fast`` (the registry's factory for both): linears packed where ``fast`` supports it."""
     return Backend(name, packed=name == "fast" and packing_supported(device, dtype))
 
 
+def resolve_backend(name: str, device: torch.device, dtype: torch.dtype, gguf: Any = None,
+                    threads: int | None = None) -> Any:
+    """The backend ``name`` (``auto`` or a registered one: ``reference``, ``fast``, ``llamacpp``, ...) on ``device``
+    in ``dtype``; ``llamacpp`` runs ``gguf`` (a ``engine.llamacpp.gguf_files.GgufModel``) on ``threads`` threads."""
+    spec = backend_spec(name)
+    if spec is None:
+        raise ValueError(f"unknown backend {name!r}; choose one of {', '.join(backend_choices())}")
+    return spec.create(device, dtype, gguf, threads)
+
+
 def backend_for(name: str, loaded: Any, threads: int | None = None) -> Any:
-    """The backend ``name`` for a ``models.loading.LoadedModel``: its device and dtype, and for ``llamacpp`` the
-    GGUF it was loaded with. ``threads``: llama.cpp's threads, or torch's (process-wide) on the other backends."""
+    """The backend ``name`` for a ``models.loading.LoadedModel``: its device and dtype, and the GGUF it was loaded
+    with (``llamacpp``'s file). ``threads``: llama.cpp's threads, or torch's (process-wide) on the other backends."""
     param = next(loaded.model.parameters())
-    if threads and name != "llamacpp":
+    spec = backend_spec(name)
+    if threads and (spec is None or spec.torch_forward):
         torch.set_num_threads(threads)
     return resolve_backend(name, param.device, param.dtype, gguf=getattr(loaded, "gguf", None), threads=threads)

@@ -1,7 +1,8 @@
 """Batched decoding: several sequences, each with its own drafter, verified together in one forward per step.
 
-Every sequence ("slot") goes through the single-sequence loop's steps (``loop.py``), side by side:
-1. draft: each slot's drafter proposes for its own context (``Engine._draft_step``);
+Every sequence ("slot") goes through the single-sequence loop's steps (``loop.py``, their parts in ``step.py``),
+side by side:
+1. draft: each slot's drafter proposes for its own context (``step.draft``);
 2. verify: one forward over every slot's ``[root] + tree (+ auxiliary rows)``, padded to the longest
    (``batch_inputs.py``), on a KV cache with per-slot lengths (``batch_cache.py``);
 3. accept: each slot's longest matching path (or rejection sampling), ragged across slots;
@@ -26,6 +27,7 @@ from typing import Any, Callable
 
 import torch
 
+from specbench.engine import step
 from specbench.engine.aux_rows import append_aux
 from specbench.engine.batch_cache import BatchedCache
 from specbench.engine.batch_inputs import batch_inputs
@@ -34,11 +36,12 @@ from specbench.engine.draft_or_skip import SequenceState
 from specbench.engine.draft_step import Draft, keep_nodes
 from specbench.engine.drafter import Drafter
 from specbench.engine.generation import Generation
-from specbench.engine.loop import DRAFT_HEADROOM, Engine, _Decoding, _layers, _reads_states, _ready, _row_topk
-from specbench.engine.sampling import Sampler, accept_sampled, first_token
+from specbench.engine.loop import Engine
+from specbench.engine.sampling import Sampler
 from specbench.engine.sampling_config import SamplingConfig
+from specbench.engine.step import DRAFT_HEADROOM, Decoding
 from specbench.engine.tree import CompiledTree, compile_tree
-from specbench.engine.verify import accept_greedy
+from specbench.errors import ConfigError
 
 
 @dataclass
@@ -53,12 +56,13 @@ class Request:
 class _Slot:
     request: int  # index into the requests
     drafter: Drafter | None
-    st: _Decoding
+    st: Decoding
     seq: SequenceState | None = None  # budget=auto: this sequence's drafting history (draft_or_skip.py)
 
 
 class BatchDecoder:
-    """Decodes ``requests`` ``width`` at a time on ``engine``'s target (its backend must keep the cache itself)."""
+    """Decodes ``requests`` ``width`` at a time on ``engine``'s target (its backend declares ``caps.batching`` and
+    makes the batched cache, ``Backend.new_batch_cache``)."""
 
     def __init__(self, engine: Engine, max_new_tokens: int, record_margins: bool = False,
                  sampling: SamplingConfig | None = None, budget: DraftBudget | None = None,
@@ -66,6 +70,8 @@ class BatchDecoder:
         """``max_draft_depth`` (a fixed budget K): every slot's draft is cut to depth K (``Engine.generate``)."""
         if max_new_tokens < 1:
             raise ValueError("max_new_tokens must be >= 1")
+        if not engine.backend.caps.batching:
+            raise ConfigError(f"the {engine.backend.name} backend decodes one sequence at a time: --batch-size 1")
         self.engine, self.max_new = engine, max_new_tokens
         self.record_margins = record_margins
         self.sampling = None if sampling is None or sampling.greedy else sampling
@@ -75,7 +81,7 @@ class BatchDecoder:
         # without batch curves, a forward of all the rows (the single-sequence curve); calibrated by the budget
         if budget is not None and batch_cost is not None:
             budget.costs.batch_cost = batch_cost
-        self._sync = engine._sync
+        self._sync = engine.sync
 
     @torch.inference_mode()
     def generate(self, requests: list[Request], drafters: list[Drafter] | None, width: int,
@@ -99,7 +105,7 @@ class BatchDecoder:
         engine = self.engine
         engine.backend.prepare(engine.model)
         longest = max(len(r.prompt_ids) for r in requests)
-        cache = BatchedCache(min(width, len(requests)), longest + self.max_new + DRAFT_HEADROOM)
+        cache = engine.backend.new_batch_cache(min(width, len(requests)), longest + self.max_new + DRAFT_HEADROOM)
         self._t0 = time.perf_counter()
         waiting = deque(range(len(requests)))
         gens: list[Generation | None] = [None] * len(requests)
@@ -132,26 +138,18 @@ class BatchDecoder:
         plan = cache.plan_step(slot, slot + 1, len(req.prompt_ids), target.device)
         prompt = CompiledTree(torch.tensor([req.prompt_ids], dtype=torch.long, device=target.device), None, None, [], [])
         ids, pos, mask = batch_inputs([prompt], [0], plan.span, target.device, target.dtype)
-        layers = _layers(drafter)
+        layers = step.feature_layers(drafter)
         target.check_layers(layers)
         hidden, states = target.run_batch(ids, cache, pos, mask, layers)
         hidden = hidden[0]  # [prompt, h]
         cache.keep(slot, [list(range(len(req.prompt_ids)))])
         logits = target.head(hidden[-1:])
-        if sampler is None:
-            root, logprob = int(logits[-1].argmax()), None
-        else:
-            root, logprob = first_token(logits, sampler)
+        root, logprob = step.first_root(logits, sampler)
         self._sync()
-        gen = Generation(output_ids=[root], accept_lengths=[1], draft_sizes=[0], aux_sizes=[0], draft_times_s=[0.0],
-                         draft_depths=[0], verify_times_s=[now() - t], admitted_s=t - self._t0)
-        gen.step_times_s.append(now() - t)  # time to first token, from the request's admission
-        if logprob is not None:
-            gen.token_logprobs.append(logprob)
-        if self.record_margins:
-            gen.margin_rows.append(logits[-1:])
-        st = _Decoding(gen, list(req.prompt_ids) + [root], len(req.prompt_ids), root, hidden[-1], [hidden], sampler,
-                       [] if states is None else [states[0]])
+        took = now() - t  # time to first token, from the request's admission
+        st = step.start(req.prompt_ids, root, logprob, logits, hidden, None if states is None else states[0], sampler,
+                        self.record_margins, took, took, admitted_s=t - self._t0)
+        gen = st.gen
         entry = _Slot(index, drafter, st, SequenceState() if self.budget is not None and drafter is not None else None)
         if slot == len(slots):
             slots.append(entry)
@@ -159,7 +157,7 @@ class BatchDecoder:
             slots[slot] = entry
         gens[index] = gen
 
-    def _finished(self, st: _Decoding) -> bool:
+    def _finished(self, st: Decoding) -> bool:
         """Its last token is a stop token (a step's emission is cut there) or it has ``max_new`` tokens."""
         out = st.gen.output_ids
         return out[-1] in self.engine.stop_ids or len(out) >= self.max_new
@@ -196,14 +194,14 @@ class BatchDecoder:
         if budget is not None:  # budget=auto: which sequences draft this step (draft_or_skip.py)
             candidates = [b for b in range(a) if drafting[b] and slots[b].seq is not None]
             for b in candidates:
-                _ready(slots[b].seq, slots[b].st, rooms[b], _reads_states(slots[b].drafter))
+                step.ready(slots[b].seq, slots[b].st, rooms[b], step.reads_states(slots[b].drafter))
             for b, go in zip(candidates, budget.plan([slots[b].seq for b in candidates], context - 1, a)):
                 drafting[b], skipped[b] = go, not go
         drafts, draft_s = [], []
         for slot, room, drafted in zip(slots, rooms, drafting):  # 1. draft, each slot for itself (serially)
             t = now()
-            drafts.append(engine._draft_step(slot.st, slot.drafter, room, budget, t, select=a == 1,
-                                             depth_cap=self.max_draft_depth) if drafted else Draft())
+            drafts.append(step.draft(slot.st, slot.drafter, engine.model, room, budget, t, select=a == 1,
+                                     depth_cap=self.max_draft_depth) if drafted else Draft())
             draft_s.append(now() - t if drafted else 0.0)
         if budget is not None and a > 1 and any(d.tree is not None for d in drafts):
             keeps = budget.select_batch([d.tree for d in drafts], [d.aux_rows for d in drafts],
@@ -219,7 +217,7 @@ class BatchDecoder:
         plan = cache.plan_step(0, len(slots), rows, target.device)
         ids, pos, mask = batch_inputs(compiled, cache.lengths[: len(slots)], plan.span, target.device, target.dtype)
         # chosen layers' states (DraftContext.layer_states): the union of what the slots' drafters ask
-        wanted = [_layers(s.drafter) for s in slots]  # every step, as the single loop: fresh rows stay aligned
+        wanted = [step.feature_layers(s.drafter) for s in slots]  # every step, as the single loop: fresh rows stay aligned
         layers = tuple(sorted(set().union(*wanted)))
         hidden, states = target.run_batch(ids, cache, pos, mask, layers)  # [A, rows, h], [A, rows, m, h] | None
         sizes = [c.input_ids.shape[1] for c in compiled]
@@ -228,10 +226,7 @@ class BatchDecoder:
         # 3. accept, ragged across slots
         vers = []
         for b, (slot, c, d) in enumerate(zip(slots, compiled, drafts)):
-            h = hidden[b, : sizes[b]]
-            ver = accept_greedy(c, logits_all[b], h) if slot.st.sampler is None else \
-                accept_sampled(c, logits_all[b], h, slot.st.sampler, d.draft_probs)
-            vers.append(ver.capped(d.accept_depth))
+            vers.append(step.accept(c, logits_all[b], hidden[b, : sizes[b]], slot.st.sampler, d))
         # 4. trim: each slot keeps its context plus its accepted path
         cache.keep(0, [v.rows for v in vers])
         self._sync()
@@ -242,13 +237,12 @@ class BatchDecoder:
                 zip(slots, compiled, drafts, vers, logits_all, draft_s, drafting)):
             st = slot.st
             st.gen.add_pass(d.tree, d.aux_rows, ds, verify_s)
-            emitted.append(len(engine._emit(st, ver, logits, self.record_margins)))
-            topk = _row_topk(slot.drafter, logits, c.tree_rows) if drafted else None
+            emitted.append(len(step.emit(st, ver, logits, engine.stop_ids, self.record_margins)))
             mine = None
             if states is not None and wanted[b]:  # this slot's layers, in its drafter's declared order
                 mine = states[b, : c.input_ids.shape[1], [layers.index(i) for i in wanted[b]]]
-            engine._feedback(st, slot.drafter, budget if drafted else None, d.tree, ver, mine, topk,
-                             observe=not skipped[b])
+            step.feedback(st, slot.drafter, budget, d.tree, ver, logits, c.tree_rows, mine, drafted,
+                          observe=not skipped[b])
             st.gen.step_times_s.append(now() - t_step)
         if budget is not None:
             t = now()

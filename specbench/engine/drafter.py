@@ -45,7 +45,7 @@ class DraftContext:
 
     ``layer_states`` (only for a drafter that declares ``feature_layers``, see ``BaseDrafter``): the
     target's hidden states of those layers at the same rows as ``hidden_states``, ``[k, len(layers), h]``,
-    in the declared order (layer indices as ``engine/verify.py``'s ``TargetModel``: 0 the embeddings, ``i``
+    in the declared order (layer indices as ``engine/target.py``'s ``TargetModel``: 0 the embeddings, ``i``
     the input of decoder layer ``i``, ``L`` the final-norm state). Example: ``feature_layers = (2, 15, 27)``
     on a 30-layer target, prompt of 40 tokens -> ``[40, 3, h]`` at the first step; None for other drafters.
     """
@@ -91,7 +91,8 @@ class StepResult:
     ``row_topk``: ``[1 + len(tree), k]`` the ids of the k largest logits of every verified tree row, best
     first (row 0 is the step's root, the last token of the ``DraftContext`` the drafter was given; row
     ``i + 1`` is tree node ``i``; auxiliary rows excluded), on the target's device. Only a drafter whose
-    ``row_topk`` attribute is k > 0 gets it, and only after a step it proposed for, so other methods pay
+    ``row_topk`` attribute is k > 0 gets it, only after a step it proposed for (or, when it declares
+    ``observes_plain_steps``, a step ``budget=auto`` ran without it: ``tree`` None, one row), so other methods pay
     nothing. Example: root 7, the chain ``[4, 9]``, k = 2 -> ``[[4, 1], [9, 4], [2, 0]]``: the model's two
     likeliest tokens after 7, after 7 4, after 7 4 9 (Token Recycling keeps them as each token's successors).
     """
@@ -101,13 +102,21 @@ class StepResult:
     bonus: int
     aux_predictions: list[int] | None = None
     row_topk: torch.Tensor | None = None  # [1 + len(tree), k] token ids, when the drafter asks for them
+    root: int | None = None  # the step's root: the input token of row 0
 
 
 @runtime_checkable
 class Drafter(Protocol):
     """A drafting method. ``propose`` returns a ``DraftTree`` (a chain is a tree), a ``Proposal``
-    (tree + auxiliary rows) or ``None``. Optional: ``row_topk`` and ``keeps_state_across_generations``
-    attributes and a ``learn`` method (``BaseDrafter`` documents them)."""
+    (tree + auxiliary rows) or ``None``. Its capabilities are declared, never probed: ``feature_layers``,
+    ``reads_hidden_states``, ``row_topk``, ``keeps_state_across_generations`` and ``learn`` (``BaseDrafter``
+    documents them and declares them all off but ``reads_hidden_states``; a drafter is built on it)."""
+
+    feature_layers: tuple[int, ...]
+    keeps_state_across_generations: bool
+    observes_plain_steps: bool
+    reads_hidden_states: bool
+    row_topk: int
 
     def begin(self, prompt_ids: list[int]) -> None:
         """Called once before each generation (reset per-sequence state)."""
@@ -118,20 +127,26 @@ class Drafter(Protocol):
     def observe(self, result: StepResult) -> None:
         """Called after each verification step (optional bookkeeping)."""
 
+    def learn(self, prompt_ids: list[int], output_ids: list[int]) -> None:
+        """Called after each timed generation of the drafter's (method, task) (``BaseDrafter``)."""
+
 
 class BaseDrafter:
     """Convenience base with no-op ``begin``/``observe``/``learn``; subclasses implement ``propose``.
 
     Optional capabilities, off here (``reads_hidden_states`` aside):
     - ``feature_layers``: the target layers whose hidden states the drafter reads (``DraftContext.layer_states``);
-      empty (the default) costs nothing: the target then runs without collecting intermediate states. Any
-      drafter, not only a ``BaseDrafter``, may declare it as an attribute; the engine reads it at the start
-      of each generation.
+      empty (the default) costs nothing: the target then runs without collecting intermediate states. The
+      engine reads it at the start of each generation.
     - ``reads_hidden_states`` (default True): whether the drafter reads ``DraftContext.hidden`` /
       ``hidden_states``. A drafter that never does may set it False: a backend for which they cost extra
       (llama.cpp outputs them only with every row's logits) then skips them and hands zero-width ``[k, 0]`` ones.
     - ``row_topk`` (int, 0 = off): how many top token ids of each verified row ``StepResult.row_topk``
       carries (the engine computes them only for a drafter that sets it).
+    - ``observes_plain_steps`` (default False): ``observe`` is also called after a step ``budget=auto`` ran
+      without the drafter (``StepResult.tree`` None, ``row_topk`` of the root's row alone), for a drafter whose
+      state learns from every verified row, not only from its drafts (Token Recycling's matrix): skipped, it
+      would otherwise never learn what would make drafting pay.
     - ``learn(prompt_ids, output_ids)``: the runner calls it after each timed generation of the drafter's
       (method, task) with that generation's finished output, and on a resumed run replays it from the
       records in plan order. A drafter whose state across generations comes only from ``learn`` (not from
@@ -148,6 +163,7 @@ class BaseDrafter:
 
     feature_layers: tuple[int, ...] = ()
     keeps_state_across_generations: bool = False
+    observes_plain_steps: bool = False
     reads_hidden_states: bool = True
     row_topk: int = 0
 

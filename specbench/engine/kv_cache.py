@@ -20,6 +20,8 @@ from typing import Any
 import torch
 from transformers.cache_utils import Cache, CacheLayerMixin
 
+from specbench.engine.contract import TrimsRows
+
 DEFAULT_CAPACITY = 256
 
 
@@ -163,8 +165,8 @@ def trim_cache(cache: object, n_ctx: int, rows: list[int]) -> None:
     ``rows`` index the tokens of the last forward pass (row 0 = the root). When the accepted rows are
     a prefix ``0..k`` this is a plain crop; otherwise the accepted entries are gathered into place.
     """
-    if isinstance(cache, PreallocatedCache) or getattr(cache, "keeps_rows_itself", False):
-        cache.trim(n_ctx, rows)  # (the llama.cpp backend's cache too: it frees the other sequences' cells)
+    if isinstance(cache, TrimsRows):  # (preallocated, and llama.cpp's: it frees the other sequences' cells)
+        cache.trim(n_ctx, rows)
         return
     k = len(rows)
     contiguous = rows == list(range(k))

@@ -1,7 +1,6 @@
 """Loading the target model: a Hugging Face id or directory, or the embedded SmolLM2 GGUF default."""
 from __future__ import annotations
 
-import dataclasses
 import re
 import time
 from dataclasses import dataclass, field
@@ -12,7 +11,6 @@ import torch
 
 from specbench.errors import ModelLoadError
 from specbench.files.content_hash import LEDGER, Check, ContentMismatch, combined_sha256, stream_sha256, verify_sha256
-from specbench.models.gguf_files import QUANTISED
 from specbench.models.device import exact_reductions, select_device
 from specbench.models.dtypes import DTYPES
 from specbench.models.embedded import EMBEDDED, EMBEDDED_ID, embedded_model_dir, verify_embedded
@@ -32,7 +30,7 @@ class LoadedModel:
     dtype: str
     tf32: bool
     verification: dict[str, Any] = field(default_factory=dict)  # what the weights were checked against (manifest)
-    gguf: Any = None  # the GGUF file llama.cpp runs (gguf_files.GgufModel) when loaded for --backend llamacpp
+    gguf: Any = None  # a backend's own model file (llama.cpp's GGUF, ``GgufModel``) when it loaded the model
 
 
 def resolve_device(device: str) -> torch.device:
@@ -108,19 +106,15 @@ def check_hub_model(name: str) -> None:
         # anything else (gated, rate-limited, ...): from_pretrained reports it
 
 
-def load_model(name: str = EMBEDDED, dtype: str = "float32", device: str = "auto", backend: str = "auto",
-               threads: int | None = None) -> LoadedModel:
+def load_model(name: str = EMBEDDED, dtype: str = "float32", device: str = "auto", hint: str = "") -> LoadedModel:
     """Load a causal LM and its tokenizer for greedy decoding; fp32 runs with TF32 off.
 
     ``name``: ``embedded``, a Hugging Face id or folder, or a local ``.gguf`` file (transformers dequantises it).
-    ``backend="llamacpp"``: the same, in float32 (drafters read its weights, the tokenizer is its own), plus
-    the GGUF llama.cpp runs in ``dtype`` (``gguf_files.py``); the model hash is then that file's.
+    A backend that runs a model file of its own loads through its spec instead, this model beside it
+    (``engine.backend_registry.load_model_for``); ``hint`` ends the error for a dtype only such a backend runs.
     """
-    if backend == "llamacpp":
-        return _with_gguf(name, dtype, device, threads)
     if dtype not in DTYPES:
-        raise ModelLoadError(f"unknown dtype {dtype!r}" + (" (q8_0 and q4_1 run on --backend llamacpp)"
-                                                           if dtype in QUANTISED else ""))
+        raise ModelLoadError(f"unknown dtype {dtype!r}{hint}")
     dev = resolve_device(device)
     select_device(dev)
     verification: dict[str, Any] = {}
@@ -177,24 +171,6 @@ def _from_pretrained(path: Path, dtype: str, gguf_file: str | None) -> tuple[Any
     tokenizer = AutoTokenizer.from_pretrained(str(path), **extra)
     model = AutoModelForCausalLM.from_pretrained(str(path), dtype=DTYPES[dtype], attn_implementation="sdpa", **extra)
     return tokenizer, model
-
-
-def _with_gguf(name: str, dtype: str, device: str, threads: int | None) -> LoadedModel:
-    """``load_model`` for the llama.cpp backend: the transformers copy in float32 and the GGUF llama.cpp runs."""
-    from specbench.models.gguf_files import LLAMACPP_DTYPES, gguf_model
-    from specbench.models.llamacpp_lib import llama
-
-    llama()  # without the extra: its one-line error now, before any file is written
-    if dtype not in LLAMACPP_DTYPES:
-        raise ModelLoadError(f"--backend llamacpp runs dtype {', '.join(LLAMACPP_DTYPES)}, got {dtype!r}")
-    if resolve_device(device).type != "cpu":
-        raise ModelLoadError(f"--backend llamacpp runs on the CPU (this build of llama.cpp), not --device {device}")
-    if name != EMBEDDED and not name.endswith(".gguf"):
-        raise ModelLoadError(f"--backend llamacpp runs a GGUF file: --model embedded or a path ending in .gguf, got {name!r}")
-    lm = load_model(name, "float32", "cpu")
-    gguf = gguf_model(name, dtype, threads or 2)
-    verification = {**lm.verification, "gguf": gguf.verification, "gguf_file": str(gguf.path)}
-    return dataclasses.replace(lm, model_hash=gguf.sha256[:16], dtype=dtype, verification=verification, gguf=gguf)
 
 
 def vocab_size(model: Any) -> int | None:

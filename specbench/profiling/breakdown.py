@@ -29,13 +29,15 @@ def measure_breakdown(model: Any, context_len: int = 256, forwards: int = 10, ba
     import torch
     from torch.profiler import ProfilerActivity, profile
 
+    from specbench.engine.backend_registry import backend_spec
     from specbench.engine.backends import resolve_backend
     from specbench.engine.kv_cache import trim_cache
-    from specbench.engine.verify import TargetModel
+    from specbench.engine.target import TargetModel
 
     param = next(model.parameters())
-    if param.device.type != "cpu" or not isinstance(backend, str) or backend == "llamacpp":
-        return None  # (torch's profiler sees nothing of llama.cpp's kernels)
+    spec = backend_spec(backend) if isinstance(backend, str) else None
+    if param.device.type != "cpu" or spec is None or not spec.torch_forward:
+        return None  # (torch's profiler sees nothing of another engine's kernels, llama.cpp's)
     chosen = resolve_backend(backend, param.device, param.dtype)
     chosen.prepare(model)
     target = TargetModel(model)

@@ -6,6 +6,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from specbench.engine.backend_registry import backend_spec
+
+LEGACY_BACKEND = "reference"  # what runs recorded before backends existed ran: transformers as loaded
+
 
 def ran_on_cpu(manifest: dict[str, Any]) -> bool:
     """Whether the run's model was on the CPU (older manifests filled ``gpu`` whenever CUDA existed)."""
@@ -47,18 +51,17 @@ def model_label(manifest: dict[str, Any]) -> str:
 
 
 def backend_label(manifest: dict[str, Any]) -> str:
-    """The engine backend a run used; runs recorded before backends existed ran transformers as loaded.
-    llama.cpp's names its threads and its GGUF's dtype, both of which change its speed.
+    """The engine backend a run used, as its spec labels it (``BackendSpec.label``: llama.cpp's names its threads
+    and its GGUF's dtype, both of which change its speed); runs recorded before backends existed ran
+    transformers as loaded.
 
     >>> backend_label({"backend": {"name": "llamacpp", "threads": 2, "gguf": {"dtype": "q8_0"}}})
     'llamacpp (2 threads, GGUF q8_0)'
     """
     backend = manifest.get("backend") or {}
-    name = str(backend.get("name") or "reference")
-    if name == "llamacpp":
-        threads = backend.get("threads")
-        return f"{name} ({threads} thread{'' if threads == 1 else 's'}, GGUF {(backend.get('gguf') or {}).get('dtype')})"
-    return name
+    name = str(backend.get("name") or LEGACY_BACKEND)
+    spec = backend_spec(name)
+    return spec.label(backend) if spec is not None and spec.label is not None else name
 
 
 def dtype_label(manifest: dict[str, Any]) -> str:
@@ -67,8 +70,9 @@ def dtype_label(manifest: dict[str, Any]) -> str:
 
 
 def checked_precision(manifest: dict[str, Any]) -> str:
-    """The numbers the lossless check compared token ids at: the model's dtype, or a llama.cpp run's GGUF
-    type (a quantised target's AR is the reference its methods must equal, not fp32's).
+    """The numbers the lossless check compared token ids at: the model's dtype, or what the backend's spec says
+    (``BackendSpec.precision``: a llama.cpp run's GGUF type, since a quantised target's AR is the reference its
+    methods must equal, not fp32's).
 
     >>> checked_precision({"model": {"dtype": "float32"}}), checked_precision({"model": {"dtype": "torch.bfloat16"}})
     ('fp32', 'bf16')
@@ -77,8 +81,8 @@ def checked_precision(manifest: dict[str, Any]) -> str:
     """
     short = {"float32": "fp32", "float16": "fp16", "bfloat16": "bf16"}
     backend = manifest.get("backend") or {}
-    if backend.get("name") == "llamacpp":
-        gguf = str((backend.get("gguf") or {}).get("dtype"))
-        return f"GGUF {short.get(gguf, gguf)}"
+    spec = backend_spec(str(backend.get("name") or LEGACY_BACKEND))
+    if spec is not None and spec.precision is not None:
+        return spec.precision(backend)
     raw = dtype_label(manifest).removeprefix("torch.")
     return short.get(raw, raw)

@@ -27,17 +27,16 @@ from specbench.results.record import Unit
 
 def learn(drafter: Any, prompt_ids: list[int], output_ids: list[int]) -> None:
     """Hand a finished generation to a drafter that learns across generations (``BaseDrafter.learn``);
-    nothing for AR (no drafter) or a drafter without the hook."""
-    hook = getattr(drafter, "learn", None)
-    if hook is not None:
-        hook(list(prompt_ids), list(output_ids))
+    nothing for AR (no drafter)."""
+    if drafter is not None:
+        drafter.learn(list(prompt_ids), list(output_ids))
 
 
 def keeps_state(part: Any) -> bool:
     """Whether a drafter or draft budget carries state from one generation to the next: a ``DraftBudget``
     always (its acceptance counts and random draws), a drafter when it declares so
     (``BaseDrafter.keeps_state_across_generations``); AR's None never."""
-    return isinstance(part, DraftBudget) or bool(getattr(part, "keeps_state_across_generations", False))
+    return isinstance(part, DraftBudget) or (part is not None and bool(part.keeps_state_across_generations))
 
 
 class RepeatIsolation:

@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from specbench.engine.loop import DRAFT_HEADROOM
+from specbench.engine.step import DRAFT_HEADROOM
 from specbench.errors import ConfigError, UserError
 from specbench.models.context import config_context
 from specbench.results.run_folder import (BATCH_PROFILE_FILE, MANIFEST_FILE, PROFILE_FILE, RECORDS_FILE, check_run_file,

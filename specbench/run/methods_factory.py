@@ -34,6 +34,9 @@ def build_drafter(name: str, options: dict[str, Any] | None, env: MethodEnv) -> 
     ``auto`` or the fixed depth K as an int)."""
     config = method_config(name, options)
     drafter = METHODS.get(split_label(name)[0]).factory(config, env)
+    if drafter is not None and not isinstance(drafter, Drafter):  # (its capabilities are read, never probed)
+        raise TypeError(f"method {name!r} built a {type(drafter).__name__}, which does not declare the drafter "
+                        f"contract: build it on specbench.api.BaseDrafter")
     out = dataclasses.asdict(config)
     budget = budget_of(name, options)
     if budget != DEFAULT_BUDGET:

@@ -9,7 +9,7 @@ Script::
 Each ``--drafter LABEL=METHOD:K=V;K=V`` is built through the method registry exactly as a run would
 build it for the task (cached default datastores included). Greedy verification accepts the longest
 tree path equal to the AR continuation, so the forward passes of a run are replayed from the AR output
-(``specbench.datastore.simulate.replay``). Drafters that read the target's hidden state (DReSD) get the
+(``tests/replay_accept.py``). Drafters that read the target's hidden state (DReSD) get the
 final-norm hidden state of one teacher-forced pass over prompt + AR output at the position that
 predicted the root; it equals the engine's incremental state up to float rounding, so a neighbour at a
 near-tie distance may differ and the replayed tau is close to, not identical with, the runner's
@@ -27,15 +27,16 @@ import numpy as np
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # (tests/: replay_accept)
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from bench_rest_retrieval import run_prompts  # noqa: E402
 from draft_stats import summarize  # noqa: E402
 
-from specbench.engine.drafter import DraftContext  # noqa: E402
+from specbench.engine.drafter import BaseDrafter, DraftContext  # noqa: E402
 
 
-class HiddenReplay:
+class HiddenReplay(BaseDrafter):
     """Wraps a drafter: fills ``ctx.hidden`` from precomputed states and records tree sizes."""
 
     def __init__(self, drafter, hidden: np.ndarray) -> None:
@@ -60,7 +61,7 @@ def parse_drafter(spec: str) -> tuple[str, str, dict[str, str]]:
 
 def main(argv: list[str]) -> int:
     from methods.dresd.datastore.embed import embed_batch
-    from specbench.datastore.simulate import replay
+    from replay_accept import replay
     from specbench.models.loading import load_model
     from specbench.paths import cache_dir, default_data_dir
     from specbench.run.method_env import MethodEnv

@@ -16,11 +16,11 @@ import os
 from typing import Any
 
 from specbench.engine.llamacpp.context import LlamaContext
+from specbench.engine.llamacpp.spec import LLAMACPP, NAME
 from specbench.engine.llamacpp.target import LlamaCache, LlamaTarget
-from specbench.models.gguf_files import QUANTISED, GgufModel
-from specbench.models.llamacpp_lib import library_info
+from specbench.engine.llamacpp.gguf_files import QUANTISED, GgufModel
+from specbench.engine.llamacpp.library import library_info
 
-NAME = "llamacpp"
 
 
 def default_threads() -> int:
@@ -36,6 +36,7 @@ class LlamaCppBackend:
 
     name = NAME
     packed = False
+    caps = LLAMACPP.caps  # one sequence at a time (no ``new_batch_cache``)
 
     def __init__(self, gguf: GgufModel, threads: int | None = None) -> None:
         self.gguf = gguf
@@ -75,3 +76,12 @@ class LlamaCppBackend:
                      "made": self.gguf.made},
             "library": library_info(),
         }
+
+
+def create(name: str, device: Any, dtype: Any, gguf: GgufModel | None, threads: int | None) -> LlamaCppBackend:
+    """The backend the registry builds (``spec.LLAMACPP``): llama.cpp running ``gguf`` on the CPU."""
+    if gguf is None:
+        raise ValueError("the llamacpp backend runs a GGUF file: load the model with backend='llamacpp'")
+    if device.type != "cpu":
+        raise ValueError(f"the llamacpp backend runs on the CPU (this build of llama.cpp), not {device}")
+    return LlamaCppBackend(gguf, threads)

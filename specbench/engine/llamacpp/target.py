@@ -23,7 +23,8 @@ import torch
 
 from specbench.engine.llamacpp.context import LlamaContext
 from specbench.engine.llamacpp.seq_layout import SeqLayout, layout_sequences
-from specbench.engine.verify import Forward
+from specbench.engine.contract import Forward
+from specbench.engine.llamacpp.spec import LLAMACPP
 from specbench.errors import ConfigError
 
 _LAYOUTS = 256  # layouts remembered per target (drafters with a fixed tree reuse theirs every step)
@@ -31,8 +32,6 @@ _LAYOUTS = 256  # layouts remembered per target (drafters with a fixed tree reus
 
 class LlamaCache:
     """The KV state of one generation on a shared ``LlamaContext``: committed length and the last pass."""
-
-    keeps_rows_itself = True  # ``kv_cache.trim_cache`` hands it the accepted rows
 
     def __init__(self, ctx: LlamaContext, capacity: int) -> None:
         ctx.reserve(capacity)
@@ -86,7 +85,9 @@ class LlamaCache:
 class LlamaTarget:
     """``TargetModel``'s interface on a ``LlamaContext``; ``model`` is the transformers copy drafters read."""
 
-    prompt_states_cost = True  # a prompt's hidden states cost about a fifth more prefill (every row's logits come too)
+    # one sequence at a time; final-norm states only; a prompt's hidden states cost about a fifth more prefill
+    # (every row's logits come with them)
+    caps = LLAMACPP.caps
 
     def __init__(self, ctx: LlamaContext, model: Any) -> None:
         self.ctx, self.model = ctx, model
