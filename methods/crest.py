@@ -15,9 +15,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from methods.rest import RESTConfig, datastore_artifacts, open_rest_datastore
-from specbench.api import (BaseDrafter, ConfigError, DatastoreAction, DraftContext, DraftTree, MethodEnv, positive_int,
-                           register_datastore_action, register_method)
+from specbench.api import (BaseDrafter, ConfigError, DatastoreAction, DraftContext, DraftTree, MethodEnv,
+                           datastore_artifacts, open_rest_datastore, positive_int, register_datastore_action,
+                           register_method)
 
 
 @dataclass(frozen=True)
@@ -73,8 +73,7 @@ def _cached_store(config: CRESTConfig, env: MethodEnv) -> Any:
     th = tokenizer_hash(env.tokenizer)
     if config.datastore:
         return NgramStore(config.datastore, vocab_size=len(env.tokenizer), tokenizer_hash=th)
-    rest_cfg = RESTConfig(datastore=config.rest_datastore, corpus=config.corpus, max_tokens=config.max_tokens)
-    ds = open_rest_datastore(rest_cfg, env)
+    ds = open_rest_datastore(config.rest_datastore, config.corpus, config.max_tokens, env)
     name = f"{Path(ds.path).name}-{ds.header['tokens_sha256'][:10]}-t{config.top_t}-n{config.max_n}-k{config.k}-m{config.m}-c{config.c}{'' if config.cut else '-uncut'}-v{FORMAT_VERSION}"
     path = Path(env.cache_dir) / "datastores" / "crest" / th / name
     if not (path / DB).is_file():

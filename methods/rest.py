@@ -15,8 +15,9 @@ from dataclasses import dataclass
 from typing import Any, Sequence
 
 from specbench.api import (
-    BaseDrafter, ConfigError, DraftContext, DraftTree, MethodEnv, PendingBuild, parse_settings, query_tree,
-    register_datastore_builder, register_first_use_build, register_method, resolve_data_dir)
+    BaseDrafter, ConfigError, DraftContext, DraftTree, MethodEnv, PendingBuild, datastore_artifacts,
+    open_rest_datastore, parse_settings, query_tree, register_datastore_builder, register_first_use_build,
+    register_method, resolve_data_dir)
 
 # seconds of a first-use build of the cached datastore (tokenizing, suffix array, test-prompt check) of
 # ShareGPT, the largest default (27.8M tokens; every task's but HumanEval's, whose 4.2M take less): 39 s and
@@ -110,35 +111,10 @@ class RESTDrafter(BaseDrafter):
         return tree
 
 
-def open_rest_datastore(config: Any, env: MethodEnv) -> Any:
-    """The datastore a REST-style config asks for: ``datastore=DIR`` or the cached per-task build."""
-    from specbench.api import cached_rest_datastore, parse_corpora
-    from specbench.api import TokenDatastore
-    from specbench.api import tokenizer_hash
-
-    if config.datastore:
-        return TokenDatastore.load(config.datastore, vocab_size=len(env.tokenizer), tokenizer_hash=tokenizer_hash(env.tokenizer))
-    corpora = parse_corpora(config.corpus, env.task)
-    return cached_rest_datastore(env.cache_dir, corpora, env.tokenizer, env.model_id, env.data_dir, config.max_tokens)
-
-
-def datastore_artifacts(ds: Any) -> dict[str, Any]:
-    """What a run depends on: the datastore's path, size and content hash."""
-    h = ds.header
-    return {
-        "datastore": str(ds.path),
-        "datastore_corpora": h.get("corpora"),
-        "datastore_tokens": ds.n_tokens,
-        "datastore_bytes": ds.nbytes_on_disk(),
-        "datastore_tokens_sha256": h.get("tokens_sha256"),
-        "datastore_contamination_check": h.get("contamination_check"),
-    }
-
-
 @register_method("rest", RESTConfig)
 def build_rest(config: RESTConfig, env: MethodEnv) -> RESTDrafter:
     """REST: drafts from a suffix-array datastore (top-c trie of retrieved continuations)."""
-    ds = open_rest_datastore(config, env)
+    ds = open_rest_datastore(config.datastore, config.corpus, config.max_tokens, env)
     env.artifacts.update(datastore_artifacts(ds))
     env.declare_overhead(storage_bytes=ds.nbytes_on_disk())
     return RESTDrafter(ds, config)

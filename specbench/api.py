@@ -66,9 +66,15 @@ from specbench.models.embedded import embedded_tokenizer
 from specbench.models.hub import is_hub_id, resolve_checkpoint
 from specbench.models.loading import load_model, stop_token_ids
 
+# the trained-drafter kit: draft layers, trees and tree templates several methods share
+from specbench.drafting.layers import (PREFILL_ROWS, MLP, Attention, DecoderLayer, DraftCache, LayerShape, RMSNorm,
+                                       causal_chunks)
+from specbench.drafting.rope import RopeScaling
+from specbench.drafting.trees import MC_SIM_7B_63, Expand, dynamic_tree, select_best, static_tree
+
 # datastores and corpora
 from specbench.datastore.build import (build_lock, build_rest_datastore, cached_rest_datastore, cached_rest_path,
-                                       datastore_built, parse_corpora)
+                                       datastore_artifacts, datastore_built, open_rest_datastore, parse_corpora)
 from specbench.datastore.contamination import prompt_probes, test_prompts  # keeping benchmark prompts out of stores
 from specbench.datastore.corpora import PAIR_LOADERS, iter_pairs, read_gz_jsonl, sharegpt_conversations
 from specbench.datastore.ngram_store import DB as NGRAM_STORE_FILE
@@ -87,6 +93,8 @@ from specbench.training.recipes import FULL, QUICK, RECIPE_NAMES, check_recipe, 
 from specbench.training.resume import EpochState
 from specbench.training.steps import optimizer_step, trainable
 from specbench.training.trainer_args import TrainerSpec, register_train_command
+from specbench.training.windows import choose_vocab, lr_scale, pack_runs, runs, sequence_lengths
+from specbench.training.checkpoint_io import VOCAB, read_vocab, read_weights, save_weights
 
 # tasks
 from specbench.prompts.task import DEFAULT_SPLIT, Question, Task, encode_prompt
@@ -106,12 +114,17 @@ __all__ = [
     "resolve_data_dir",
     "resolve_backend", "PreallocatedCache", "draft_dtype", "pack_for_inference", "DTYPES", "is_hub_id",
     "resolve_checkpoint", "load_model", "stop_token_ids", "embedded_tokenizer",
-    "build_lock", "build_rest_datastore", "cached_rest_datastore", "cached_rest_path", "datastore_built", "parse_corpora", "PAIR_LOADERS", "iter_pairs",
+    "PREFILL_ROWS", "MLP", "Attention", "DecoderLayer", "DraftCache", "LayerShape", "RMSNorm", "causal_chunks",
+    "RopeScaling", "MC_SIM_7B_63", "Expand", "dynamic_tree", "select_best", "static_tree",
+    "build_lock", "build_rest_datastore", "cached_rest_datastore", "cached_rest_path", "datastore_built", "parse_corpora",
+    "datastore_artifacts", "open_rest_datastore", "PAIR_LOADERS", "iter_pairs",
     "read_gz_jsonl", "sharegpt_conversations", "prompt_probes", "test_prompts", "NGRAM_STORE_FILE",
     "NGRAM_STORE_VERSION", "NgramStore", "write_ngram_store", "TokenDatastore",
     "DEFAULT_CHUNK_TOKENS", "dir_bytes", "tokenizer_hash", "query_tree",
     "default_dir", "load_or_train", "DEFAULT_CORPORA", "DistillData", "interleave", "sequence_ids",
     "FeatureOptions", "FeatureStore", "FULL", "QUICK", "RECIPE_NAMES", "check_recipe", "eta_minutes", "EpochState",
     "optimizer_step", "trainable", "TrainerSpec", "register_train_command",
+    "choose_vocab", "lr_scale", "pack_runs", "runs", "sequence_lengths", "VOCAB", "read_vocab", "read_weights",
+    "save_weights",
     "Question", "Task", "encode_prompt", "DEFAULT_SPLIT", "make_task",
 ]

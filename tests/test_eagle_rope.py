@@ -8,7 +8,7 @@ from transformers import LlamaConfig
 from transformers.models.llama.modeling_llama import LlamaRotaryEmbedding
 
 from methods.eagle.layer import Attention, LayerShape
-from methods.eagle.rope import RopeScaling
+from specbench.api import RopeScaling
 from specbench.errors import ConfigError
 
 

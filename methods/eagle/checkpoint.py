@@ -18,27 +18,17 @@ import numpy as np
 import torch
 
 from methods.eagle.layer import EagleLayer, LayerShape
-from specbench.api import (ConfigError, checkpoint_errors, file_sha256, read_config, read_tensors, strict_json,
-                           verify_checkpoint)
+from specbench.api import (ConfigError, checkpoint_errors, read_config, read_tensors, read_vocab, read_weights,
+                           save_weights)
 
 OURS = "eagle.safetensors"
-VOCAB = "vocab.npy"
 REFERENCE_FILES = ("model.safetensors", "pytorch_model.bin")
 _IGNORED = ("embed_tokens.weight",)
 
 
 def save_layer(layer: EagleLayer, vocab: np.ndarray | None, out: Path, meta: dict[str, Any]) -> None:
-    from safetensors.torch import save_file
-
-    out.mkdir(parents=True, exist_ok=True)
-    save_file({k: v.detach().contiguous().cpu() for k, v in layer.state_dict().items()}, str(out / OURS))
-    if vocab is not None:
-        np.save(out / VOCAB, vocab, allow_pickle=False)
-    elif (out / VOCAB).exists():
-        (out / VOCAB).unlink()
-    info = {"shape": dataclasses.asdict(layer.shape), "fc_bias": layer.fc.bias is not None, **meta,
-            "weights_sha256": file_sha256(out / OURS)}  # checked on every load
-    (out / "config.json").write_text(strict_json(info, indent=1), encoding="utf-8")  # written last: marks it complete
+    save_weights(out, OURS, layer.state_dict(), {"shape": dataclasses.asdict(layer.shape),
+                                                 "fc_bias": layer.fc.bias is not None, **meta}, vocab, with_vocab=True)
 
 
 def load_layer(path: Path, target: torch.nn.Module) -> tuple[EagleLayer, np.ndarray | None, dict[str, Any]]:
@@ -52,8 +42,7 @@ def _load_layer(path: Path, target: torch.nn.Module) -> tuple[EagleLayer, np.nda
     embed = target.get_input_embeddings()
     if (path / OURS).is_file():
         shape, fc_bias = LayerShape(**meta["shape"]), bool(meta.get("fc_bias", True))
-        verify_checkpoint(path / OURS, meta.get("weights_sha256"), "eagle")
-        state = read_tensors(path / OURS, "eagle")
+        state = read_weights(path, OURS, "eagle", meta)
     else:
         found = [path / f for f in REFERENCE_FILES if (path / f).is_file()]
         if not found:
@@ -74,7 +63,7 @@ def _load_layer(path: Path, target: torch.nn.Module) -> tuple[EagleLayer, np.nda
     except RuntimeError as e:
         first = str(e).splitlines()[0]
         raise ConfigError(f"eagle: {path} does not fit this target (hidden {hidden}): {first}") from None
-    vocab = np.load(path / VOCAB, allow_pickle=False) if (path / VOCAB).is_file() else None
+    vocab = read_vocab(path)
     if vocab is not None and int(vocab.max()) >= int(embed.weight.shape[0]):
         raise ConfigError(f"eagle: {path}'s vocabulary has ids beyond this target's {embed.weight.shape[0]} tokens")
     return layer, vocab, meta

@@ -15,7 +15,7 @@ import dataclasses
 import torch
 from torch import nn
 
-from methods.eagle.layer import LayerShape
+from specbench.api import LayerShape
 from methods.eagle3.layer import Eagle3Layer
 from methods.eagle3.vocab import DraftVocab
 

@@ -22,7 +22,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from methods.eagle.layer import MLP, DraftCache, LayerShape, RMSNorm
+from specbench.api import MLP, DraftCache, LayerShape, RMSNorm
 
 Attend = Callable[[torch.Tensor, torch.Tensor, torch.Tensor], torch.Tensor]
 """``attend(q [.., H, n, d], k [.., KV, n, d], v [.., KV, n, d]) -> [.., H, n, d]``: where the keys come from

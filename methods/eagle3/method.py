@@ -19,8 +19,8 @@ from pathlib import Path
 import torch
 import torch.nn.functional as F
 
-from methods.eagle.layer import DraftCache, causal_chunks
-from methods.eagle.tree import dynamic_tree
+from specbench.api import DraftCache, causal_chunks
+from specbench.api import dynamic_tree
 from methods.eagle3.checkpoint import load_draft
 from methods.eagle3.init import new_draft
 from methods.eagle3.layer import Eagle3Layer, reference_layers

@@ -24,7 +24,7 @@ from typing import Any, Iterator, Sequence
 
 import torch
 
-from methods.eagle.train import lr_scale, runs
+from specbench.api import lr_scale, runs
 from methods.eagle3.checkpoint import save_draft
 from methods.eagle3.init import new_draft
 from methods.eagle3.layer import Eagle3Layer, reference_layers

@@ -26,13 +26,12 @@ from typing import Any
 import numpy as np
 import torch
 
-from methods.eagle.layer import LayerShape
+from specbench.api import LayerShape
 from methods.hydra.heads import HydraHeads, SubHead
-from specbench.api import (ConfigError, checkpoint_errors, file_sha256, read_config, read_tensors, strict_json,
-                           verify_checkpoint)
+from specbench.api import (ConfigError, checkpoint_errors, file_sha256, read_config, read_tensors, read_vocab,
+                           read_weights, save_weights)
 
 OURS = "hydra.safetensors"
-VOCAB = "vocab.npy"
 REFERENCE_FILES = ("hydra_lm_head.pt", "hydra_lm_head.safetensors")
 ARCHS = ("prefix-mlp", "mlp")
 _BLOCK = re.compile(r"hydra_mlp\.(\d+)\.(\d+)\.(.+)")
@@ -40,19 +39,10 @@ _LM_HEAD = re.compile(r"hydra_lm_head\.(\d+)\.(?:1\.)?(weight|bias)")
 
 
 def save_heads(heads: HydraHeads, vocab: np.ndarray | None, out: Path, meta: dict[str, Any]) -> None:
-    from safetensors.torch import save_file
-
-    out.mkdir(parents=True, exist_ok=True)
-    save_file({k: v.detach().contiguous().cpu() for k, v in heads.state_dict().items()}, str(out / OURS))
-    if vocab is not None:
-        np.save(out / VOCAB, vocab, allow_pickle=False)
-    elif (out / VOCAB).exists():
-        (out / VOCAB).unlink()
     info = {"head": heads.arch, "num_heads": heads.num_heads, "num_layers": heads.num_layers,
             "shape": None if heads.prefix is None else dataclasses.asdict(heads.prefix.shape),
-            "own_vocab": 0 if heads.own is None else heads.own[0].out_features, **meta,
-            "weights_sha256": file_sha256(out / OURS)}  # checked on every load
-    (out / "config.json").write_text(strict_json(info, indent=1), encoding="utf-8")  # written last: marks it complete
+            "own_vocab": 0 if heads.own is None else heads.own[0].out_features, **meta}
+    save_weights(out, OURS, heads.state_dict(), info, vocab, with_vocab=True)
 
 
 def load_heads(path: Path, target: torch.nn.Module) -> tuple[HydraHeads, dict[str, Any]]:
@@ -65,9 +55,8 @@ def _load_heads(path: Path, target: torch.nn.Module) -> tuple[HydraHeads, dict[s
     meta = read_config(path, "hydra", "a Hydra checkpoint")
     hidden = int(target.get_input_embeddings().weight.shape[1])
     if (path / OURS).is_file():
-        verify_checkpoint(path / OURS, meta.get("weights_sha256"), "hydra")
-        state = read_tensors(path / OURS, "hydra")
-        vocab = np.load(path / VOCAB, allow_pickle=False) if (path / VOCAB).is_file() else None
+        state = read_weights(path, OURS, "hydra", meta)
+        vocab = read_vocab(path)
         if vocab is not None and int(vocab.max()) >= int(target.get_output_embeddings().weight.shape[0]):
             raise ConfigError(f"hydra: {path}'s vocabulary has ids beyond this target's vocabulary")
         shape = LayerShape(**meta["shape"]) if meta.get("shape") else None

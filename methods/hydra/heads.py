@@ -27,7 +27,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from methods.eagle.layer import LayerShape
+from specbench.api import LayerShape
 from methods.hydra.prefix import PrefixLayer
 
 

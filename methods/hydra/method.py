@@ -17,7 +17,7 @@ from pathlib import Path as Folder
 
 import torch
 
-from methods.eagle.layer import DraftCache, LayerShape
+from specbench.api import DraftCache, LayerShape
 from methods.hydra.checkpoint import ARCHS, load_heads
 from methods.hydra.heads import HydraHeads, SubHead
 from methods.hydra.train import RECIPES, TRAIN_S_PER_POSITION, recipe_for, train_hydra

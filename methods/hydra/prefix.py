@@ -17,7 +17,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from methods.eagle.layer import MLP, Attention, DraftCache, LayerShape, RMSNorm, causal_chunks
+from specbench.api import MLP, Attention, DraftCache, LayerShape, RMSNorm, causal_chunks
 
 
 class PrefixDecoderLayer(nn.Module):

@@ -34,8 +34,8 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from methods.eagle.layer import LayerShape
-from methods.eagle.train import choose_vocab, pack_runs, runs
+from specbench.api import LayerShape
+from specbench.api import choose_vocab, pack_runs, runs
 from methods.hydra.checkpoint import ARCHS, save_heads
 from methods.hydra.heads import HydraHeads, SubHead
 from specbench.api import (ConfigError, DistillData, EpochState, FeatureOptions, check_recipe, draft_dtype,

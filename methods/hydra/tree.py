@@ -19,7 +19,7 @@ from typing import Callable, Sequence
 
 import torch
 
-from methods.medusa.tree import MC_SIM_7B_63
+from specbench.api import MC_SIM_7B_63
 from specbench.api import DraftTree
 
 # the reference's default (``hydra_choices.py``: ``mc_sim_7b_63``, Spec-Bench's ``--hydra-choices``), the same

@@ -15,8 +15,7 @@ from typing import Any
 import torch
 
 from methods.medusa.heads import MedusaHeads
-from specbench.api import (ConfigError, checkpoint_errors, file_sha256, read_config, read_tensors, strict_json,
-                           verify_checkpoint)
+from specbench.api import ConfigError, checkpoint_errors, read_config, read_tensors, read_weights, save_weights
 
 OURS = "heads.safetensors"
 REFERENCE_FILES = ("medusa_lm_head.safetensors", "medusa_lm_head.pt", "medusa_lm_head.bin")
@@ -24,13 +23,8 @@ _KEY = re.compile(r"(\d+)\.(\d+)\.(.+)")  # the reference's names: {head}.{block
 
 
 def save_heads(heads: MedusaHeads, out: Path, meta: dict[str, Any]) -> None:
-    from safetensors.torch import save_file
-
-    out.mkdir(parents=True, exist_ok=True)
-    save_file({k: v.detach().contiguous().cpu() for k, v in heads.state_dict().items()}, str(out / OURS))
-    info = {"num_heads": heads.num_heads, "num_layers": heads.num_layers, "own_lm_head": heads.own_heads is not None, **meta,
-            "weights_sha256": file_sha256(out / OURS)}  # checked on every load
-    (out / "config.json").write_text(strict_json(info, indent=1), encoding="utf-8")  # written last: marks it complete
+    save_weights(out, OURS, heads.state_dict(), {"num_heads": heads.num_heads, "num_layers": heads.num_layers,
+                                                 "own_lm_head": heads.own_heads is not None, **meta})
 
 
 def load_heads(path: Path, target: torch.nn.Module) -> tuple[MedusaHeads, dict[str, Any]]:
@@ -43,8 +37,7 @@ def _load_heads(path: Path, target: torch.nn.Module) -> tuple[MedusaHeads, dict[
     meta = read_config(path, "medusa", "a Medusa checkpoint")
     hidden, vocab = int(target.config.hidden_size), int(target.config.vocab_size)
     if (path / OURS).is_file():
-        verify_checkpoint(path / OURS, meta.get("weights_sha256"), "medusa")
-        state = read_tensors(path / OURS, "medusa")
+        state = read_weights(path, OURS, "medusa", meta)
         heads = MedusaHeads(hidden, vocab, meta["num_heads"], meta["num_layers"],
                             None if meta["own_lm_head"] else target.get_output_embeddings())
     else:

@@ -8,19 +8,11 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from specbench.api import DraftTree
+from specbench.api import MC_SIM_7B_63, DraftTree
 
-# The reference's default tree (``mc_sim_7b_63`` in FasterDecoding/Medusa ``medusa_choices.py``): 63 nodes,
-# top-10 ranks, depth <= 4, chosen there by simulated acceptance on Vicuna-7B, node by node: every prefix
-# of the list is itself a tree (each choice's parent comes before it), which ``tree_size`` relies on.
-MC_SIM_7B_63: tuple[tuple[int, ...], ...] = (
-    (0,), (0, 0), (1,), (0, 1), (2,), (0, 0, 0), (1, 0), (0, 2), (3,), (0, 3), (4,), (0, 4), (2, 0), (0, 5),
-    (0, 0, 1), (5,), (0, 6), (6,), (0, 7), (0, 1, 0), (1, 1), (7,), (0, 8), (0, 0, 2), (3, 0), (0, 9), (8,),
-    (9,), (1, 0, 0), (0, 2, 0), (1, 2), (0, 0, 3), (4, 0), (2, 1), (0, 0, 4), (0, 0, 5), (0, 0, 0, 0), (0, 1, 1),
-    (0, 0, 6), (0, 3, 0), (5, 0), (1, 3), (0, 0, 7), (0, 0, 8), (0, 0, 9), (6, 0), (0, 4, 0), (1, 4), (7, 0),
-    (0, 1, 2), (2, 0, 0), (3, 1), (2, 2), (8, 0), (0, 5, 0), (1, 5), (1, 0, 1), (0, 2, 1), (9, 0), (0, 6, 0),
-    (0, 0, 0, 1), (1, 6), (0, 7, 0),
-)
+__all__ = ["MC_SIM_7B_63", "TREES", "max_rank", "tree_from_choices"]
+
+# the reference's default tree, ``mc_sim_7b_63`` (63 nodes, top-10 ranks, depth <= 4): a template in the core's kit
 TREES = {"mc_sim_7b_63": MC_SIM_7B_63}
 
 

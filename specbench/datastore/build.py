@@ -110,3 +110,26 @@ def cached_rest_datastore(
         return TokenDatastore.load(path, vocab_size=len(tokenizer), tokenizer_hash=path.parent.name)
     except DatastoreError as e:
         raise DatastoreError(f"{e} (delete {path} to rebuild it)") from None
+
+
+def open_rest_datastore(datastore: str | None, corpus: str | None, max_tokens: int | None, env: Any) -> TokenDatastore:
+    """The token datastore a REST-style method asks for (REST's own, CREST's source): the folder ``datastore``,
+    else the cached build of ``corpus`` (None: the task's default corpora) for ``env``'s task and tokenizer
+    (``env``: the method's ``MethodEnv``)."""
+    if datastore:
+        return TokenDatastore.load(datastore, vocab_size=len(env.tokenizer), tokenizer_hash=tokenizer_hash(env.tokenizer))
+    corpora = parse_corpora(corpus, env.task)
+    return cached_rest_datastore(env.cache_dir, corpora, env.tokenizer, env.model_id, env.data_dir, max_tokens)
+
+
+def datastore_artifacts(ds: TokenDatastore) -> dict[str, Any]:
+    """What a run depends on: the datastore's path, size and content hash (the manifest's artifacts)."""
+    h = ds.header
+    return {
+        "datastore": str(ds.path),
+        "datastore_corpora": h.get("corpora"),
+        "datastore_tokens": ds.n_tokens,
+        "datastore_bytes": ds.nbytes_on_disk(),
+        "datastore_tokens_sha256": h.get("tokens_sha256"),
+        "datastore_contamination_check": h.get("contamination_check"),
+    }

@@ -17,7 +17,7 @@ from typing import Any
 
 import torch
 
-from specbench.api import ConfigError
+from specbench.errors import ConfigError
 
 SUPPORTED = ("default", "linear", "dynamic")
 
