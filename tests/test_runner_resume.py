@@ -33,13 +33,13 @@ def test_interrupted_run_resumes_without_duplicates(embedded, tmp_path, monkeypa
 
     monkeypatch.setattr(RecordWriter, "write", flaky_write)
     with pytest.raises(KeyboardInterrupt):
-        Runner(plan, run_dir, loaded=embedded, progress=False).run()
+        Runner(plan, run_dir, loaded=embedded, progress=False).execute()
     assert len(read_records(run_dir)) == 3
     # a torn half-written line (killed mid-write) must not break the resume either
     with (run_dir / "records.jsonl").open("a") as fh:
         fh.write('{"schema_version": 1, "method": "pl')
     monkeypatch.setattr(RecordWriter, "write", original)
-    mismatches = Runner(plan, run_dir, loaded=embedded, progress=False).run()
+    mismatches = Runner(plan, run_dir, loaded=embedded, progress=False).execute()
     recs = read_records(run_dir)
     keys = [r.key for r in recs]
     # mt_bench: 2 turns x 2 methods, gsm8k: 1 turn x 2 methods
@@ -79,7 +79,7 @@ def test_interrupted_run_resumes_without_duplicates(embedded, tmp_path, monkeypa
     overall = {m["method"]: m["subtasks"]["Overall"] for m in summary["methods"]}
     assert overall["ar"]["ttft_mean_s"] > 0 and overall["pld"]["token_latency_s"]["p50"] > 0
     # running again is a no-op
-    Runner(plan, run_dir, loaded=embedded, progress=False).run()
+    Runner(plan, run_dir, loaded=embedded, progress=False).execute()
     assert len(read_records(run_dir)) == 6
 
 
@@ -88,7 +88,7 @@ def test_turn_two_prompt_uses_ar_answer(embedded, tmp_path):
     plan = small_plan(tmp_path)
     run_dir = run_dir_for(plan)
     runner = Runner(plan, run_dir, loaded=embedded, progress=False)
-    runner.run()
+    runner.execute()
     q = plan.questions["mt_bench"][0]
     ar1 = [r for r in read_records(run_dir) if r.method == "ar" and r.unit == Unit("mt_bench", q.question_id, 1)][0]
     answer = embedded.tokenizer.decode(ar1.output_ids, skip_special_tokens=True)
@@ -104,7 +104,7 @@ def test_changed_config_refuses_same_folder(tmp_path):
     from specbench.errors import ConfigError
 
     with pytest.raises(ConfigError, match="different configuration"):
-        Runner(plan, run_dir, loaded=object(), progress=False).run()
+        Runner(plan, run_dir, loaded=object(), progress=False).execute()
 
 
 def test_shard_split_is_a_partition(tmp_path):
@@ -140,7 +140,7 @@ def test_warm_up_covers_every_tasks_drafters_before_any_timing(embedded, tmp_pat
     real_build = runner._build_drafters
     built = {}
     monkeypatch.setattr(runner, "_build_drafters", lambda: built.setdefault("d", real_build()))
-    runner.run()
+    runner.execute()
     drafters = built["d"][0]
     first_timed = next(i for i, e in enumerate(events) if e[0] == "timed")
     warmed = [d for kind, d in events[:first_timed] if kind == "gen" and d is not None]

@@ -25,31 +25,28 @@ from specbench.engine.batch_loop import BatchDecoder, Request
 from specbench.engine.budget import DraftBudget
 from specbench.engine.sampling_config import generation_seed
 from specbench.models.device import synchronize
-from specbench.paths import cache_dir
 from specbench.profiling.memory import peak_memory, reset_peak
-from specbench.results.record import Record
 from specbench.run.batch_jobs import BatchJob, batch_jobs
 from specbench.run.drafter_state import RepeatIsolation, learn
 from specbench.run.guards import check_context
-from specbench.run.method_env import MethodEnv
-from specbench.run.methods_factory import build_drafter
+from specbench.run.context import RunContext
 
 WARMUP_TOKENS = 16  # a warm-up batch only needs its kernels and drafters' first calls, not a whole answer
 
 
 class BatchRuns:
-    """The batched part of ``runner``'s run (a ``run.runner.Runner``)."""
+    """The batched part of ``ctx``'s run."""
 
-    def __init__(self, runner: Any, existing: dict | None = None) -> None:
-        self.runner = runner
+    def __init__(self, ctx: RunContext, existing: dict | None = None) -> None:
+        self.ctx = ctx
         self.existing = existing or {}  # (method, unit) -> Record already written (replayed into new pools)
         self.pools: dict[tuple[str, str, int], list[Any]] = {}
         self._learned: dict[tuple[str, str, int], list[tuple[list[int], list[int]]]] = {}
-        self.isolation = RepeatIsolation(runner.cfg.repeats)  # keyed by pool: (method, task, size)
+        self.isolation = RepeatIsolation(ctx.cfg.repeats)  # keyed by pool: (method, task, size)
 
     def pending(self, done: set) -> list[BatchJob]:
         """The jobs with at least one record missing."""
-        return [job for job in batch_jobs(self.runner.plan) if any((job.method, u) not in done for u in job.units)]
+        return [job for job in batch_jobs(self.ctx.plan) if any((job.method, u) not in done for u in job.units)]
 
     def drafters(self, method: str, task: str, size: int, count: int) -> list[Any]:
         """``count`` drafter instances of ``method`` for ``task`` at batch size ``size`` (a new pool first
@@ -70,9 +67,7 @@ class BatchRuns:
         return pool[:count]
 
     def _fresh(self, method: str, task: str) -> Any:
-        r = self.runner
-        env = MethodEnv.for_task(r.loaded, r.plan.data_dir, cache_dir(), task, r.plan.config.split)
-        return build_drafter(method, r.plan.options_of(method), env)[0]
+        return self.ctx.new_drafter(method, task)[0]
 
     def _learn(self, key: tuple[str, str, int], prompt: list[int], output: list[int]) -> None:
         self._learned.setdefault(key, []).append((prompt, output))
@@ -82,14 +77,14 @@ class BatchRuns:
     def _replay(self, method: str, task: str, size: int) -> None:
         """Learn the pool's finished jobs in plan order (repeat 0's; a job redone whole learns when it runs),
         keeping the state a job's later repeats start from where some are still to run."""
-        r, key = self.runner, (method, task, size)
+        r, key = self.ctx, (method, task, size)
         for job in batch_jobs(r.plan):
             mine = (job.method, job.size, job.units[0].task) == (method, size, task)
             if not mine or not self.isolation.learns(job.units[0]) or any((method, u) not in self.existing
                                                                           for u in job.units):
                 continue
             if self.isolation.later_pending(method, job.units, self.existing):
-                parts = [*self._grown(key, min(size, len(job.units))), r.budgets.get((method, task))]
+                parts = [*self._grown(key, min(size, len(job.units))), r.budgets.auto.get((method, task))]
                 self.isolation.keep(key, job.units, parts)
             for unit, q in zip(job.units, job.questions):
                 self._learn(key, r.prompt_for(unit.reference(), q), self.existing[(method, unit)].output_ids)
@@ -103,20 +98,21 @@ class BatchRuns:
                 seen.add(key)
                 n = min(job.size, len(job.units))
                 drafters = None if job.method == BASELINE else [self._fresh(job.method, key[1]) for _ in range(n)]
-                budget = DraftBudget(self.runner._cost) if (job.method, key[1]) in self.runner.budgets else None
-                self._generate(job, min(WARMUP_TOKENS, self.runner.cfg.max_new_tokens), drafters=drafters,
+                budgets = self.ctx.budgets
+                budget = DraftBudget(budgets.cost) if (job.method, key[1]) in budgets.auto else None
+                self._generate(job, min(WARMUP_TOKENS, self.ctx.cfg.max_new_tokens), drafters=drafters,
                                budget=budget)
 
-    def run(self, job: BatchJob, done: set, writer: Any) -> int:
+    def time_job(self, job: BatchJob, done: set, writer: Any) -> int:
         """Time ``job`` and write the records it lacks; returns how many were written."""
-        r = self.runner
+        r = self.ctx
         device = r.loaded.device
         prompts = [r.prompt_for(u.reference(), q) for u, q in zip(job.units, job.questions)]  # outside the timing
         for unit, prompt in zip(job.units, prompts):
             check_context(r.loaded.model, len(prompt), r.cfg.max_new_tokens, str(unit))
         key = (job.method, job.units[0].task, job.size)
         live = [] if job.method == BASELINE else self.drafters(*key, min(job.size, len(job.units)))
-        *drafters, budget = self.isolation.parts_for(key, job.units, [*live, r.budgets.get(key[:2])])
+        *drafters, budget = self.isolation.parts_for(key, job.units, [*live, r.budgets.auto.get(key[:2])])
         synchronize(device)
         reset_peak(device)
         t0 = time.perf_counter()
@@ -131,12 +127,7 @@ class BatchRuns:
         for unit, q, prompt, gen in zip(job.units, job.questions, prompts, gens):
             if (job.method, unit) in done:
                 continue
-            task = r.plan.tasks[unit.task]
-            rec = Record.from_generation(gen, method=job.method, unit=unit, subtask=task.subtask_for(q),
-                                         task_version=task.version, category=q.category, prompt_tokens=len(prompt),
-                                         wall_time_s=wall / len(job.units), memory=memory,
-                                         sampling=r.sampling.as_dict(), config_digest=r.digest,
-                                         batch_wall_time_s=wall, context_length=task.context_length)
+            rec = r.record(gen, job.method, unit, q, prompt, wall / len(job.units), memory, batch_wall=wall)
             writer.write(r.checked(rec, unit, prompt))
             done.add((job.method, unit))
             written += 1
@@ -144,10 +135,10 @@ class BatchRuns:
 
     def _generate(self, job: BatchJob, max_new_tokens: int, prompts: list[list[int]] | None = None,
                   drafters: list[Any] | None = None, budget: DraftBudget | None = None) -> list[Any]:
-        r = self.runner
+        r = self.ctx
         prompts = prompts or [r.prompt_for(u.reference(), q) for u, q in zip(job.units, job.questions)]
         requests = [Request(p, generation_seed(r.cfg.seed, u.task, u.question_id, u.turn, u.repeat))
                     for u, p in zip(job.units, prompts)]
         decoder = BatchDecoder(r.engine, max_new_tokens, sampling=r.sampling, budget=budget,
-                               batch_cost=r.batch_cost, max_draft_depth=r.fixed_depths.get(job.method))
+                               batch_cost=r.budgets.batch_cost, max_draft_depth=r.budgets.fixed_depths.get(job.method))
         return decoder.generate(requests, drafters, job.size, job.refill)

@@ -19,28 +19,27 @@ from specbench.profiling.batch_profile import batch_cost_function, cached_batch_
 from specbench.profiling.cost_profile import CONTEXTS, cached_cost_profile, cost_function
 from specbench.profiling.profile import load_profile, save_profile
 from specbench.results.run_folder import BATCH_PROFILE_FILE, PROFILE_FILE
+from specbench.run.context import RunBudgets, RunContext
 
 
-def build_budgets(runner: Any, configs: dict[str, Any]) -> tuple[dict[tuple[str, str], DraftBudget], Any, Any,
-                                                                  str | None]:
-    """(budgets by (method label, task), their cost function, the batch cost function, the profile's file) of
-    ``runner``'s run: a budget per (auto method, task), its acceptance learned over that method's
-    generations on that task; the machine's cost profile measured once (cached) and copied into the run
-    folder (validated by the load: a damaged cached profile never reaches the run folder)."""
-    auto = [m for m in runner.plan.methods if configs[m].get(BUDGET_KEY) == AUTO]
+def build_budgets(ctx: RunContext, configs: dict[str, Any]) -> RunBudgets:
+    """The budgets of ``ctx``'s run (``configs``: each method label's config): a budget per (auto method, task), its
+    acceptance learned over that method's generations on that task, priced with the machine's cost profile
+    measured once (cached) and copied into the run folder (validated by the load: a damaged cached profile never
+    reaches the run folder); and each fixed budget's depth."""
+    auto = [m for m in ctx.plan.methods if configs[m].get(BUDGET_KEY) == AUTO]
     if not auto:
-        return {}, None, None, None
-    kept = runner.run_dir / PROFILE_FILE
+        return RunBudgets(fixed_depths=fixed_depths(configs))
+    kept = ctx.run_dir / PROFILE_FILE
     if kept.is_file():  # a resumed run keeps pricing drafts with the profile its first part used
         profile, path = load_profile(kept), kept
     else:
-        profile, path = cached_cost_profile(runner.loaded, runner.engine.backend, cache_dir(),
-                                            longest=runner.longest_context)
+        profile, path = cached_cost_profile(ctx.loaded, ctx.engine.backend, cache_dir(), longest=ctx.longest_context)
         save_profile(profile, kept)
     cost = cost_function(profile)
     shared = {m: MethodLearning(StepCosts(cost)) for m in auto}  # the machine's costs are the same on every task
-    budgets = {(m, t): DraftBudget(cost, shared=shared[m]) for m in auto for t in runner.plan.tasks}
-    return budgets, cost, _batch_costs(runner, Path(path), cost), str(path)
+    budgets = {(m, t): DraftBudget(cost, shared=shared[m]) for m in auto for t in ctx.plan.tasks}
+    return RunBudgets(budgets, cost, _batch_costs(ctx, Path(path), cost), str(path), fixed_depths(configs))
 
 
 def fixed_depths(configs: dict[str, Any]) -> dict[str, int]:
@@ -53,15 +52,15 @@ def fixed_depths(configs: dict[str, Any]) -> dict[str, int]:
     return {m: c[BUDGET_KEY] for m, c in configs.items() if isinstance(c.get(BUDGET_KEY), int)}
 
 
-def _batch_costs(runner: Any, profile_path: Path, cost: Any) -> Any:
+def _batch_costs(ctx: RunContext, profile_path: Path, cost: Any) -> Any:
     """T_A(m) of the run's batch sizes above 1 (``batch_profile.py``), kept in the run folder like the profile."""
-    sizes = [b for b in runner.cfg.batch_size if b > 1]
+    sizes = [b for b in ctx.cfg.batch_size if b > 1]
     if not sizes:
         return None
-    kept = runner.run_dir / BATCH_PROFILE_FILE
+    kept = ctx.run_dir / BATCH_PROFILE_FILE
     if kept.is_file():
         data = load_batch_costs(kept)
     else:
-        data = cached_batch_costs(runner.loaded, runner.engine.backend.name, profile_path, sizes, CONTEXTS)
+        data = cached_batch_costs(ctx.loaded, ctx.engine.backend.name, profile_path, sizes, CONTEXTS)
         save_json(data, kept)
     return batch_cost_function(data, cost)

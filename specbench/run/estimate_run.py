@@ -36,6 +36,7 @@ from specbench.results.run_folder import MANIFEST_FILE, PROFILE_FILE, read_manif
 from specbench.results.validation import read_validated_records
 from specbench.run.batch_jobs import batch_jobs
 from specbench.run.batch_runner import WARMUP_TOKENS
+from specbench.run.context import RunContext
 from specbench.run.drafter_state import first_pending
 from specbench.run.estimate import (Cost, PendingBuild, RunEstimate, Work, estimate_work, format_estimate, priced,
                                     unique_builds)
@@ -50,27 +51,27 @@ LIMIT_HINT = 3  # the smaller run the estimate offers (--limit 3) when the run h
 PROFILE_WARMUP = 2  # untimed rounds of every profile measurement (``measure_forward_curve``'s default)
 
 
-def announce_estimate(runner: Any) -> RunEstimate | None:
-    """Print the estimate of ``runner``'s run (a ``run.runner.Runner``) to stderr and return it (None when
+def announce_estimate(ctx: RunContext) -> RunEstimate | None:
+    """Print the estimate of ``ctx``'s run to stderr and return it (None when
     nothing is left to run)."""
-    est = estimate_run(runner)
+    est = estimate_run(ctx)
     for line in format_estimate(est) if est else []:
         print(line, file=sys.stderr)
     return est
 
 
-def estimate_run(runner: Any) -> RunEstimate | None:
-    """The estimate of what ``runner``'s run has left to do (see the module docstring)."""
-    plan = runner.plan
-    prompts = typical_prompts(runner)
-    work, warmups = plan_work(plan, done_keys(runner.run_dir), prompts)
+def estimate_run(ctx: RunContext) -> RunEstimate | None:
+    """The estimate of what ``ctx``'s run has left to do (see the module docstring)."""
+    plan = ctx.plan
+    prompts = typical_prompts(ctx)
+    work, warmups = plan_work(plan, done_keys(ctx.run_dir), prompts)
     records = sum(w.records for w in work)
     if not records:
         return None
-    cost, source, profile_missing = run_cost(runner, prompts)
-    builds = first_use_builds(runner)
+    cost, source, profile_missing = run_cost(ctx, prompts)
+    builds = first_use_builds(ctx)
     if profile_missing and any(budget_of(m, plan.options_of(m)) == AUTO for m in plan.methods):
-        builds.append(profile_build(runner, cost))
+        builds.append(profile_build(ctx, cost))
     limited = None
     if any(len(qs) > LIMIT_HINT for qs in plan.questions.values()):
         small = dataclasses.replace(plan, questions={t: qs[:LIMIT_HINT] for t, qs in plan.questions.items()})
@@ -112,21 +113,21 @@ def done_keys(run_dir: Path) -> set:
     return {r.key for r in read_validated_records(run_dir, read_manifest(run_dir))}
 
 
-def typical_prompts(runner: Any) -> dict[str, int]:
+def typical_prompts(ctx: RunContext) -> dict[str, int]:
     """task -> the mean token count of its turn-1 prompts (at most ``PROMPT_SAMPLE`` of them, spread over the task)."""
     out = {}
-    for task, qs in runner.plan.questions.items():
+    for task, qs in ctx.plan.questions.items():
         if qs:
             sample = qs[:: max(1, len(qs) // PROMPT_SAMPLE)][:PROMPT_SAMPLE]
-            out[task] = round(statistics.mean(len(runner.prompt_for(Unit(task, q.question_id, 1), q)) for q in sample))
+            out[task] = round(statistics.mean(len(ctx.prompt_for(Unit(task, q.question_id, 1), q)) for q in sample))
     return out
 
 
-def run_cost(runner: Any, prompts: dict[str, int]) -> tuple[Cost, str, bool]:
+def run_cost(ctx: RunContext, prompts: dict[str, int]) -> tuple[Cost, str, bool]:
     """(T(n), where it came from, whether no cost profile exists yet): the run's or the cached profile, else
     ``PROBE_SIZES`` timed now after the run's typical context."""
-    lm, backend = runner.loaded, runner.engine.backend
-    for path, what in ((runner.run_dir / PROFILE_FILE, "the run's cost profile"),
+    lm, backend = ctx.loaded, ctx.engine.backend
+    for path, what in ((ctx.run_dir / PROFILE_FILE, "the run's cost profile"),
                        (cached_profile_path(lm, backend, cache_dir()), "the cached cost profile")):
         if path.is_file():
             try:
@@ -134,28 +135,28 @@ def run_cost(runner: Any, prompts: dict[str, int]) -> tuple[Cost, str, bool]:
             except ConfigError:  # a damaged profile: budget=auto says so when it reads it; here, time a few forwards
                 pass
     limit = config_context(getattr(lm.model, "config", None)) or 1 << 30
-    context = min(round(statistics.mean(prompts.values())) + runner.cfg.max_new_tokens // 2, limit - max(PROBE_SIZES))
+    context = min(round(statistics.mean(prompts.values())) + ctx.cfg.max_new_tokens // 2, limit - max(PROBE_SIZES))
     curve = measure.measure_forward_curve(lm.model, max(context, 1), PROBE_SIZES, PROBE_REPEATS, warmup=1,
                                           backend=backend)
     timed = len(PROBE_SIZES) * (PROBE_REPEATS + 1)
     return cost_function({"latency_s": {str(n): t for n, t in curve.items()}}), f"{timed} timed forwards", True
 
 
-def profile_build(runner: Any, cost: Cost) -> PendingBuild:
+def profile_build(ctx: RunContext, cost: Cost) -> PendingBuild:
     """``budget=auto``'s measurement of this machine's cost profile (``cost_profile.cached_cost_profile``)."""
-    limit = config_context(getattr(runner.loaded.model, "config", None))
+    limit = config_context(getattr(ctx.loaded.model, "config", None))
     seconds = sum(float(cost(c)) + (PROFILE_WARMUP + REPEATS) * sum(float(cost(n, c)) for n in SIZES)
-                  for c in contexts_for(runner.longest_context, limit))
+                  for c in contexts_for(ctx.longest_context, limit))
     return PendingBuild("measure the cost profile (budget=auto)", seconds, "cost profile")
 
 
-def first_use_builds(runner: Any) -> list[PendingBuild | None]:
+def first_use_builds(ctx: RunContext) -> list[PendingBuild | None]:
     """What each method's factory will build or train for each task before the first generation."""
-    plan, out = runner.plan, []
+    plan, out = ctx.plan, []
     for label in plan.methods:
         name = split_label(label)[0]
         if name in FIRST_USE_BUILDS:
             check, config = FIRST_USE_BUILDS.get(name), method_config(label, plan.options_of(label))
-            out += [check(config, MethodEnv.for_task(runner.loaded, plan.data_dir, cache_dir(), task))
+            out += [check(config, MethodEnv.for_task(ctx.loaded, plan.data_dir, cache_dir(), task))
                     for task in plan.tasks]
     return out

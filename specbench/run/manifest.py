@@ -16,6 +16,7 @@ from specbench.files.jsonfile import write_json_atomic
 from specbench.models.loading import vocab_size
 from specbench.profiling.fingerprint import hardware
 from specbench.results.run_folder import MANIFEST_FILE, PROFILE_FILE, read_manifest
+from specbench.run.context import RunContext
 
 # the manifest's own format; records carry theirs (``specbench.results.record.SCHEMA_VERSION``)
 MANIFEST_SCHEMA_VERSION = 1
@@ -62,45 +63,47 @@ def build_manifest(device: torch.device | str | None = None, **fields: Any) -> d
     }
 
 
-def write_run_manifest(runner: Any, digest: str, configs: dict, artifacts: dict) -> None:
+def write_run_manifest(ctx: RunContext, configs: dict, artifacts: dict, chat_template: dict[str, Any],
+                       estimate: Any = None, machine: Any = None) -> None:
     """Write (or, resuming, note a resumption in) the run's ``manifest.json``: everything a reader checks
-    records against and every reader labels the run with (``runner``: a ``run.runner.Runner``)."""
-    lm = runner.loaded
+    records against and every reader labels the run with. ``estimate``: the up-front estimate (``estimate.py``;
+    None when none was made); ``machine``: this invocation's ``MachineSession``."""
+    lm = ctx.loaded
     manifest = build_manifest(
         device=lm.device,
-        run_name=runner.run_dir.name,
-        config_digest=digest,
-        config=dataclasses.asdict(runner.cfg) | {"methods": runner.plan.methods, "tasks": list(runner.plan.tasks)},
-        shard=list(runner.plan.shard) if runner.plan.shard else None,
+        run_name=ctx.run_dir.name,
+        config_digest=ctx.digest,
+        config=dataclasses.asdict(ctx.cfg) | {"methods": ctx.plan.methods, "tasks": list(ctx.plan.tasks)},
+        shard=list(ctx.plan.shard) if ctx.plan.shard else None,
         model={"id": lm.model_id, "hash": lm.model_hash, "dtype": lm.dtype, "tf32": lm.tf32,
                "device": str(lm.device), "class": type(lm.model).__name__, "vocab_size": vocab_size(lm.model),
                "verified": lm.verification},
         verified_files=verified_files(),
-        backend=runner.engine.backend.describe(lm.model),
+        backend=ctx.engine.backend.describe(lm.model),
         method_configs=configs,
         artifacts=artifacts,
-        data_dir=str(runner.plan.data_dir) if runner.plan.data_dir else None,
-        questions={t: [q.question_id for q in qs] for t, qs in runner.plan.questions.items()},
-        turns={t: [len(q.turns) for q in qs] for t, qs in runner.plan.questions.items()},
-        task_versions={t: task.version for t, task in runner.plan.tasks.items()},
-        subtasks={t: task.subtask for t, task in runner.plan.tasks.items()},
-        sampling=runner.sampling.as_dict(),
-        chat_template=runner.template_record(),
-        estimate=runner.estimate.as_dict() if getattr(runner, "estimate", None) else None,  # (estimate.py; seconds)
+        data_dir=str(ctx.plan.data_dir) if ctx.plan.data_dir else None,
+        questions={t: [q.question_id for q in qs] for t, qs in ctx.plan.questions.items()},
+        turns={t: [len(q.turns) for q in qs] for t, qs in ctx.plan.questions.items()},
+        task_versions={t: task.version for t, task in ctx.plan.tasks.items()},
+        subtasks={t: task.subtask for t, task in ctx.plan.tasks.items()},
+        sampling=ctx.sampling.as_dict(),
+        chat_template=chat_template,
+        estimate=estimate.as_dict() if estimate else None,  # (estimate.py; seconds)
     )
     lengths = {t: {"requested": task.context_length, "prompt_tokens": task.prompt_tokens}
-               for t, task in runner.plan.tasks.items() if task.context_length is not None}
+               for t, task in ctx.plan.tasks.items() if task.context_length is not None}
     if lengths:  # long-input tasks: the length asked for and the prompt length built (cut to fit the model)
         manifest["context_lengths"] = lengths
-    if runner.budgets:
-        manifest["cost_profile"] = {"file": PROFILE_FILE, "cached": runner.profile_path}
-    path = runner.run_dir / MANIFEST_FILE
+    if ctx.budgets.auto:
+        manifest["cost_profile"] = {"file": PROFILE_FILE, "cached": ctx.budgets.profile_path}
+    path = ctx.run_dir / MANIFEST_FILE
     threads = manifest["backend"].get("threads") or torch.get_num_threads()  # (llama.cpp's, else torch's)
     if path.is_file():  # a resumed run keeps its first manifest and notes each resumption
-        old = read_manifest(runner.run_dir)
+        old = read_manifest(ctx.run_dir)
         keep = ("timestamp", "git_commit", "hardware", "verified_files", "estimate")
         old.setdefault("resumed", []).append({k: manifest[k] for k in keep} | {"model_verified": lm.verification})
         manifest = old
-    if runner.machine is not None:  # this invocation's machine state; its end figures follow when the run ends
-        runner.machine.add_to(manifest, threads)
+    if machine is not None:  # this invocation's machine state; its end figures follow when the run ends
+        machine.add_to(manifest, threads)
     write_json_atomic(path, manifest, indent=2)

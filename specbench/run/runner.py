@@ -29,8 +29,8 @@ from specbench.engine.margins import recorded_or_recomputed
 from specbench.engine.sampling_config import generation_seed
 from specbench.files.content_hash import skipping_verification
 from specbench.models.device import synchronize
-from specbench.models.loading import LoadedModel, load_model, stop_token_ids
-from specbench.paths import cache_dir
+from specbench.engine.backend_registry import load_model_for
+from specbench.models.loading import LoadedModel, stop_token_ids
 from specbench.profiling.memory import peak_memory, reset_peak
 from specbench.prompts.task import Question
 from specbench.prompts.templates import PROBE, ChatTemplate, resolve_template
@@ -40,7 +40,8 @@ from specbench.results.run_folder import RecordWriter, read_manifest
 from specbench.results.validation import read_validated_records
 from specbench.run.batch_jobs import batch_jobs
 from specbench.run.batch_runner import BatchRuns
-from specbench.run.budgets import build_budgets, fixed_depths
+from specbench.run.budgets import build_budgets
+from specbench.run.context import RunContext
 from specbench.run.drafter_state import RepeatIsolation, first_pending, learn, replay
 from specbench.run.estimate_run import announce_estimate
 from specbench.run.guards import (check_context, check_run_folder, check_same_config, check_same_model,
@@ -49,7 +50,6 @@ from specbench.run.lock import RunLock
 from specbench.run.machine_session import MachineSession
 from specbench.run.manifest import write_run_manifest
 from specbench.run.method_env import MethodEnv
-from specbench.run.methods_factory import build_drafter
 from specbench.run.plan import Plan, config_digest
 from specbench.run.progress_bar import SeededBar
 
@@ -69,11 +69,7 @@ class Runner:
         self.ar_margins: dict[Unit, list[float] | None] = {}  # their per-token top-2 margins (lossless ties)
         self.mismatches = 0
         self.sampling = plan.config.sampling
-        self.budgets: dict[tuple[str, str], DraftBudget] = {}  # (method label, task) -> its budget=auto state
-        self.batch_cost: Any = None  # budget=auto at batch sizes above 1: T_A(m) (profiling/batch_profile.py)
-        self.profile_path: str | None = None
-        self.fixed_depths: dict[str, int] = {}  # method label -> K of its fixed budget (budget=K)
-        self._cost: Any = None  # the cost function the budgets price drafts with (warm-up budgets share it)
+        self.ctx: RunContext | None = None  # what the run's helpers read of it, once the engine is up
         self.digest: str | None = None
         self._template: ChatTemplate | None = None
         self.longest_context = 0  # cached tokens the longest generation reaches (prompt, later turns, answers)
@@ -96,9 +92,7 @@ class Runner:
 
     def _build_one(self, method: str, task: str) -> tuple[Any, dict[str, Any], MethodEnv]:
         """A fresh drafter of ``method`` for ``task`` (None for AR), its config and the env its factory filled."""
-        env = MethodEnv.for_task(self.loaded, self.plan.data_dir, cache_dir(), task, self.cfg.split)
-        drafter, cfg = build_drafter(method, self.plan.options_of(method), env)
-        return drafter, cfg, env
+        return self.ctx.new_drafter(method, task)
 
     # -- timing ------------------------------------------------------------------------------
     def _timed(self, prompt: list[int], drafter: Any, record_margins: bool = False, seed: int = 0,
@@ -144,7 +138,7 @@ class Runner:
                 "first_prompt_sha256": self.template.digest(tok, first),
                 "probe_sha256": self.template.digest(tok, PROBE)}  # the same in every shard of a run
 
-    def run(self) -> int:
+    def execute(self) -> int:
         """Run all missing records; returns the number of lossless MISMATCH records (this run + resumed)."""
         digest = config_digest(self.plan)
         check_run_folder(self.run_dir)
@@ -161,7 +155,8 @@ class Runner:
     def _run_locked(self, digest: str) -> int:
         check_same_config(self.run_dir, digest)
         if self.loaded is None:
-            self.loaded = load_model(self.cfg.model, self.cfg.dtype, self.cfg.device, self.cfg.backend, self.cfg.threads)
+            self.loaded = load_model_for(self.cfg.backend, self.cfg.model, self.cfg.dtype, self.cfg.device,
+                                         self.cfg.threads)
         lm = self.loaded
         check_same_model(self.run_dir, lm.model_hash)
         check_same_prompts(self.run_dir, self.template_record())
@@ -169,12 +164,13 @@ class Runner:
         self.engine = Engine(lm.model, stop_token_ids(lm.tokenizer, lm.model), backend_for(self.cfg.backend, lm, self.cfg.threads))
         self.target = self.engine.target  # the AR-margin forward of the lossless check runs on the same backend
         self.run_dir.mkdir(parents=True, exist_ok=True)
-        self.estimate = announce_estimate(self) if self.progress else None  # before the first-use builds it counts
+        ctx = self.ctx = RunContext(self.plan, self.run_dir, lm, self.engine, self.prompt_for, self.longest_context,
+                                    digest, self.checked)
+        self.estimate = announce_estimate(ctx) if self.progress else None  # before the first-use builds it counts
         drafters, configs, artifacts = self._build_drafters()
         self.drafters = drafters
-        self.budgets, self._cost, self.batch_cost, self.profile_path = build_budgets(self, configs)
-        self.fixed_depths = fixed_depths(configs)
-        write_run_manifest(self, digest, configs, artifacts)
+        ctx.budgets = build_budgets(ctx, configs)
+        write_run_manifest(ctx, configs, artifacts, self.template_record(), self.estimate, self.machine)
 
         existing = read_validated_records(self.run_dir, read_manifest(self.run_dir))
         done = {r.key for r in existing}
@@ -186,12 +182,12 @@ class Runner:
 
         jobs = list(self.plan.jobs())
         todo = [(unit, q, method) for unit, q, method in jobs if (method, unit) not in done]
-        batched = BatchRuns(self, {r.key: r for r in existing})
+        batched = BatchRuns(ctx, {r.key: r for r in existing})
         pending = batched.pending(done)
         if not todo and not pending:
             return self.mismatches
         isolation = RepeatIsolation(self.cfg.repeats)
-        replay(drafters, jobs, {r.key: r for r in existing}, self.prompt_for, isolation, self.budgets)
+        replay(drafters, jobs, {r.key: r for r in existing}, self.prompt_for, isolation, ctx.budgets.auto)
         total = len(jobs) + sum(len(j.units) for j in batch_jobs(self.plan))
         left = len(todo) + sum(sum((j.method, u) not in done for u in j.units) for j in pending)
         bar = SeededBar(self.estimate and self.estimate.per_record_s, len(self.plan.methods), total=total,
@@ -205,7 +201,7 @@ class Runner:
             for unit, q, method in todo:
                 bar.set_postfix_str(f"{unit.task}/{unit.question_id} t{unit.turn} {method}", refresh=False)
                 slot, prompt = (method, unit.task), self.prompt_for(unit, q)
-                drafter, budget = isolation.parts_for(slot, (unit,), [drafters[slot], self.budgets.get(slot)])
+                drafter, budget = isolation.parts_for(slot, (unit,), [drafters[slot], ctx.budgets.auto.get(slot)])
                 rec = self._one(drafter, unit, q, method, prompt, budget)
                 writer.write(rec)
                 if isolation.learns(unit):
@@ -218,7 +214,7 @@ class Runner:
             for job in pending:
                 bar.set_postfix_str(f"batch {job.size} {job.units[0].task} t{job.units[0].turn} {job.method}",
                                     refresh=False)
-                bar.update(batched.run(job, done, writer))
+                bar.update(batched.time_job(job, done, writer))
         bar.close()
         return self.mismatches
 
@@ -246,13 +242,14 @@ class Runner:
         for task, q in first_pending(todo).items():
             prompt = self.prompt_for(Unit(task, q.question_id, 1), q)
             drafters = {m: self._build_one(m, task)[0] for m in self.plan.methods}
-            budgets = {m: DraftBudget(self._cost) for m in self.plan.methods if (m, task) in self.budgets}
+            run_budgets = self.ctx.budgets
+            budgets = {m: DraftBudget(run_budgets.cost) for m in self.plan.methods if (m, task) in run_budgets.auto}
             for _ in range(self.cfg.warmup):
                 for method in self.plan.methods:
                     self.engine.generate(prompt, drafters[method], self.cfg.max_new_tokens,
                                          record_margins=method == BASELINE and self.sampling.greedy,
                                          sampling=self.sampling, draft_budget=budgets.get(method),
-                                         max_draft_depth=self.fixed_depths.get(method))
+                                         max_draft_depth=run_budgets.fixed_depths.get(method))
 
     def _one(self, drafter: Any, unit: Unit, q: Question, method: str, prompt: list[int],
              budget: DraftBudget | None = None) -> Record:
@@ -262,13 +259,8 @@ class Runner:
         seed = generation_seed(self.cfg.seed, unit.task, unit.question_id, unit.turn, unit.repeat)
         gen, wall, (memory_kind, memory_peak) = self._timed(prompt, drafter, record_margins=method == BASELINE and greedy,
                                                             seed=seed, budget=budget,
-                                                            max_draft_depth=self.fixed_depths.get(method))
-        task = self.plan.tasks[unit.task]
-        rec = Record.from_generation(gen, method=method, unit=unit, subtask=task.subtask_for(q), task_version=task.version,
-                                     category=q.category, prompt_tokens=len(prompt), wall_time_s=wall,
-                                     memory=(memory_kind, memory_peak), sampling=self.sampling.as_dict(),
-                                     config_digest=self.digest, context_length=task.context_length)
-        return self.checked(rec, unit, prompt)
+                                                            max_draft_depth=self.ctx.budgets.fixed_depths.get(method))
+        return self.checked(self.ctx.record(gen, method, unit, q, prompt, wall, (memory_kind, memory_peak)), unit, prompt)
 
     def checked(self, rec: Record, unit: Unit, prompt: list[int]) -> Record:
         """``rec`` with its lossless verdict against AR's output of ``unit.reference()`` (greedy runs); an AR
