@@ -27,7 +27,7 @@ from specbench.errors import ConfigError
 from specbench.reports.report import write_report
 from specbench.reports.summary import SCHEMA_PATH
 from specbench.results.check import check_run
-from specbench.results.run import load_run
+from specbench.results.loaded_run import load_run
 from specbench.results.run_folder import RecordWriter, read_records
 from specbench.results.validation import expected_keys
 from specbench.run.batch_jobs import batch_jobs
@@ -210,9 +210,9 @@ def test_batched_run_end_to_end_and_resume(tmp_path, monkeypatch) -> None:
 
     monkeypatch.setattr(RecordWriter, "write", flaky)
     with pytest.raises(KeyboardInterrupt):
-        Runner(plan, run_dir, progress=False).run()
+        Runner(plan, run_dir, progress=False).execute()
     monkeypatch.setattr(RecordWriter, "write", original)
-    assert Runner(plan, run_dir, progress=False).run() == 0
+    assert Runner(plan, run_dir, progress=False).execute() == 0
     recs = read_records(run_dir)
     keys = [r.key for r in recs]
     assert len(keys) == len(set(keys)) == 4 * 2 * (3 * 2 + 3)  # 4 methods x 2 sizes x (MT-Bench 2 turns + GSM8K)
@@ -233,7 +233,7 @@ def test_batched_learning_resumes_as_if_uninterrupted(tmp_path, monkeypatch) -> 
     """SuffixDecoding learns earlier answers: an interrupted batched run, resumed, drafts its later batches
     from the same state (the pool replays the records), so its records equal an uninterrupted run's."""
     whole = _tiny_run(tmp_path / "a", batch_size=(2,), methods=("suffix",))
-    Runner(whole, run_dir_for(whole), progress=False).run()
+    Runner(whole, run_dir_for(whole), progress=False).execute()
     cut = _tiny_run(tmp_path / "b", batch_size=(2,), methods=("suffix",))
     original, calls = RecordWriter.write, {"n": 0}
 
@@ -245,8 +245,8 @@ def test_batched_learning_resumes_as_if_uninterrupted(tmp_path, monkeypatch) -> 
 
     monkeypatch.setattr(RecordWriter, "write", flaky)
     with pytest.raises(KeyboardInterrupt):
-        Runner(cut, run_dir_for(cut), progress=False).run()
+        Runner(cut, run_dir_for(cut), progress=False).execute()
     monkeypatch.setattr(RecordWriter, "write", original)
-    Runner(cut, run_dir_for(cut), progress=False).run()
+    Runner(cut, run_dir_for(cut), progress=False).execute()
     steps = lambda plan: {r.key: r.accept_lengths for r in read_records(run_dir_for(plan)) if r.method == "suffix"}  # noqa: E731
     assert steps(whole) == steps(cut) and len(steps(whole)) == 9

@@ -13,7 +13,7 @@ from specbench.results.record import Record
 from specbench.results.run_folder import read_manifest, read_records
 from specbench.reports.report import write_report
 from specbench.run.runner import Runner
-from specbench.results.run import Run
+from specbench.results.loaded_run import Run
 from specbench.results.stats import run_stats
 
 
@@ -81,7 +81,7 @@ def test_budget_both_run_end_to_end(embedded, tmp_path, monkeypatch):
                     out_dir=str(tmp_path))
     plan = make_plan(cfg)
     run_dir = run_dir_for(plan)
-    assert Runner(plan, run_dir, loaded=embedded, progress=False).run() == 0
+    assert Runner(plan, run_dir, loaded=embedded, progress=False).execute() == 0
     assert curves == list(cost_profile.CONTEXTS)  # the profile was "measured" once per context, into the cache
     recs = {r.method: r for r in read_records(run_dir)}
     assert set(recs) == {"ar", "pld", "pld@auto"}
@@ -96,11 +96,11 @@ def test_budget_both_run_end_to_end(embedded, tmp_path, monkeypatch):
     assert "Paper default -> budget=auto" in report and "| pld  " in report
     assert "Predicted speedup" in report and "| pld@auto " in report
     # resuming reads the run's own profile.json (no measuring even with the cache gone)
-    Runner(plan, run_dir, loaded=embedded, progress=False).run()
+    Runner(plan, run_dir, loaded=embedded, progress=False).execute()
     assert len(measured) == 1
     # another run on the same model and backend reuses the cached profile
     plan2 = make_plan(RunConfig(methods=("pld@auto",), tasks=("gsm8k",), limit=1, max_new_tokens=8, warmup=0,
                                 out_dir=str(tmp_path)))
-    Runner(plan2, run_dir_for(plan2), loaded=embedded, progress=False).run()
+    Runner(plan2, run_dir_for(plan2), loaded=embedded, progress=False).execute()
     assert profiles[0].stat().st_mtime_ns == stamp and len(measured) == 2
     assert curves == list(cost_profile.CONTEXTS)

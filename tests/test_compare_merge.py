@@ -10,7 +10,7 @@ from specbench.cli import main
 from specbench.reports.compare import NotComparable, compare_runs, differences
 from specbench.results.merge import MergeError, merge_runs
 from specbench.catalog import OVERALL
-from specbench.results.run import load_run
+from specbench.results.loaded_run import load_run
 from specbench.results.stats import run_stats
 from test_stats import write_fake_run
 

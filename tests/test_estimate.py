@@ -166,7 +166,7 @@ def test_runner_prints_the_estimate_before_its_first_generation(tmp_path, capsys
         return original(self, *args, **kwargs)
 
     monkeypatch.setattr(Engine, "generate", first_sees_stderr)
-    Runner(plan, run_dir_for(plan), progress=True).run()
+    Runner(plan, run_dir_for(plan), progress=True).execute()
     lines = [line for line in before[0].splitlines() if line.startswith("[specbench] ")]
     # 4 questions x (AR + pld), each warmed up once first; forwards of 10 ms: seconds, not minutes
     assert lines[0].startswith("[specbench] estimate: 8 generations (+2 warm-up), about ") and " s here (" in lines[0]
@@ -183,11 +183,11 @@ def test_quiet_runs_and_small_runs_say_less(tmp_path, capsys, fixed_forwards) ->
     from specbench.run.runner import Runner
 
     plan = _tiny_plan(tmp_path, limit=3)
-    Runner(plan, run_dir_for(plan), progress=False).run()
+    Runner(plan, run_dir_for(plan), progress=False).execute()
     assert "estimate" not in capsys.readouterr().err and not fixed_forwards  # library use: nothing printed or timed
     assert read_manifest(run_dir_for(plan))["estimate"] is None
     small = _tiny_plan(tmp_path, limit=3, max_new_tokens=5)
-    Runner(small, run_dir_for(small), progress=True).run()
+    Runner(small, run_dir_for(small), progress=True).execute()
     err = capsys.readouterr().err
     assert "estimate: 6 generations (+2 warm-up)" in err and "--limit 3" not in err  # no more than 3 questions
 
@@ -198,10 +198,10 @@ def test_a_resumed_run_estimates_what_it_has_left(tmp_path, capsys, fixed_forwar
 
     plan = _tiny_plan(tmp_path, limit=2)
     run_dir = run_dir_for(plan)
-    Runner(plan, run_dir, progress=False).run()
+    Runner(plan, run_dir, progress=False).execute()
     records = (run_dir / "records.jsonl").read_text().splitlines()
     (run_dir / "records.jsonl").write_text("\n".join(records[:3]) + "\n")  # 3 of 4 kept
-    Runner(plan, run_dir, progress=True).run()
+    Runner(plan, run_dir, progress=True).execute()
     assert "estimate: 1 generations (+2 warm-up)" in capsys.readouterr().err
     resumed = read_manifest(run_dir)["resumed"]  # each resumption keeps its own estimate beside the first's
     assert [r["estimate"]["generations"] for r in resumed] == [1] and read_manifest(run_dir)["estimate"] is None
@@ -238,11 +238,11 @@ def test_budget_auto_counts_its_profile_measurement_once_and_then_reads_the_cach
     from specbench.run.runner import Runner
 
     first = _tiny_plan(tmp_path, limit=1, budget="auto")
-    Runner(first, run_dir_for(first), progress=True).run()  # measures the tiny model's profile into the cache
+    Runner(first, run_dir_for(first), progress=True).execute()  # measures the tiny model's profile into the cache
     err = capsys.readouterr().err
     assert "T(n) from 8 timed forwards" in err and "to measure the cost profile (budget=auto)" in err
     again = _tiny_plan(tmp_path, limit=1, budget="auto", max_new_tokens=5)  # another run on the same model
-    Runner(again, run_dir_for(again), progress=True).run()
+    Runner(again, run_dir_for(again), progress=True).execute()
     err = capsys.readouterr().err
     assert "T(n) from the cached cost profile" in err and "measure the cost profile" not in err
     assert len(fixed_forwards) == 1  # nothing timed for the second estimate

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from fault_helpers import DEFAULT_MANIFEST, cli, cli_out, fake_run, record, run_args
-from specbench.results.run import load_run
+from specbench.results.loaded_run import load_run
 from tiny_model_dir import save_tiny_model
 
 READERS = ["report", "check", "compare", "leaderboard", "merge", "export-specbench"]

@@ -14,7 +14,7 @@ from specbench.reports.leaderboard.tables import group_runs
 from specbench.profiling.cost_profile import cost_function
 from specbench.reports.prediction import prediction
 from specbench.profiling.profile import make_profile, save_profile
-from specbench.results.run import load_run
+from specbench.results.loaded_run import load_run
 from test_stats import CPU_HW, write_fake_run
 
 GPU_HW = {"cpu": "Fake Xeon", "cores": 64, "gpu": "Fake A100", "gpu_memory_gb": 80.0, "cuda": "12.4", "driver": "550.1"}

@@ -15,7 +15,7 @@ from specbench.reports.long_context_plot import length_figure
 from specbench.reports.report import render
 from specbench.results.context_lengths import length_groups
 from specbench.results.record import Record
-from specbench.results.run import Run
+from specbench.results.loaded_run import Run
 from specbench.results.stats import run_stats
 
 

@@ -5,7 +5,7 @@ from specbench.results.lossless import EXACT, MISMATCH, TIE, classify, first_div
 from specbench.results.record import Record
 
 from specbench.reports.report import render
-from specbench.results.run import Run
+from specbench.results.loaded_run import Run
 from specbench.results.stats import run_stats
 
 

@@ -9,7 +9,7 @@ import pytest
 from specbench.results.record import SCHEMA_VERSION, Record, Unit
 from specbench.results.run_folder import RecordWriter, read_records
 from specbench.reports.report import render
-from specbench.results.run import load_run
+from specbench.results.loaded_run import load_run
 from test_stats import fake_record, write_fake_run
 
 

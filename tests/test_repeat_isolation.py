@@ -95,7 +95,7 @@ def setup(tmp_path_factory: pytest.TempPathFactory):
 
 def run(config: RunConfig) -> list[Record]:
     plan = make_plan(config)
-    Runner(plan, run_dir_for(plan), progress=False).run()
+    Runner(plan, run_dir_for(plan), progress=False).execute()
     return read_records(run_dir_for(plan))
 
 

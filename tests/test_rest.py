@@ -179,7 +179,7 @@ def test_build_drops_entries_containing_a_test_prompt(tmp_path: Path) -> None:
 
 
 def test_offline_replay_equals_engine_accept_lengths() -> None:
-    from specbench.datastore.simulate import accepted_length, replay
+    from replay_accept import accepted_length, replay
 
     model = make_tiny_model("llama", seed=4)
     rng = np.random.default_rng(5)

@@ -102,7 +102,7 @@ def test_warm_up_runs_on_its_own_drafters_and_timed_ones_learn_in_plan_order(tmp
     monkeypatch.setenv("SPECBENCH_CACHE", str(tmp_path / "cache"))
     plan = plan_for(tmp_path, model_dir, warmup=2)
     run_dir = run_dir_for(plan)
-    assert Runner(plan, run_dir, progress=False).run() == 0
+    assert Runner(plan, run_dir, progress=False).execute() == 0
     tasks = list(plan.tasks)
     timed, warm = toy[:2], toy[2:]
     assert [d.task for d in timed] == tasks and sorted(d.task for d in warm) == sorted(tasks)
@@ -123,7 +123,7 @@ def test_warm_up_runs_on_its_own_drafters_and_timed_ones_learn_in_plan_order(tmp
 def test_resumed_run_gives_the_records_of_an_uninterrupted_one(tmp_path, model_dir, toy, monkeypatch):
     monkeypatch.setenv("SPECBENCH_CACHE", str(tmp_path / "cache"))
     whole = plan_for(tmp_path, model_dir, runs="whole")
-    Runner(whole, run_dir_for(whole), progress=False).run()
+    Runner(whole, run_dir_for(whole), progress=False).execute()
     expected = comparable(run_dir_for(whole))
 
     def interrupted_then_resumed(runs: str, replay: bool) -> dict:
@@ -141,12 +141,12 @@ def test_resumed_run_gives_the_records_of_an_uninterrupted_one(tmp_path, model_d
         with monkeypatch.context() as m:
             m.setattr(RecordWriter, "write", flaky)
             with pytest.raises(KeyboardInterrupt):
-                Runner(plan, run_dir, progress=False).run()
+                Runner(plan, run_dir, progress=False).execute()
         assert len(read_records(run_dir)) == 5
         with monkeypatch.context() as m:
             if not replay:
                 m.setattr(runner_module, "replay", lambda *a, **k: None)
-            Runner(plan, run_dir, progress=False).run()
+            Runner(plan, run_dir, progress=False).execute()
         return comparable(run_dir)
 
     assert interrupted_then_resumed("resumed", replay=True) == expected

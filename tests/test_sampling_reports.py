@@ -15,7 +15,7 @@ from specbench.results.logprob_check import logprob_stats
 from specbench.results.record import Record
 from specbench.reports.report import render
 from specbench.results.stats import lossless_status, run_stats
-from specbench.results.run import load_run
+from specbench.results.loaded_run import load_run
 from test_stats import write_fake_run
 
 
@@ -104,7 +104,7 @@ def test_sampled_run_end_to_end(embedded, tmp_path: Path) -> None:
                     temperature=1.0, top_k=50, seed=3)
     plan = make_plan(cfg)
     run_dir = run_dir_for(plan)
-    assert Runner(plan, run_dir, loaded=embedded, progress=False).run() == 0
+    assert Runner(plan, run_dir, loaded=embedded, progress=False).execute() == 0
     recs = read_records(run_dir)
     assert len(recs) == 2
     for r in recs:
@@ -112,6 +112,6 @@ def test_sampled_run_end_to_end(embedded, tmp_path: Path) -> None:
         assert r.target_logprob is not None and r.target_logprob <= 0 and r.lossless_class is None
     assert read_manifest(run_dir)["sampling"]["top_k"] == 50
     again = tmp_path / "again"
-    Runner(make_plan(cfg), again, loaded=embedded, progress=False).run()
+    Runner(make_plan(cfg), again, loaded=embedded, progress=False).execute()
     assert [r.output_ids for r in read_records(again)] == [r.output_ids for r in recs]  # reproducible
     assert "Distributional check vs AR" in render(load_run(run_dir))

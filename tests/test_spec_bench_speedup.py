@@ -13,7 +13,7 @@ from specbench.cli import main
 from specbench.interop.published import load_published, run_vs_published
 from specbench.reports.report import render
 from specbench.results.record import Record
-from specbench.results.run import Run, load_run
+from specbench.results.loaded_run import Run, load_run
 from specbench.results.spec_bench_speedup import SPEC_BENCH_DEFINITION, spec_bench_speedup, spec_bench_speedups
 from specbench.results.stats import paired_rows, paired_speedup, run_stats
 from test_stats import write_fake_run

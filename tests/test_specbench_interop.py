@@ -20,7 +20,7 @@ from specbench.reports.compare import compare_runs
 from specbench.reports.leaderboard.build import build_leaderboard
 from specbench.results.run_folder import read_manifest, read_records
 from specbench.interop.spec_bench_import import NOTE
-from specbench.results.run import load_run
+from specbench.results.loaded_run import load_run
 from specbench.results.stats import run_stats
 from test_custom_tasks import one_line_error
 from tiny_model_dir import save_tiny_model

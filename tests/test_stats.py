@@ -11,7 +11,7 @@ import pytest
 
 from specbench.catalog import OVERALL, task_label
 from specbench.results.record import Record
-from specbench.results.run import load_run
+from specbench.results.loaded_run import load_run
 from specbench.results.stats import Cell, lossless_status, paired_speedup, run_stats
 from specbench.run.manifest import MANIFEST_SCHEMA_VERSION
 
@@ -181,7 +181,7 @@ def test_questions_of_one_batch_are_resampled_together(tmp_path: Path) -> None:
     two batches per task give an interval, and the point estimate stays the pooled ratio."""
     import dataclasses
 
-    from specbench.results.run import Run
+    from specbench.results.loaded_run import Run
 
     run = load_run(write_fake_run(tmp_path / "run", tasks=("gsm8k", "humaneval"), n_questions=4))
 

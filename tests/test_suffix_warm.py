@@ -108,9 +108,9 @@ def test_the_runner_hands_its_split_to_warm(tmp_path: Path, monkeypatch) -> None
                                    method_options={"suffix": {"warm": 1, "warm_tokens": 6}}))
 
     ok = plan("eval", "eval")
-    assert Runner(ok, run_dir_for(ok), progress=False).run() == 0
+    assert Runner(ok, run_dir_for(ok), progress=False).execute() == 0
     assert read_manifest(run_dir_for(ok))["artifacts"]["suffix"][task]["warm"]["questions"] == ["q10"]
     assert {r.question_id for r in read_records(run_dir_for(ok))} == {"q0"}
     every = plan("all", "all")
     with pytest.raises(ConfigError, match="--split all times"):
-        Runner(every, run_dir_for(every), progress=False).run()
+        Runner(every, run_dir_for(every), progress=False).execute()

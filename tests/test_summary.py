@@ -18,7 +18,7 @@ from specbench.results.run_folder import read_records, write_records
 from specbench.reports.report import write_report
 from specbench.catalog import OVERALL
 from specbench.results.stats import category_stats, run_stats
-from specbench.results.run import load_run
+from specbench.results.loaded_run import load_run
 from specbench.reports.summary import SCHEMA_PATH, SUMMARY_SCHEMA_VERSION, build_summary, summary_csv
 from test_stats import fake_record, write_fake_run
 

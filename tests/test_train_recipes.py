@@ -224,7 +224,7 @@ def test_quick_and_full_run_side_by_side_as_labelled_variants(tmp_path, monkeypa
                     model=str(save_tiny_model(tmp_path / "model")), device="cpu", out_dir=str(tmp_path / "runs"),
                     method_options={"medusa@full": {"recipe": "full"}})
     plan = make_plan(cfg)
-    assert Runner(plan, run_dir_for(plan), progress=False).run() == 0
+    assert Runner(plan, run_dir_for(plan), progress=False).execute() == 0
     artifacts = read_manifest(run_dir_for(plan))["artifacts"]
     quick, full = (next(iter(artifacts[m].values())) for m in ("medusa", "medusa@full"))
     assert (quick["recipe"], full["recipe"]) == ("quick", "full")

@@ -51,7 +51,7 @@ def run_cell(root: Path, family: str, dtype: str, device: str, methods: tuple[st
                        out_dir=str(root / "runs" / f"{family}-{dtype}"), method_options=options)
     start = time.perf_counter()
     plan = make_plan(config)
-    Runner(plan, run_dir_for(plan), progress=False).run()
+    Runner(plan, run_dir_for(plan), progress=False).execute()
     counts = count_classes(read_records(run_dir_for(plan)))
     missing = sorted(set(methods) - {"ar"} - set(counts))
     return {"family": family, "dtype": dtype, "methods": counts, "missing": missing,

@@ -13,7 +13,7 @@ def compare_command(args: argparse.Namespace) -> int:
     from specbench.interop.published import load_published, published_table, published_vs_published, run_vs_published
     from specbench.reports.compare import NotComparable, compare_runs, speedup_plot
     from specbench.reports.leaderboard.markdown import table_md
-    from specbench.results.run import load_run
+    from specbench.results.loaded_run import load_run
     from specbench.results.spec_bench_speedup import spec_bench_speedups
     from specbench.results.stats import run_stats
 

@@ -11,7 +11,7 @@ from specbench.errors import UserError
 def export_command(args: argparse.Namespace) -> int:
     from specbench.interop.spec_bench_export import export_answers, needs_tokenizer
     from specbench.results.check import load_run_tokenizer
-    from specbench.results.run import load_run
+    from specbench.results.loaded_run import load_run
 
     run = load_run(args.run_dir)
     tokenizer = None

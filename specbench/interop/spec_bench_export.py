@@ -20,7 +20,7 @@ from specbench.interop.spec_bench_format import model_file_stem, write_answer_fi
 from specbench.interop.spec_bench_import import read_texts
 from specbench.reports.labels import dtype_label, model_label
 from specbench.results.record import Record
-from specbench.results.run import Run, load_run
+from specbench.results.loaded_run import Run, load_run
 
 
 def _question_id(qid: str) -> int | str:

@@ -2,7 +2,7 @@
 batch sizes (``--batch-size 1,2,4,8``).
 
 At each size B the speedup of method M is M's throughput over AR's throughput at B on the same questions
-(``results.run.Run.at_batch``: pooled tokens over pooled batch time, the 95% CI over questions as
+(``results.loaded_run.Run.at_batch``: pooled tokens over pooled batch time, the 95% CI over questions as
 everywhere). AR's own throughput at each size shows what batching alone buys. Per-sequence latency:
 time to first token (TTFT, from the sequence's admission) and time per output token after it (TPOT).
 Every sequence is checked against AR decoded alone (batch size 1).
@@ -20,7 +20,7 @@ from specbench.catalog import BASELINE, OVERALL
 from specbench.reports.numfmt import fmt_num
 from specbench.reports.table import Table
 from specbench.results.lossless import EXACT, MISMATCH, TIE
-from specbench.results.run import Run
+from specbench.results.loaded_run import Run
 from specbench.results.stats import Cell, run_stats
 
 PLOT_FILE = "batch_speedup.png"

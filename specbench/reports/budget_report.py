@@ -19,7 +19,7 @@ from specbench.catalog import BASELINE, OVERALL
 from specbench.reports.numfmt import fmt_num
 from specbench.reports.prediction import prediction_rows
 from specbench.reports.table import Table
-from specbench.results.run import Run
+from specbench.results.loaded_run import Run
 from specbench.results.stats import Cell, paired_rows, paired_speedup
 
 AUTO_SUFFIX = "@auto"

@@ -18,7 +18,7 @@ from specbench.engine.sampling_config import sampling_label
 from specbench.reports.labels import (backend_label, dtype_label, hardware_label, model_label, precision_label,
                                       ran_on_cpu)
 from specbench.reports.table import Table
-from specbench.results.run import Run
+from specbench.results.loaded_run import Run
 from specbench.results.stats import Cell, lossless_status, run_stats
 
 

@@ -38,7 +38,7 @@ from specbench.results.context_lengths import length_groups
 from specbench.results.logprob_check import logprob_stats, logprob_table_rows
 from specbench.results.lossless import EXACT, MISMATCH, TIE
 from specbench.results.progress import progress_of
-from specbench.results.run import Run, load_run
+from specbench.results.loaded_run import Run, load_run
 from specbench.results.run_folder import PROFILE_FILE
 from specbench.results.stats import Cell, category_stats, run_stats
 

@@ -8,7 +8,7 @@ get nothing from here.
 Example (a run without the preset)::
 
     >>> from pathlib import Path
-    >>> from specbench.results.run import Run
+    >>> from specbench.results.loaded_run import Run
     >>> spec_bench_section(Run(Path("r"), {"config": {}}, []), "github")
     []
 """
@@ -17,7 +17,7 @@ from __future__ import annotations
 from tabulate import tabulate
 
 from specbench.catalog import OVERALL
-from specbench.results.run import Run
+from specbench.results.loaded_run import Run
 from specbench.results.spec_bench_speedup import SPEC_BENCH_DEFINITION, spec_bench_speedups
 
 PRESET = "spec-bench"

@@ -25,7 +25,7 @@ from specbench.catalog import OVERALL, OVERHEAD_KEY
 from specbench.files.jsonfile import finite
 from specbench.reports.labels import backend_label, dtype_label, hardware_label, model_label
 from specbench.results.progress import progress_of
-from specbench.results.run import Run
+from specbench.results.loaded_run import Run
 from specbench.results.stats import DEFAULT_BOOTSTRAP, DEFAULT_SEED, Cell, category_stats, lossless_status, run_stats
 
 SUMMARY_SCHEMA_VERSION = 1

@@ -24,7 +24,7 @@ from specbench.results.logprob_check import logprob_stats, logprob_table_rows
 from specbench.results.lossless import EXACT, LOSSLESS_CLASSES, MISMATCH, TIE
 from specbench.results.record import Record, Unit
 from specbench.results.relabel import is_checked, rederived
-from specbench.results.run import load_run
+from specbench.results.loaded_run import load_run
 from specbench.results.run_folder import read_numbered_records
 from specbench.results.validation import missing_records, validate_records
 

@@ -27,7 +27,7 @@ import numpy as np
 
 from specbench.catalog import BASELINE
 from specbench.results.record import Record
-from specbench.results.run import Run
+from specbench.results.loaded_run import Run
 from specbench.results.stats import DEFAULT_BOOTSTRAP, DEFAULT_SEED, paired_speedup
 
 

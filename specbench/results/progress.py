@@ -83,5 +83,5 @@ def run_progress(run_dir: str | Path, manifest: dict[str, Any], records: list[Re
 
 
 def progress_of(run: Any) -> Progress | None:
-    """``run_progress`` of a loaded ``results.run.Run`` (every batch size of it)."""
+    """``run_progress`` of a loaded ``results.loaded_run.Run`` (every batch size of it)."""
     return run_progress(run.path, run.manifest, run.every or run.records)

@@ -32,7 +32,7 @@ from typing import Iterable
 
 from specbench.catalog import BASELINE, OVERALL
 from specbench.results.record import Record, Unit
-from specbench.results.run import Run
+from specbench.results.loaded_run import Run
 
 SPEC_BENCH_DEFINITION = "Spec-Bench's mean of per-question tok/s"
 

@@ -34,7 +34,7 @@ from specbench.results.acceptance import AcceptanceProfile, record_profile
 from specbench.results.latency import LatencyStats, latency_stats
 from specbench.results.lossless import LOSSLESS_CLASSES
 from specbench.results.record import Record, Unit
-from specbench.results.run import Run
+from specbench.results.loaded_run import Run
 
 DEFAULT_BOOTSTRAP = 2000
 DEFAULT_SEED = 20240521

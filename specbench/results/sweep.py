@@ -23,7 +23,7 @@ from typing import Any
 from specbench.catalog import OVERALL
 from specbench.errors import ConfigError
 from specbench.results.budget_oracle import oracle_summary
-from specbench.results.run import load_run
+from specbench.results.loaded_run import load_run
 from specbench.results.stats import Cell, run_stats
 
 SWEEP_SCHEMA = 1

@@ -118,7 +118,7 @@ def add_common_arguments(r: argparse.ArgumentParser, recipes: Sequence[str] = ("
     r.add_argument("--data-dir", default=None)
 
 
-def run(spec: TrainerSpec, args: argparse.Namespace) -> int:
+def run_trainer(spec: TrainerSpec, args: argparse.Namespace) -> int:
     """``specbench train NAME``: train one drafter (or the curve) and say how to use it."""
     from types import SimpleNamespace
 
@@ -166,4 +166,4 @@ def register_train_command(spec: TrainerSpec) -> None:
         add_common_arguments(r, tuple(spec.recipes(argparse.Namespace(head=None))))
 
     for name in (spec.name, *spec.aliases):
-        register_trainer(PluginCommand(name, spec.help, arguments, lambda args: run(spec, args)))
+        register_trainer(PluginCommand(name, spec.help, arguments, lambda args: run_trainer(spec, args)))

@@ -3,7 +3,7 @@
 Script: ``python tests/benchmarks/bench_rest_retrieval.py --datastore DIR [--crest DIR] [--steps 500]``
 prints median / mean / p95 latency of one REST step (longest-suffix search + continuations + top-c trie)
 and of one CREST lookup. ``--sweep-run RUN_DIR --rest A,B --crest-dirs C,D`` instead replays the AR
-outputs of a finished run through each datastore (``specbench.datastore.simulate``) and prints tau vs
+outputs of a finished run through each datastore (``tests/replay_accept.py``) and prints tau vs
 bytes on disk, plus the replayed tau of the run's own rest/crest configs next to the measured one. Under pytest (``pytest tests/benchmarks/bench_rest_retrieval.py --benchmark-enable``)
 the same step is timed by pytest-benchmark when ``SPECBENCH_BENCH_DATASTORE`` names a datastore.
 """
@@ -19,6 +19,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # (tests/: replay_accept)
 
 from methods.rest import RESTConfig, rest_tree  # noqa: E402
 from specbench.datastore.suffix_array import TokenDatastore  # noqa: E402
@@ -85,7 +86,7 @@ def run_prompts(run_dir: Path, tokenizer, task_filter: str | None = None) -> tup
 
 
 def replay_tau(drafter, items, max_new: int) -> float:
-    from specbench.datastore.simulate import replay
+    from replay_accept import replay
 
     lengths = [x for prompt, ar in items for x in replay(drafter, prompt, ar, max_new)]
     return sum(lengths) / len(lengths)

@@ -10,7 +10,7 @@ from specbench.reports.leaderboard.html import leaderboard_html
 from specbench.reports.leaderboard.markdown import leaderboard_md
 from specbench.reports.leaderboard.tables import group_runs, prediction_table
 from specbench.reports.table import Table
-from specbench.results.run import load_run
+from specbench.results.loaded_run import load_run
 from specbench.results.stats import DEFAULT_BOOTSTRAP, DEFAULT_SEED
 
 

@@ -20,7 +20,7 @@ from specbench.reports.labels import backend_label, dtype_label, hardware_label,
 from specbench.reports.numfmt import fmt_num
 from specbench.reports.summary import method_overhead
 from specbench.reports.table import Table
-from specbench.results.run import Run
+from specbench.results.loaded_run import Run
 from specbench.results.stats import Cell, category_stats, lossless_status, run_stats
 
 

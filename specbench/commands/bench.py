@@ -21,7 +21,7 @@ def run_command(args: argparse.Namespace) -> int:
     split = "" if config.split == "eval" else f" ({config.split} split)"
     print(f"[specbench] {run_dir}: methods {','.join(plan.methods)}; {n_q} questions{split} over "
           f"{len(plan.tasks)} task(s); max_new_tokens {config.max_new_tokens}", file=sys.stderr)
-    mismatches = Runner(plan, run_dir, progress=not args.no_progress).run()
+    mismatches = Runner(plan, run_dir, progress=not args.no_progress).execute()
     print(write_report(run_dir))
     print(f"[specbench] results: {run_dir}/ (records.jsonl, manifest.json, report.md, summary.json, summary.csv)", file=sys.stderr)
     return mismatch_exit_code(mismatches, config.allow_mismatch, "[specbench]", "the lossless table")
