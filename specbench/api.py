@@ -95,6 +95,7 @@ from specbench.training.steps import optimizer_step, trainable
 from specbench.training.trainer_args import TrainerSpec, register_train_command
 from specbench.training.windows import choose_vocab, lr_scale, pack_runs, runs, sequence_lengths
 from specbench.training.checkpoint_io import VOCAB, read_vocab, read_weights, save_weights
+from specbench.training.find_or_train import find_or_train, record_checkpoint
 
 # tasks
 from specbench.prompts.task import DEFAULT_SPLIT, Question, Task, encode_prompt
@@ -125,6 +126,6 @@ __all__ = [
     "FeatureOptions", "FeatureStore", "FULL", "QUICK", "RECIPE_NAMES", "check_recipe", "eta_minutes", "EpochState",
     "optimizer_step", "trainable", "TrainerSpec", "register_train_command",
     "choose_vocab", "lr_scale", "pack_runs", "runs", "sequence_lengths", "VOCAB", "read_vocab", "read_weights",
-    "save_weights",
+    "save_weights", "find_or_train", "record_checkpoint",
     "Question", "Task", "encode_prompt", "DEFAULT_SPLIT", "make_task",
 ]

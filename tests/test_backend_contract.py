@@ -99,3 +99,16 @@ def test_drafters_declare_their_capabilities(monkeypatch: pytest.MonkeyPatch) ->
 @dataclass(frozen=True)
 class NoOptions:
     """A method without options."""
+
+
+def test_doctests_of_the_new_modules() -> None:
+    import doctest
+    import importlib
+
+    for name in ("specbench.engine.acceptance_stats", "specbench.engine.budget", "specbench.engine.llamacpp.spec",
+                 "specbench.training.windows", "specbench.drafting.layers", "specbench.drafting.trees",
+                 "replay_accept"):
+        module = importlib.import_module(name)
+        result = doctest.testmod(module)
+        assert result.failed == 0, name
+    assert doctest.testmod(importlib.import_module("specbench.engine.llamacpp.spec")).attempted == 2

@@ -11,7 +11,8 @@ import specbench.engine.budget as budget_mod
 import specbench.run.methods_factory as factory_mod
 from specbench.config.method_labels import budget_of, expand_budget, label_options, split_label
 from specbench.config.run_config import RunConfig
-from specbench.engine.budget import AcceptanceStats, DraftBudget, sibling_ranks
+from specbench.engine.acceptance_stats import AcceptanceStats, sibling_ranks
+from specbench.engine.budget import DraftBudget
 from specbench.engine.tree import DraftTree
 from specbench.errors import ConfigError
 from specbench.run.methods_factory import method_config

@@ -13,7 +13,6 @@ best-scoring nodes.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 import torch
@@ -24,9 +23,9 @@ from methods.eagle.checkpoint import load_layer
 from methods.eagle.layer import DraftCache, EagleLayer, LayerShape, causal_chunks
 from methods.eagle.train import RECIPES, TRAIN_S_PER_POSITION, train_eagle
 from methods.eagle.tree import EAGLE1_TREE, dynamic_tree, static_tree
-from specbench.api import (DEFAULT_CORPORA, DTYPES, BaseDrafter, ConfigError, DraftContext, DraftTree, FeatureOptions,
-                           MethodEnv, check_recipe, default_dir, draft_dtype, eta_minutes, load_or_train,
-                           pack_for_inference, register_method)
+from specbench.api import (BaseDrafter, ConfigError, DEFAULT_CORPORA, DTYPES, DraftContext, DraftTree, MethodEnv,
+                           check_recipe, draft_dtype, find_or_train, pack_for_inference,
+                           record_checkpoint, register_method)
 
 TREES = ("dynamic", "static")
 
@@ -143,24 +142,18 @@ class EagleDrafter(BaseDrafter):
 
 def trained_layer(config: EagleConfig, env: MethodEnv) -> tuple[EagleLayer, np.ndarray | None]:
     """(draft layer, its draft vocabulary or None) ``config.checkpoint`` names: ``random`` (tests), ``default``
-    (self-distilled on first use with ``config.recipe``), a folder or a hub id (``specbench.api.load_or_train``)."""
+    (self-distilled on first use with ``config.recipe``), a folder or a hub id (``specbench.api.find_or_train``)."""
     target, checkpoint = env.model, config.checkpoint
     param = next(target.parameters())
     if checkpoint == "random":
         torch.manual_seed(0)
         return EagleLayer(LayerShape.from_config(target.config), target.get_input_embeddings()).to(param.device), None
-    recipe = RECIPES[config.recipe]  # the default's; any other checkpoint: a folder or a hub id (ORG/NAME[@REVISION]),
-    features = FeatureOptions(root=Path(env.cache_dir) / "features")
-    path = load_or_train(  # e.g. yuhuili/EAGLE-Vicuna-7B-v1.3
-        checkpoint, env, option="eagle.checkpoint", what="draft layer", recipe=config.recipe,
-        minutes=eta_minutes(recipe.tokens, recipe.epochs, TRAIN_S_PER_POSITION),
-        default=lambda: default_dir(env, "eagle", recipe, config.recipe),
-        train=lambda out: train_eagle(target, env.tokenizer, DEFAULT_CORPORA, env.data_dir, out, recipe, env.model_id,
-                                      features=features, recipe=config.recipe))
+    # any other checkpoint: a folder or a hub id (ORG/NAME[@REVISION]), e.g. yuhuili/EAGLE-Vicuna-7B-v1.3
+    path = find_or_train("eagle", checkpoint, config.recipe, RECIPES[config.recipe], env, what="draft layer",
+                         train=train_eagle, seconds_per_position=TRAIN_S_PER_POSITION, corpora=DEFAULT_CORPORA)
     layer, vocab, meta = load_layer(path, target)
-    env.artifacts["checkpoint"] = {"path": str(path), "metrics": meta.get("metrics"),
-                                   "draft_vocab": None if vocab is None else len(vocab)}
-    env.artifacts["recipe"] = config.recipe if checkpoint in (None, "default") else meta.get("recipe")
+    record_checkpoint(env, path, meta, checkpoint, config.recipe, metrics=meta.get("metrics"),
+                      draft_vocab=None if vocab is None else len(vocab))
     return layer.to(param.device, torch.float32), vocab
 
 

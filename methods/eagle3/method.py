@@ -14,7 +14,6 @@ states of layers (2, 15, 27) into 40 rows (positions 0..39, tokens 1..40 with th
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
 
 import torch
 import torch.nn.functional as F
@@ -25,9 +24,9 @@ from methods.eagle3.checkpoint import load_draft
 from methods.eagle3.init import new_draft
 from methods.eagle3.layer import Eagle3Layer, reference_layers
 from methods.eagle3.train import RECIPES, TRAIN_S_PER_POSITION, train_eagle3
-from specbench.api import (DEFAULT_CORPORA, DTYPES, BaseDrafter, ConfigError, DraftContext, DraftTree, FeatureOptions,
-                           MethodEnv, check_recipe, default_dir, draft_dtype, eta_minutes, load_or_train,
-                           pack_for_inference, register_method)
+from specbench.api import (BaseDrafter, ConfigError, DEFAULT_CORPORA, DTYPES, DraftContext, DraftTree, MethodEnv,
+                           check_recipe, draft_dtype, find_or_train, pack_for_inference,
+                           record_checkpoint, register_method)
 
 
 @dataclass(frozen=True)
@@ -116,25 +115,19 @@ class Eagle3Drafter(BaseDrafter):
 
 def trained_draft(config: Eagle3Config, env: MethodEnv) -> tuple[Eagle3Layer, tuple[int, ...]]:
     """(draft, its feature layers) ``config.checkpoint`` names: ``random`` (tests), ``default`` (self-distilled
-    on first use with ``config.recipe``), a folder or a hub id (``specbench.api.load_or_train``)."""
+    on first use with ``config.recipe``), a folder or a hub id (``specbench.api.find_or_train``)."""
     target, checkpoint = env.model, config.checkpoint
     param = next(target.parameters())
     if checkpoint == "random":  # untrained, as training starts: the whole vocabulary, the target's head rows
         torch.manual_seed(0)
         return new_draft(target, None).to(param.device), reference_layers(int(target.config.num_hidden_layers))
-    recipe = RECIPES[config.recipe]  # the default's; any other checkpoint: a folder or a hub id (ORG/NAME[@REVISION]),
-    features = FeatureOptions(root=Path(env.cache_dir) / "features")
-    path = load_or_train(  # e.g. yuhuili/EAGLE3-Vicuna1.3-13B
-        checkpoint, env, option="eagle3.checkpoint", what="EAGLE-3 draft", recipe=config.recipe,
-        minutes=eta_minutes(recipe.tokens, recipe.epochs, TRAIN_S_PER_POSITION),
-        default=lambda: default_dir(env, "eagle3", recipe, config.recipe),
-        train=lambda out: train_eagle3(target, env.tokenizer, DEFAULT_CORPORA, env.data_dir, out, recipe, env.model_id,
-                                       features=features, recipe=config.recipe))
+    # any other checkpoint: a folder or a hub id (ORG/NAME[@REVISION]), e.g. yuhuili/EAGLE3-Vicuna1.3-13B
+    path = find_or_train("eagle3", checkpoint, config.recipe, RECIPES[config.recipe], env, what="EAGLE-3 draft",
+                         train=train_eagle3, seconds_per_position=TRAIN_S_PER_POSITION, corpora=DEFAULT_CORPORA)
     layer, layers, meta = load_draft(path, target)
-    env.artifacts["checkpoint"] = {"path": str(path), "metrics": meta.get("metrics"),
-                                   "weights_sha256": meta.get("weights_sha256"), "feature_layers": list(layers),
-                                   "draft_vocab": int(layer.lm_head.weight.shape[0])}
-    env.artifacts["recipe"] = config.recipe if checkpoint in (None, "default") else meta.get("recipe")
+    record_checkpoint(env, path, meta, checkpoint, config.recipe, metrics=meta.get("metrics"),
+                      weights_sha256=meta.get("weights_sha256"), feature_layers=list(layers),
+                      draft_vocab=int(layer.lm_head.weight.shape[0]))
     return layer.to(param.device, torch.float32), layers
 
 

@@ -13,7 +13,6 @@ head 2 the 10 depth-2 ones, head 3 the 1 depth-3 one: 63 nodes in 4 head calls o
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path as Folder
 
 import torch
 
@@ -22,9 +21,9 @@ from methods.hydra.checkpoint import ARCHS, load_heads
 from methods.hydra.heads import HydraHeads, SubHead
 from methods.hydra.train import RECIPES, TRAIN_S_PER_POSITION, recipe_for, train_hydra
 from methods.hydra.tree import TREES, Path, plan, walk
-from specbench.api import (DEFAULT_CORPORA, DTYPES, BaseDrafter, ConfigError, DraftContext, DraftTree, FeatureOptions,
-                           MethodEnv, check_recipe, default_dir, draft_dtype, eta_minutes, load_or_train,
-                           pack_for_inference, register_method)
+from specbench.api import (BaseDrafter, ConfigError, DEFAULT_CORPORA, DTYPES, DraftContext, DraftTree, MethodEnv,
+                           check_recipe, draft_dtype, find_or_train, pack_for_inference,
+                           record_checkpoint, register_method)
 
 
 @dataclass(frozen=True)
@@ -97,7 +96,7 @@ class HydraDrafter(BaseDrafter):
 
 def trained_heads(config: HydraConfig, env: MethodEnv) -> HydraHeads:
     """The heads ``config.checkpoint`` names: ``random`` (tests), ``default`` (self-distilled on first use), a
-    folder or a hub id (``specbench.api.load_or_train``), in fp32 on the target's device."""
+    folder or a hub id (``specbench.api.find_or_train``), in fp32 on the target's device."""
     target = env.model
     param = next(target.parameters())
     recipe = recipe_for(config.head, config.recipe)
@@ -107,18 +106,13 @@ def trained_heads(config: HydraConfig, env: MethodEnv) -> HydraHeads:
         heads = HydraHeads(int(target.get_input_embeddings().weight.shape[1]), recipe.num_heads, recipe.num_layers, shape,
                            head=SubHead(target.get_output_embeddings(), None))
         return heads.identity_init().to(param.device)
-    features = FeatureOptions(root=Folder(env.cache_dir) / "features")
-    path = load_or_train(  # any other checkpoint: a folder or a hub id (ORG/NAME[@REVISION]), e.g. ankner/hydra-vicuna-7b-v1.3
-        config.checkpoint, env, option="hydra.checkpoint", what="heads", recipe=config.recipe,
-        minutes=eta_minutes(recipe.tokens, recipe.epochs, TRAIN_S_PER_POSITION),
-        default=lambda: default_dir(env, "hydra", recipe, config.recipe),
-        train=lambda out: train_hydra(target, env.tokenizer, DEFAULT_CORPORA, env.data_dir, out, recipe, env.model_id,
-                                      features=features, recipe=config.recipe))
+    # any other checkpoint: a folder or a hub id (ORG/NAME[@REVISION]), e.g. ankner/hydra-vicuna-7b-v1.3
+    path = find_or_train("hydra", config.checkpoint, config.recipe, recipe, env, what="heads", train=train_hydra,
+                         seconds_per_position=TRAIN_S_PER_POSITION, corpora=DEFAULT_CORPORA)
     heads, meta = load_heads(path, target)
-    env.artifacts["checkpoint"] = {"path": str(path), "head": heads.arch, "metrics": meta.get("metrics"),
-                                   "draft_vocab": None if heads.shared is None else heads.shared.size,
-                                   "weights_sha256": meta.get("weights_sha256")}
-    env.artifacts["recipe"] = config.recipe if config.checkpoint in (None, "default") else meta.get("recipe")
+    record_checkpoint(env, path, meta, config.checkpoint, config.recipe, head=heads.arch, metrics=meta.get("metrics"),
+                      draft_vocab=None if heads.shared is None else heads.shared.size,
+                      weights_sha256=meta.get("weights_sha256"))
     return heads.to(param.device, torch.float32)
 
 

@@ -6,7 +6,6 @@ and the reference's 63-node tree of rank paths (``tree.py``) becomes the draft t
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
 
 import torch
 
@@ -14,9 +13,8 @@ from methods.medusa.checkpoint import load_heads
 from methods.medusa.heads import MedusaHeads
 from methods.medusa.train import RECIPES, TRAIN_S_PER_POSITION, train_medusa
 from methods.medusa.tree import TREES, max_rank, tree_from_choices
-from specbench.api import (
-    DEFAULT_CORPORA, BaseDrafter, ConfigError, DraftContext, DraftTree, FeatureOptions, MethodEnv, check_recipe,
-    default_dir, eta_minutes, load_or_train, register_method)
+from specbench.api import (BaseDrafter, ConfigError, DEFAULT_CORPORA, DraftContext, DraftTree, MethodEnv, check_recipe,
+                           find_or_train, record_checkpoint, register_method)
 
 # the heads draft in float32 whatever the target's dtype (the reference: the target's); no dtype option
 HEADS_DTYPE = torch.float32
@@ -58,24 +56,18 @@ class MedusaDrafter(BaseDrafter):
 
 def trained_heads(config: MedusaConfig, env: MethodEnv) -> MedusaHeads:
     """The heads ``config.checkpoint`` names: ``random`` (tests), ``default`` (self-distilled on first use with
-    ``config.recipe``), a folder or a hub id (``specbench.api.load_or_train``), in fp32 on the target's device."""
+    ``config.recipe``), a folder or a hub id (``specbench.api.find_or_train``), in fp32 on the target's device."""
     target, checkpoint = env.model, config.checkpoint
     param = next(target.parameters())
     if checkpoint == "random":
         torch.manual_seed(0)
         return MedusaHeads(int(target.config.hidden_size), int(target.config.vocab_size), 4, 1,
                            target.get_output_embeddings()).to(param.device)
-    recipe = RECIPES[config.recipe]  # the default's; any other checkpoint: a folder or a hub id (ORG/NAME[@REVISION]),
-    features = FeatureOptions(root=Path(env.cache_dir) / "features")
-    path = load_or_train(  # e.g. FasterDecoding/medusa-vicuna-7b-v1.3
-        checkpoint, env, option="medusa.checkpoint", what="heads", recipe=config.recipe,
-        minutes=eta_minutes(recipe.tokens, recipe.epochs, TRAIN_S_PER_POSITION),
-        default=lambda: default_dir(env, "medusa", recipe, config.recipe),
-        train=lambda out: train_medusa(target, env.tokenizer, DEFAULT_CORPORA, env.data_dir, out, recipe, env.model_id,
-                                       features=features, recipe=config.recipe))
+    # any other checkpoint: a folder or a hub id (ORG/NAME[@REVISION]), e.g. FasterDecoding/medusa-vicuna-7b-v1.3
+    path = find_or_train("medusa", checkpoint, config.recipe, RECIPES[config.recipe], env, what="heads",
+                         train=train_medusa, seconds_per_position=TRAIN_S_PER_POSITION, corpora=DEFAULT_CORPORA)
     heads, meta = load_heads(path, target)
-    env.artifacts["checkpoint"] = {"path": str(path), "metrics": meta.get("metrics")}
-    env.artifacts["recipe"] = config.recipe if checkpoint in (None, "default") else meta.get("recipe")
+    record_checkpoint(env, path, meta, checkpoint, config.recipe, metrics=meta.get("metrics"))
     return heads.to(param.device, HEADS_DTYPE)
 
 

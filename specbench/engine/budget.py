@@ -41,6 +41,7 @@ import numpy as np
 
 from specbench.engine.draft_or_skip import (PROBE_COST, WARM_STEPS, DraftGains, MethodLearning, SequenceState, choose,
                                             count_skips, fetch_prompt_states, probe)
+from specbench.engine.acceptance_stats import AcceptanceStats, best_guess
 from specbench.engine.step_costs import StepCosts
 from specbench.engine.tree import DraftTree
 
@@ -51,66 +52,7 @@ AUTO = "auto"
 BUDGETS = (DEFAULT_BUDGET, AUTO)
 RUN_BUDGETS = (*BUDGETS, "both")  # --budget: both = each drafting method run both ways, side by side
 
-MAX_DEPTH_BUCKETS = 16  # depths beyond share the last bucket
-MAX_RANK_BUCKETS = 8  # sibling ranks beyond share the last bucket
-DECAY = 0.995  # per step: about 200 steps of memory
-PRIOR = (1.0, 1.0)  # Beta(accepted, rejected) pseudo-counts
 REPLAN_STEPS = 8  # steps a choice to skip every sequence is kept while nothing drafts
-
-
-def sibling_ranks(tree: DraftTree) -> list[int]:
-    """Each node's position among its parent's children, in tree order.
-
-    >>> sibling_ranks(DraftTree((5, 6, 7, 8), (-1, 0, -1, 0)))
-    [0, 0, 1, 1]
-    """
-    seen: dict[int, int] = {}
-    ranks = []
-    for p in tree.parents:
-        r = seen.get(p, 0)
-        ranks.append(r)
-        seen[p] = r + 1
-    return ranks
-
-
-class AcceptanceStats:
-    """Decayed counts of trials and acceptances per (depth, sibling rank) bucket."""
-
-    def __init__(self) -> None:
-        shape = (MAX_DEPTH_BUCKETS, MAX_RANK_BUCKETS)
-        self.trials = np.zeros(shape)
-        self.accepted = np.zeros(shape)
-
-    def rates(self) -> np.ndarray:
-        """Posterior mean acceptance rate per bucket, ``[depth - 1, rank]``; always in (0, 1)."""
-        a, b = PRIOR
-        return (self.accepted + a) / (self.trials + a + b)
-
-    def sample_rates(self, rng: np.random.Generator) -> np.ndarray:
-        """One draw per bucket from its Beta posterior, ``[depth - 1, rank]``, clipped into (0, 1)."""
-        a, b = PRIOR
-        return np.clip(rng.beta(self.accepted + a, self.trials - self.accepted + b), 1e-9, 1 - 1e-9)
-
-    @staticmethod
-    def buckets(tree: DraftTree) -> tuple[np.ndarray, np.ndarray]:
-        depth = np.minimum(np.array(tree.depths()), MAX_DEPTH_BUCKETS) - 1
-        rank = np.minimum(np.array(sibling_ranks(tree)), MAX_RANK_BUCKETS - 1)
-        return depth, rank
-
-    def update(self, tree: DraftTree | None, accepted_nodes: list[int]) -> None:
-        """One step: older counts decay; a verified ``tree`` whose accepted path is ``accepted_nodes``
-        (root excluded) adds its trials."""
-        self.trials *= DECAY
-        self.accepted *= DECAY
-        if tree is None:
-            return
-        depth, rank = self.buckets(tree)
-        on_path = set(accepted_nodes)
-        reached = {-1} | on_path
-        for i, p in enumerate(tree.parents):
-            if p in reached:  # the node's parent was accepted: a trial of its bucket
-                self.trials[depth[i], rank[i]] += 1
-                self.accepted[depth[i], rank[i]] += i in on_path
 
 
 @dataclass
@@ -251,14 +193,17 @@ class DraftBudget:
 
     def select(self, tree: DraftTree, draft_s: float = 0.0, aux_rows: int = 0, context: int | None = None) -> Selection:
         """The prefix-closed subset of ``tree`` with the most expected tokens per second, verified after
-        ``context`` cached tokens; a probe (``plan``) keeps its most likely node alone (``draft_or_skip.py``:
-        a probe cut to nothing verified nothing, so low learned rates never recovered: suffix on GSM8K skipped
-        124 steps of an answer that drafting without ``auto`` ran in 78)."""
+        ``context`` cached tokens; a probe (``plan``) that this would cut to nothing keeps its drafter's best guess
+        (``best_guess``; ``draft_or_skip.py``: a probe cut to nothing verified nothing, so low learned rates never
+        recovered: suffix on GSM8K skipped 124 steps of an answer that drafting without ``auto`` ran in 78)."""
         probs = self.path_probs(tree)
         order = np.argsort(-probs, kind="stable")  # parents first on ties (a parent's index is smaller)
         gained = np.concatenate([[1.0], 1.0 + np.cumsum(probs[order])])  # [k] expected tokens keeping k nodes
         seconds = self._cost(np.arange(len(tree) + 1) + 1 + aux_rows, context) + draft_s
-        k = min(1, len(tree)) if self._probing else int(np.argmax(gained / seconds))
+        k = int(np.argmax(gained / seconds))
+        if k == 0 and self._probing and len(tree):
+            node = best_guess(tree)
+            return Selection([node], 1.0 + float(probs[node]), float(seconds[1]))
         return Selection(sorted(order[:k].tolist()), float(gained[k]), float(seconds[k]))
 
     def select_batch(self, trees: list[DraftTree | None], aux_rows: list[int], cost_rows: Callable[..., np.ndarray],
@@ -267,7 +212,7 @@ class DraftBudget:
         """The kept nodes of each sequence of a batched step whose forward is padded to the longest one:
         every sequence keeps its most likely nodes up to ``m`` rows (root and auxiliary rows included), ``m``
         chosen for the most expected tokens of the whole batch per second of ``cost_rows(m, context)``; a
-        sequence ``probing`` (``plan``) keeps its most likely node alone (``select``).
+        sequence ``probing`` (``plan``) keeps at least its drafter's best guess (``select``).
 
         Example: two sequences whose chains' nodes are accepted with 0.9 and 0.1: at ``m = 3`` the first
         gains 0.9 + 0.81 tokens and the second 0.1 + 0.01, both paying the 3-row padded forward.
@@ -280,7 +225,9 @@ class DraftBudget:
         seconds = np.asarray(cost_rows(ms, context), dtype=float) + draft_s + self.costs.overhead(True, len(trees))
         m = int(ms[int(np.argmax(gained / seconds))])
         probing = probing or [False] * len(trees)
-        return [sorted(o[: 1 if p else max(0, m - 1 - a)].tolist()) for o, a, p in zip(orders, aux_rows, probing)]
+        keeps = [sorted(o[: max(0, m - 1 - a)].tolist()) for o, a in zip(orders, aux_rows)]
+        return [[best_guess(t)] if p and not keep and t is not None and len(t) else keep
+                for t, keep, p in zip(trees, keeps, probing)]
 
     def depth_hint(self, context: int | None = None) -> int:
         """How deep a draft is worth making: the best length of a chain of first-ranked nodes, plus one so

@@ -36,11 +36,11 @@ not for its last few tokens.
 budget keeps a probe credit in seconds, across generations and tasks (``MethodLearning``): every step in which sequences skip adds ``PROBE_COST``
 (0.5%) of the step's priced seconds, in proportion to the sequences skipped. A skipped sequence probes once the
 credit covers its probe's waste: the probe step's seconds beyond what its expected tokens would have cost at the
-step's chosen rate, its whole catch-up included. A probe verifies its drafter's most likely node alone
-(``DraftBudget.select``): the cheapest test of whether drafting pays again, and one whatever the rates learned
-from the rejections that made the budget skip (a probe cut to nothing verified nothing, so they never
-recovered: suffix on GSM8K). It is priced with the forward of the probes seen so far (one node plus the
-drafter's auxiliary rows; before the first, a drafted step's) and at most ``PROBE_TOKENS`` tokens. The credit then starts again from zero, and at most one sequence
+step's chosen rate, its whole catch-up included. A probe verifies at least its drafter's own best guess
+(``DraftBudget.select``, ``budget.best_guess``), whatever the rates learned from the rejections that made the
+budget skip (a probe those rates cut to nothing verified nothing, so they never recovered: suffix on GSM8K). It
+is priced with the forward of the probes seen so far (before the first, a drafted step's) and at most
+``PROBE_TOKENS`` tokens (a probe cut to its best guess emits at most two). The credit then starts again from zero, and at most one sequence
 probes a step. So probes spend at most 0.5% of the skipped steps' time whatever one costs: a cheap drafter that
 loses a tenth of a step (PLD or REST finding no match) probes every 20 skipped steps, and EAGLE after an 8k prompt,
 whose first draft wastes 30 plain steps, once in 6000.
@@ -71,7 +71,7 @@ OWN_WEIGHT = 0.5  # a sequence's own steps count half as much as the budget's
 WARM_STEPS = 4  # drafted steps a budget sees before it may skip
 PROBE_COST = 0.005  # the share of the skipped steps' seconds probes may spend
 SKIP_MARGIN = 0.02  # a step skips only when plain's value beats drafting's by more than this share
-PROBE_TOKENS = 2.0  # the most a probe emits: it verifies its drafter's most likely node alone
+PROBE_TOKENS = 2.0  # the tokens a probe is priced at, at most: one cut to its drafter's best guess emits two
 
 
 def values(gains: list[float], draft_s: list[float], forward: Callable[[int], float],
