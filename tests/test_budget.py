@@ -7,6 +7,7 @@ import random
 import numpy as np
 import pytest
 
+import specbench.engine.acceptance_stats as stats_mod
 import specbench.engine.budget as budget_mod
 import specbench.run.methods_factory as factory_mod
 from specbench.config.method_labels import budget_of, expand_budget, label_options, split_label
@@ -126,7 +127,7 @@ def test_stats_count_trials_of_nodes_whose_parent_was_accepted():
     assert s.trials[0, 0] == s.trials[0, 1] == s.trials[1, 0] == s.trials[1, 1] == 1
     assert s.accepted[0, 0] == 1 and s.accepted[0, 1] == 0 and s.accepted[1, 0] == 0 and s.accepted[1, 1] == 1
     s.update(tree, [])  # nothing accepted: only the root's children were tried; older counts decay
-    assert s.trials[0, 0] == pytest.approx(budget_mod.DECAY + 1) and s.trials[1, 0] == pytest.approx(budget_mod.DECAY)
+    assert s.trials[0, 0] == pytest.approx(stats_mod.DECAY + 1) and s.trials[1, 0] == pytest.approx(stats_mod.DECAY)
     assert 0 < s.rates().min() and s.rates().max() < 1
 
 
