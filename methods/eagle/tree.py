@@ -1,19 +1,9 @@
-"""EAGLE's draft trees: EAGLE-1's default tree here, the builders in the core's drafting kit (``api``), which
-build them level by level from a draft that scores the children of any node.
+"""EAGLE's draft trees: EAGLE-1's default tree of rank paths here; the builders (EAGLE-1's static tree, EAGLE-2's
+dynamic one, ``select_best``) are the core's kit (``specbench/drafting/trees.py``, reached through ``specbench.api``),
+re-exported for EAGLE's files and tests.
 
-``expand(nodes) -> log-probs [len(nodes), V]`` runs the draft on tree nodes (each one's ancestors were
-expanded before) and returns the log-distribution of each one's next token. ``first`` is that
-distribution for the root's children.
-
-- **static** (EAGLE-1): a fixed tree of rank paths; ``(0, 1)`` is the second-best child of the best
-  first token. Each level expands only the nodes that have children in the tree.
-- **dynamic** (EAGLE-2): expand the ``top_k`` nodes of highest global score (sum of log-probs from the
-  root) at each of ``depth`` levels, ``top_k`` children each; then keep the ``total`` best of every node
-  generated. A child never scores above its parent, so the kept set is a tree (ties go to the parent).
-
-Example (dynamic, top_k 2, depth 1, total 3): first ``{a: -0.1, b: -1.0}``; expanding ``a`` gives
-``{c: -0.2, d: -3.0}`` and ``b`` gives ``{e: -0.5, f: -0.7}``; scores a -0.1, c -0.3, b -1.0, e -1.5,
-f -1.7, d -3.1; kept: a, c, b (``tokens (a, b, c), parents (-1, -1, 0)``).
+Example: ``static_tree(first, expand, EAGLE1_TREE, max_depth)`` drafts EAGLE-1's 25-node tree; ``(0, 1)`` in it is
+the second-best child of the best first token.
 """
 from __future__ import annotations
 
