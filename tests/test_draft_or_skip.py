@@ -66,7 +66,10 @@ def test_probes_spend_at_most_their_share_of_the_skipped_time() -> None:
     """A probe wasting half a plain step is made once PROBE_COST of the skipped steps' seconds covers it, one
     wasting ten steps twenty times less often; the credit outlives the generation."""
     for ratio, waste_steps in ((1.503, 0.503), (10.993, 9.993)):
-        budget = _plain_budget(1.0, ratio)
+        # drafted steps and a probe's two-row forward both cost ``ratio`` plain steps
+        budget = DraftBudget(lambda n, context=None, r=ratio: np.where(np.asarray(n) >= 2, 0.040 * r, 0.040),
+                             calibrate=False)
+        budget.gains = _learned(1.0, ratio)
         due = math.ceil(waste_steps / PROBE_COST)  # steps whose credit covers the waste
         pattern = []
         for steps in (due // 2, due - due // 2):  # two generations: the credit carries over
@@ -243,9 +246,9 @@ def test_a_probe_verifies_at_least_one_node_whatever_the_learned_rates() -> None
     assert budget.select(tree, context=100).keep == [0]
     # the probe's price is learned apart from full drafts': a plain step is 40 ms, drafted ones cost twice that, the
     # probe's 2-row forward 50 ms, so the next probe's waste is its 10 ms (a token of 1 at most: gains of 1.0)
-    assert budget.gains.probe_ratio(1) == pytest.approx(2.0)  # (none seen yet: a drafted step's)
+    assert budget.gains.probe_ratio(1, 1.25) == pytest.approx(1.25)  # (none seen yet: the two-row forward's)
     budget.end_step([s], [True], [1], [0.0], [3], 2, 100, 0.050, 0.050)
-    assert budget.gains.probe_ratio(1) == pytest.approx(1.25) and budget.gains.forward_ratio(1) > 1.9
+    assert budget.gains.probe_ratio(1, 9.0) == pytest.approx(1.25) and budget.gains.forward_ratio(1) > 1.9
     waste = choose([SequenceState()], budget.gains, [0.0], [0.0], 0.040, lambda d: 0.0, 1).waste[0]
     assert waste == pytest.approx(0.010)
     budget.shared.probe_credit = 0.0

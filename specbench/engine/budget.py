@@ -117,9 +117,10 @@ class DraftBudget:
                 return count_skips(states, [False] * len(states))
         costs = self.costs
         base = costs.draft_seconds(self.last_depth, active)
+        plain = float(costs.forward(1, context, active))
         choice = choose(states, gains, [base] * len(states), [costs.catch_up_seconds(s.unseen, active)
-                        for s in states], float(costs.forward(1, context, active)),
-                        lambda drafted: costs.overhead(drafted, active), active)
+                        for s in states], plain, lambda drafted: costs.overhead(drafted, active), active,
+                        float(costs.forward(2, context, active)) / plain)
         drafting = list(choice.drafting)
         credit = PROBE_COST * choice.seconds * drafting.count(False) / active  # this step's, per skipped share
         if not credited:
@@ -193,15 +194,15 @@ class DraftBudget:
 
     def select(self, tree: DraftTree, draft_s: float = 0.0, aux_rows: int = 0, context: int | None = None) -> Selection:
         """The prefix-closed subset of ``tree`` with the most expected tokens per second, verified after
-        ``context`` cached tokens; a probe (``plan``) that this would cut to nothing keeps its drafter's best guess
-        (``best_guess``; ``draft_or_skip.py``: a probe cut to nothing verified nothing, so low learned rates never
-        recovered: suffix on GSM8K skipped 124 steps of an answer that drafting without ``auto`` ran in 78)."""
+        ``context`` cached tokens; a probe (``plan``) verifies its drafter's best guess alone (``best_guess``;
+        ``draft_or_skip.py``: a probe cut to nothing verified nothing, so low learned rates never recovered: suffix
+        on GSM8K skipped 124 steps of an answer that drafting without ``auto`` ran in 78)."""
         probs = self.path_probs(tree)
         order = np.argsort(-probs, kind="stable")  # parents first on ties (a parent's index is smaller)
         gained = np.concatenate([[1.0], 1.0 + np.cumsum(probs[order])])  # [k] expected tokens keeping k nodes
         seconds = self._cost(np.arange(len(tree) + 1) + 1 + aux_rows, context) + draft_s
         k = int(np.argmax(gained / seconds))
-        if k == 0 and self._probing and len(tree):
+        if self._probing and len(tree):
             node = best_guess(tree)
             return Selection([node], 1.0 + float(probs[node]), float(seconds[1]))
         return Selection(sorted(order[:k].tolist()), float(gained[k]), float(seconds[k]))
@@ -212,7 +213,7 @@ class DraftBudget:
         """The kept nodes of each sequence of a batched step whose forward is padded to the longest one:
         every sequence keeps its most likely nodes up to ``m`` rows (root and auxiliary rows included), ``m``
         chosen for the most expected tokens of the whole batch per second of ``cost_rows(m, context)``; a
-        sequence ``probing`` (``plan``) keeps at least its drafter's best guess (``select``).
+        sequence ``probing`` (``plan``) keeps its drafter's best guess alone (``select``).
 
         Example: two sequences whose chains' nodes are accepted with 0.9 and 0.1: at ``m = 3`` the first
         gains 0.9 + 0.81 tokens and the second 0.1 + 0.01, both paying the 3-row padded forward.
@@ -226,7 +227,7 @@ class DraftBudget:
         m = int(ms[int(np.argmax(gained / seconds))])
         probing = probing or [False] * len(trees)
         keeps = [sorted(o[: max(0, m - 1 - a)].tolist()) for o, a in zip(orders, aux_rows)]
-        return [[best_guess(t)] if p and not keep and t is not None and len(t) else keep
+        return [[best_guess(t)] if p and t is not None and len(t) else keep
                 for t, keep, p in zip(trees, keeps, probing)]
 
     def depth_hint(self, context: int | None = None) -> int:

@@ -36,11 +36,13 @@ not for its last few tokens.
 budget keeps a probe credit in seconds, across generations and tasks (``MethodLearning``): every step in which sequences skip adds ``PROBE_COST``
 (0.5%) of the step's priced seconds, in proportion to the sequences skipped. A skipped sequence probes once the
 credit covers its probe's waste: the probe step's seconds beyond what its expected tokens would have cost at the
-step's chosen rate, its whole catch-up included. A probe verifies at least its drafter's own best guess
+step's chosen rate, its whole catch-up included. A probe verifies its drafter's own best guess alone
 (``DraftBudget.select``, ``budget.best_guess``), whatever the rates learned from the rejections that made the
-budget skip (a probe those rates cut to nothing verified nothing, so they never recovered: suffix on GSM8K). It
-is priced with the forward of the probes seen so far (before the first, a drafted step's) and at most
-``PROBE_TOKENS`` tokens (a probe cut to its best guess emits at most two). The credit then starts again from zero, and at most one sequence
+budget skip (a probe those rates cut to nothing verified nothing, so they never recovered: suffix on GSM8K). So
+it is cheap: priced with the forward of the probes seen so far (before the first, ``T(2) / T(1)`` of a plain
+step's), at most ``PROBE_TOKENS`` tokens. Priced at a drafted step's wide forward, Token Recycling (whose warm-up
+drafts from an empty matrix) probed once in 100 steps and never recovered: 89% of its best fixed budget; priced
+so, 99% (``docs/measurements.md``). The credit then starts again from zero, and at most one sequence
 probes a step. So probes spend at most 0.5% of the skipped steps' time whatever one costs: a cheap drafter that
 loses a tenth of a step (PLD or REST finding no match) probes every 20 skipped steps, and EAGLE after an 8k prompt,
 whose first draft wastes 30 plain steps, once in 6000.
@@ -71,7 +73,7 @@ OWN_WEIGHT = 0.5  # a sequence's own steps count half as much as the budget's
 WARM_STEPS = 4  # drafted steps a budget sees before it may skip
 PROBE_COST = 0.005  # the share of the skipped steps' seconds probes may spend
 SKIP_MARGIN = 0.02  # a step skips only when plain's value beats drafting's by more than this share
-PROBE_TOKENS = 2.0  # the tokens a probe is priced at, at most: one cut to its drafter's best guess emits two
+PROBE_TOKENS = 2.0  # the most a probe emits: it verifies its drafter's best guess alone
 
 
 def values(gains: list[float], draft_s: list[float], forward: Callable[[int], float],
@@ -145,9 +147,9 @@ class DraftGains:
     def forward_ratio(self, active: int) -> float:
         return self._get(self.ratios, active, 1.0)
 
-    def probe_ratio(self, active: int) -> float:
-        """A probe step's forward over a plain one's; before any probe was seen, a drafted step's."""
-        return self._get(self.probe_ratios, active, self.forward_ratio(active))
+    def probe_ratio(self, active: int, first: float) -> float:
+        """A probe step's forward over a plain one's; before any probe was seen, ``first``."""
+        return self._get(self.probe_ratios, active, first)
 
     def add(self, active: int, tokens: list[int], forward_ratio: float, probe: bool = False) -> None:
         """One step in which ``len(tokens)`` sequences drafted and emitted ``tokens``; ``probe``: only as a probe."""
@@ -213,7 +215,8 @@ def amortised(base: float, catch_up: float, gain: float, room: int) -> float:
 
 
 def choose(states: list[SequenceState], gains: DraftGains, base_s: list[float], catch_up_s: list[float],
-           plain_forward: float, overhead: Callable[[bool], float], active: int) -> Choice:
+           plain_forward: float, overhead: Callable[[bool], float], active: int,
+           first_probe_ratio: float | None = None) -> Choice:
     """Which of the candidate ``states`` draft this step on their value (module docstring), and each other one's
     probe waste. ``base_s``, ``catch_up_s``: each candidate's drafting and catch-up seconds; ``plain_forward``: the
     seconds of this step's forward if no sequence drafts."""
@@ -231,7 +234,8 @@ def choose(states: list[SequenceState], gains: DraftGains, base_s: list[float], 
     tokens = active + sum(expected[i] - 1.0 for i in order[:k])
     seconds = tokens / value[k]
     waste = [float("inf")] * n
-    probe_forward = plain_forward * gains.probe_ratio(active) if k == 0 else drafted_forward
+    first = gains.forward_ratio(active) if first_probe_ratio is None else first_probe_ratio
+    probe_forward = plain_forward * gains.probe_ratio(active, first) if k == 0 else drafted_forward
     for i in (i for i in order[k:] if not states[i].blind):  # the probe's seconds beyond its tokens' price
         extra = base_s[i] + catch_up_s[i] + probe_forward - forward(k) + step_overhead(k + 1) - step_overhead(k)
         waste[i] = seconds + extra - (tokens + min(expected[i], PROBE_TOKENS) - 1.0) / value[k]
