@@ -1,4 +1,4 @@
-"""How the target's forward is executed: the registry of engine backends.
+"""How the target's forward is executed: the torch backends and ``resolve_backend`` (the names: ``backend_registry.py``).
 
 - ``reference``: the transformers module exactly as loaded, with transformers' ``DynamicCache``. The
   yardstick every other backend is compared with (``tests/test_backends.py``).
@@ -26,7 +26,7 @@ from typing import Any
 import torch
 from transformers import DynamicCache
 
-from specbench.engine.backend_registry import DEFAULT_BACKEND, backend_choices, backend_names, backend_spec  # noqa: F401
+from specbench.engine.backend_registry import backend_choices, backend_spec
 from specbench.engine.batch_cache import BatchedCache
 from specbench.engine.contract import TargetCaps
 from specbench.engine.kv_cache import PreallocatedCache
@@ -34,8 +34,6 @@ from specbench.engine.packed_linear import describe as describe_packing
 from specbench.engine.packed_linear import is_packed, pack_linears, packing_supported, unpack_linears
 from specbench.engine.target import TargetModel
 
-BACKENDS = backend_names()  # (as registered when specbench starts: the built-in ones)
-BACKEND_CHOICES = backend_choices()
 _STATE_ATTR = "_specbench_backend"
 
 

@@ -26,7 +26,8 @@ import torch
 
 from specbench.engine import step
 from specbench.engine.aux_rows import append_aux
-from specbench.engine.backends import DEFAULT_BACKEND, Backend, resolve_backend
+from specbench.engine.backend_registry import DEFAULT_BACKEND
+from specbench.engine.backends import Backend, resolve_backend
 from specbench.engine.budget import DraftBudget
 from specbench.engine.draft_or_skip import SequenceState
 from specbench.engine.draft_step import Draft
