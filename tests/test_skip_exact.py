@@ -285,8 +285,8 @@ def test_dropped_drafts_stay_exact(families, family: str, label: str) -> None:
 class FixedDepth(SkipPattern):
     """A ``SkipPattern`` that always asks the drafter for ``DEPTH`` tokens (the budget's hint is a random draw)."""
 
-    def depth_hint(self, context: int | None = None) -> int:
-        self._rates = None  # (a new step: ``select`` draws its own rates)
+    def depth_hint(self, context: int | None = None, hot: bool = False) -> int:
+        self._rates, self._hot = {}, hot  # (a new step: ``select`` draws its own rates)
         return DEPTH
 
 

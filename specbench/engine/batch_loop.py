@@ -206,7 +206,8 @@ class BatchDecoder:
         if budget is not None and a > 1 and any(d.tree is not None for d in drafts):
             keeps = budget.select_batch([d.tree for d in drafts], [d.aux_rows for d in drafts],
                                         lambda m, ctx: budget.costs.forward(m, ctx, a), context, sum(draft_s),
-                                        [s.seq is not None and s.seq.probing for s in slots])
+                                        [s.seq is not None and s.seq.probing for s in slots],
+                                        [s.st.hot for s in slots])
             for d, keep in zip(drafts, keeps):
                 keep_nodes(d, keep)
         self._sync()

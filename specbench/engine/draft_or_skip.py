@@ -10,7 +10,9 @@ step pays for a one-row forward and emits exactly one token. With ``A`` sequence
   steps (``DraftGains``, about 50 steps of memory), moved towards the sequence's own recent drafted steps
   (about 10) as if those were ``OWN_WEIGHT`` times fewer: the budget's mean keeps one unlucky step from
   switching drafting off (a drafted step's tokens vary from 1 to 5 around a mean near the threshold), the
-  sequence's own steps let a sequence whose text turns repetitive draft while the others do not. The
+  sequence's own steps let a sequence whose text turns repetitive draft while the others do not. For a hot
+  sequence (its last step accepted its whole draft, ``acceptance_stats.is_hot``) the budget's mean is that of the
+  hot drafted steps: a probe that hits starts a streak, and the streak drafts until a draft is cut short. The
   budget's later choice of how much of the draft to verify (``DraftBudget.select``) is inside it;
 - ``D``: one sequence's drafting seconds; ``F``: the verify forward of ``A`` sequences, for ``k = 0`` the plain
   one-row forward ``F_1`` and else ``F_1`` times the mean, over the budget's drafted steps, of each one's forward
@@ -120,15 +122,18 @@ class SequenceState:
     blind: bool = False  # the generation runs without the states its drafter reads (``fetch_prompt_states``)
     room: int = 0  # tokens the generation may still emit (set with ``unseen``; 0: unknown)
     probing: bool = False  # this step drafts as a probe (``probe``): its draft verifies at least one node
+    hot: bool = False  # its last step accepted its whole draft (set with ``unseen``; ``acceptance_stats.is_hot``)
 
 
 class DraftGains:
     """A budget's tokens per drafted step and its forward's price relative to a plain step's, per number of
     sequences in the step (and over all), as decayed means; and the same price of the steps that drafted only as
-    a probe (``probe_ratios``: one node, plus the drafter's auxiliary rows)."""
+    a probe (``probe_ratios``: one node, plus the drafter's auxiliary rows); and the tokens of the steps drafted
+    in the hot regime (``hot_tokens``: after a step that accepted its whole draft)."""
 
     def __init__(self) -> None:
         self.tokens: dict[int, DecayedMean] = {}
+        self.hot_tokens: dict[int, DecayedMean] = {}
         self.ratios: dict[int, DecayedMean] = {}
         self.probe_ratios: dict[int, DecayedMean] = {}
         self.drafted = 0  # drafted sequence-steps seen
@@ -151,12 +156,16 @@ class DraftGains:
         """A probe step's forward over a plain one's; before any probe was seen, ``first``."""
         return self._get(self.probe_ratios, active, first)
 
-    def add(self, active: int, tokens: list[int], forward_ratio: float, probe: bool = False) -> None:
-        """One step in which ``len(tokens)`` sequences drafted and emitted ``tokens``; ``probe``: only as a probe."""
+    def add(self, active: int, tokens: list[int], forward_ratio: float, probe: bool = False,
+            hot: list[bool] | None = None) -> None:
+        """One step in which ``len(tokens)`` sequences drafted and emitted ``tokens``; ``probe``: only as a probe;
+        ``hot``: which of them drafted in the hot regime."""
         for key in (active, 0):
             t = self.tokens.setdefault(key, DecayedMean(GAIN_DECAY))
-            for n in tokens:
+            for n, h in zip(tokens, hot or [False] * len(tokens)):
                 t.add(float(n))
+                if h:
+                    self.hot_tokens.setdefault(key, DecayedMean(GAIN_DECAY)).add(float(n))
             self.ratios.setdefault(key, DecayedMean(GAIN_DECAY)).add(float(forward_ratio))
             if probe:
                 self.probe_ratios.setdefault(key, DecayedMean(GAIN_DECAY)).add(float(forward_ratio))
@@ -179,7 +188,9 @@ class MethodLearning:
 
 
 def expected_gain(gains: DraftGains, s: SequenceState, active: int) -> float:
-    """The budget's mean tokens per drafted step, moved towards the sequence's own (module docstring).
+    """The budget's mean tokens per drafted step, moved towards the sequence's own (module docstring). For a hot
+    sequence the budget's mean is that of its hot steps (with one step of the mean of all as a prior): a streak
+    keeps drafting where the mean of every step would skip, and a probe that hits starts one.
 
     >>> g = DraftGains(); g.add(1, [2] * 60, 1.3)
     >>> s = SequenceState(); _ = [s.gain.add(4.0) for _ in range(40)]
@@ -189,6 +200,9 @@ def expected_gain(gains: DraftGains, s: SequenceState, active: int) -> float:
     budget = gains.tokens.get(active) or gains.tokens.get(0)
     weight = budget.weight if budget is not None and budget.known else 0.0
     mean = gains.gain(active)
+    hot = (gains.hot_tokens.get(active) or gains.hot_tokens.get(0)) if s.hot else None
+    if hot is not None and hot.known:
+        mean = (hot.total + mean) / (hot.weight + 1.0)
     own = s.gain.weight * OWN_WEIGHT if s.gain.known else 0.0
     return mean if own == 0 else (weight * mean + own * s.gain.mean) / (weight + own)
 

@@ -23,6 +23,7 @@ from typing import Any
 
 import torch
 
+from specbench.engine.acceptance_stats import is_hot
 from specbench.engine.budget import DraftBudget
 from specbench.engine.draft_or_skip import SequenceState
 from specbench.engine.draft_step import Draft, draft_step
@@ -49,6 +50,7 @@ class Decoding:
     sampler: Sampler | None
     fresh_layers: list[torch.Tensor]  # the same rows' chosen-layer states (DraftContext.layer_states), if asked
     fresh_rows: int = 0  # rows in ``fresh`` (kept as they come: budget=auto prices the catch-up every step)
+    hot: bool = False  # the last step accepted its whole draft (budget=auto's regime: ``acceptance_stats.is_hot``)
 
     def __post_init__(self) -> None:
         self.fresh_rows = sum(int(t.shape[0]) for t in self.fresh)
@@ -90,7 +92,7 @@ def draft(st: Decoding, drafter: Drafter, model: Any, room: int, budget: DraftBu
     if st.fresh_layers:
         unseen_layers = st.fresh_layers[0] if len(st.fresh_layers) == 1 else torch.cat(st.fresh_layers)
     st.fresh, st.fresh_layers, st.fresh_rows = [], [], 0
-    max_depth = room - 1 if budget is None else min(room - 1, budget.depth_hint(len(st.tokens)))
+    max_depth = room - 1 if budget is None else min(room - 1, budget.depth_hint(len(st.tokens), st.hot))
     ctx = DraftContext(st.tokens, st.prompt_len, st.last_hidden, model, max_depth, unseen, sampler=st.sampler,
                        layer_states=unseen_layers)
     out = draft_step(drafter, ctx, room, budget, started, select)
@@ -139,7 +141,8 @@ def feedback(st: Decoding, drafter: Drafter | None, budget: DraftBudget | None, 
     drafter that reads them catches up when it is next called."""
     accepted = [r - 1 for r in ver.rows[1:]]
     if budget is not None and drafted:
-        budget.observe(tree, accepted)
+        budget.observe(tree, accepted, st.hot)
+    st.hot = drafted and is_hot(tree, accepted)  # (a plain step shows nothing of the drafter: cold)
     if drafter is None:
         return
     rows = slice(0, 1) if ver.rows == [0] else ver.rows  # (a plain step's row: a view, not a gather)
@@ -188,6 +191,7 @@ def ready(seq: SequenceState, st: Decoding, room: int, reads: bool) -> SequenceS
     states) and the tokens its generation may still emit: what ``DraftBudget.plan`` prices."""
     seq.unseen = st.fresh_rows if reads else 0
     seq.room = room
+    seq.hot = st.hot
     return seq
 
 
