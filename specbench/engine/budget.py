@@ -215,18 +215,17 @@ class DraftBudget:
 
     def select_batch(self, trees: list[DraftTree | None], aux_rows: list[int], cost_rows: Callable[..., np.ndarray],
                      context: int | None = None, draft_s: float = 0.0,
-                     probing: list[bool] | None = None, hots: list[bool] | None = None) -> list[list[int]]:
+                     probing: list[bool] | None = None) -> list[list[int]]:
         """The kept nodes of each sequence of a batched step whose forward is padded to the longest one:
         every sequence keeps its most likely nodes up to ``m`` rows (root and auxiliary rows included), ``m``
         chosen for the most expected tokens of the whole batch per second of ``cost_rows(m, context)``; a
-        sequence ``probing`` (``plan``) keeps its drafter's best guess alone (``select``). ``hots``: each sequence's
-        regime (``acceptance_stats.is_hot``; None: all cold).
+        sequence ``probing`` (``plan``) keeps its drafter's best guess alone (``select``). Every sequence is priced
+        cold (the batched loop keeps none hot: ``acceptance_stats.py``).
 
         Example: two sequences whose chains' nodes are accepted with 0.9 and 0.1: at ``m = 3`` the first
         gains 0.9 + 0.81 tokens and the second 0.1 + 0.01, both paying the 3-row padded forward.
         """
-        hots = hots or [False] * len(trees)
-        probs = [self.path_probs(t, h) if t is not None and len(t) else np.zeros(0) for t, h in zip(trees, hots)]
+        probs = [self.path_probs(t, False) if t is not None and len(t) else np.zeros(0) for t in trees]
         orders = [np.argsort(-p, kind="stable") for p in probs]
         sums = [np.concatenate([[0.0], np.cumsum(p[o])]) for p, o in zip(probs, orders)]
         ms = np.arange(max(1 + a for a in aux_rows), max(1 + a + len(p) for a, p in zip(aux_rows, probs)) + 1)
