@@ -86,13 +86,14 @@ from specbench.datastore.tokenize_corpus import tokenizer_hash
 from specbench.datastore.trie import query_tree
 
 # training: the shared feature store, recipes, trainer steps, checkpoints trained on first use
-from specbench.training.checkpoints import default_dir, load_or_train
+from specbench.training.checkpoints import default_dir, keyed_dir, load_or_train, trained_default_dir
 from specbench.training.distill_data import DEFAULT_CORPORA, DistillData, interleave, sequence_ids
 from specbench.training.feature_store import FeatureOptions, FeatureStore
-from specbench.training.recipes import FULL, QUICK, RECIPE_NAMES, check_recipe, eta_minutes
+from specbench.training.recipes import FULL, QUICK, RECIPE_NAMES, check_recipe, eta_minutes, recipe_prefix
 from specbench.training.resume import EpochState
 from specbench.training.steps import optimizer_step, trainable
 from specbench.training.trainer_args import TrainerSpec, register_train_command
+from specbench.training.draft_vocab import rank_by_count
 from specbench.training.windows import choose_vocab, lr_scale, pack_runs, runs, sequence_lengths
 from specbench.training.checkpoint_io import VOCAB, read_vocab, read_weights, save_weights
 from specbench.training.find_or_train import find_or_train, record_checkpoint
@@ -122,10 +123,11 @@ __all__ = [
     "read_gz_jsonl", "sharegpt_conversations", "prompt_probes", "test_prompts", "NGRAM_STORE_FILE",
     "NGRAM_STORE_VERSION", "NgramStore", "write_ngram_store", "TokenDatastore",
     "DEFAULT_CHUNK_TOKENS", "dir_bytes", "tokenizer_hash", "query_tree",
-    "default_dir", "load_or_train", "DEFAULT_CORPORA", "DistillData", "interleave", "sequence_ids",
-    "FeatureOptions", "FeatureStore", "FULL", "QUICK", "RECIPE_NAMES", "check_recipe", "eta_minutes", "EpochState",
-    "optimizer_step", "trainable", "TrainerSpec", "register_train_command",
-    "choose_vocab", "lr_scale", "pack_runs", "runs", "sequence_lengths", "VOCAB", "read_vocab", "read_weights",
+    "default_dir", "keyed_dir", "trained_default_dir", "load_or_train", "DEFAULT_CORPORA", "DistillData", "interleave",
+    "sequence_ids", "FeatureOptions", "FeatureStore", "FULL", "QUICK", "RECIPE_NAMES", "recipe_prefix", "check_recipe",
+    "eta_minutes", "EpochState", "optimizer_step", "trainable", "TrainerSpec", "register_train_command",
+    "choose_vocab", "rank_by_count", "lr_scale", "pack_runs", "runs", "sequence_lengths", "VOCAB", "read_vocab",
+    "read_weights",
     "save_weights", "find_or_train", "record_checkpoint",
     "Question", "Task", "encode_prompt", "DEFAULT_SPLIT", "make_task",
 ]

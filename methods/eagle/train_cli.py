@@ -6,15 +6,9 @@ reads; ``--curve 20k,100k,300k`` prints held-out top-1 against positions (``spec
 from __future__ import annotations
 
 import argparse
-from typing import Any, Sequence
 
 from methods.eagle.train import RECIPES, TRAIN_S_PER_POSITION, train_eagle
-from specbench.api import DEFAULT_CORPORA, TrainerSpec, default_dir, int_at_least, register_train_command
-
-
-def _default_dir(env: Any, name: str, cfg: Any, corpora: Sequence[str]) -> Any:
-    same = cfg == RECIPES.get(name) and tuple(corpora) == tuple(DEFAULT_CORPORA)
-    return default_dir(env, "eagle", cfg, name) if same else None
+from specbench.api import TrainerSpec, int_at_least, register_train_command, trained_default_dir
 
 
 def _add_arguments(r: argparse.ArgumentParser) -> None:
@@ -24,4 +18,5 @@ def _add_arguments(r: argparse.ArgumentParser) -> None:
 
 register_train_command(TrainerSpec(
     "eagle", "self-distil an EAGLE draft layer from the frozen target on CPU", lambda args: RECIPES, train_eagle,
-    _default_dir, _add_arguments, TRAIN_S_PER_POSITION, option="eagle.checkpoint"))
+    trained_default_dir("eagle", lambda name, cfg: RECIPES.get(name)), _add_arguments, TRAIN_S_PER_POSITION,
+    option="eagle.checkpoint"))

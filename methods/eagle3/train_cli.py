@@ -7,17 +7,10 @@ cache folder ``--method-opt eagle3.recipe=full`` reads.
 from __future__ import annotations
 
 import argparse
-from typing import Any, Sequence
 
 from methods.eagle3.layer import reference_layers
 from methods.eagle3.train import RECIPES, TRAIN_S_PER_POSITION, train_eagle3
-from specbench.api import (DEFAULT_CORPORA, TrainerSpec, default_dir, int_at_least, positive_int,
-                           register_train_command)
-
-
-def _default_dir(env: Any, name: str, cfg: Any, corpora: Sequence[str]) -> Any:
-    same = cfg == RECIPES.get(name) and tuple(corpora) == tuple(DEFAULT_CORPORA)
-    return default_dir(env, "eagle3", cfg, name) if same else None
+from specbench.api import TrainerSpec, int_at_least, positive_int, register_train_command, trained_default_dir
 
 
 def _add_arguments(r: argparse.ArgumentParser) -> None:
@@ -31,5 +24,6 @@ def _add_arguments(r: argparse.ArgumentParser) -> None:
 
 register_train_command(TrainerSpec(
     "eagle3", "self-distil an EAGLE-3 draft from the frozen target on CPU", lambda args: RECIPES, train_eagle3,
-    _default_dir, _add_arguments, TRAIN_S_PER_POSITION, metric="heldout_top1_steps", option="eagle3.checkpoint",
+    trained_default_dir("eagle3", lambda name, cfg: RECIPES.get(name)), _add_arguments, TRAIN_S_PER_POSITION,
+    metric="heldout_top1_steps", option="eagle3.checkpoint",
     store_shape=lambda target, cfg: (cfg.max_seq_len, reference_layers(int(target.config.num_hidden_layers)))))

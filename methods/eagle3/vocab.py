@@ -16,6 +16,8 @@ from dataclasses import dataclass
 
 import torch
 
+from specbench.api import rank_by_count
+
 
 @dataclass(frozen=True)
 class DraftVocab:
@@ -69,7 +71,5 @@ def most_frequent(tokens: torch.Tensor, size: int, vocab_size: int) -> DraftVoca
     >>> most_frequent(torch.tensor([7, 7, 2, 2, 5, 1]), 2, 8).ids.tolist()
     [2, 7]
     """
-    counts = torch.bincount(tokens.long(), minlength=vocab_size).double()  # [V]
-    # a stable order: more frequent first, then the smaller id (the tiny fraction never outweighs one count)
-    order = torch.argsort(counts - torch.arange(vocab_size, dtype=torch.double) / (2 * vocab_size), descending=True)
-    return DraftVocab.from_ids(order[: min(size, vocab_size)], vocab_size)
+    counts = torch.bincount(tokens.long(), minlength=vocab_size)  # [V]
+    return DraftVocab.from_ids(rank_by_count(counts, min(size, vocab_size)), vocab_size)

@@ -8,20 +8,15 @@ Example: ``specbench train hydra --head mlp --out /tmp/h`` -> the paper's base h
 from __future__ import annotations
 
 import argparse
-from typing import Any, Sequence
+from typing import Any
 
 from methods.hydra.train import RECIPES, TRAIN_S_PER_POSITION, recipe_for, train_hydra
-from specbench.api import DEFAULT_CORPORA, TrainerSpec, default_dir, int_at_least, positive_int, register_train_command
+from specbench.api import TrainerSpec, int_at_least, positive_int, register_train_command, trained_default_dir
 
 
 def _recipes(args: argparse.Namespace) -> dict[str, Any]:
     """Each recipe of the ``--head``'s own defaults (the flags given go on top of them)."""
     return {name: recipe_for(getattr(args, "head", None) or "prefix-mlp", name) for name in RECIPES}
-
-
-def _default_dir(env: Any, name: str, cfg: Any, corpora: Sequence[str]) -> Any:
-    same = cfg == recipe_for(cfg.head, name) and tuple(corpora) == tuple(DEFAULT_CORPORA)
-    return default_dir(env, "hydra", cfg, name) if same else None
 
 
 def _add_arguments(r: argparse.ArgumentParser) -> None:
@@ -37,5 +32,6 @@ def _add_arguments(r: argparse.ArgumentParser) -> None:
 
 
 register_train_command(TrainerSpec(
-    "hydra", "self-distil Hydra heads from the frozen target on CPU", _recipes, train_hydra, _default_dir,
+    "hydra", "self-distil Hydra heads from the frozen target on CPU", _recipes, train_hydra,
+    trained_default_dir("hydra", lambda name, cfg: recipe_for(cfg.head, name)),
     _add_arguments, TRAIN_S_PER_POSITION, option="hydra.checkpoint"))

@@ -6,15 +6,9 @@ Example: ``specbench train medusa --num-heads 5 --out /tmp/m5`` -> ``--method-op
 from __future__ import annotations
 
 import argparse
-from typing import Any, Sequence
 
 from methods.medusa.train import RECIPES, TRAIN_S_PER_POSITION, train_medusa
-from specbench.api import DEFAULT_CORPORA, TrainerSpec, default_dir, positive_int, register_train_command
-
-
-def _default_dir(env: Any, name: str, cfg: Any, corpora: Sequence[str]) -> Any:
-    same = cfg == RECIPES.get(name) and tuple(corpora) == tuple(DEFAULT_CORPORA)
-    return default_dir(env, "medusa", cfg, name) if same else None
+from specbench.api import TrainerSpec, positive_int, register_train_command, trained_default_dir
 
 
 def _add_arguments(r: argparse.ArgumentParser) -> None:
@@ -26,4 +20,5 @@ def _add_arguments(r: argparse.ArgumentParser) -> None:
 
 register_train_command(TrainerSpec(
     "medusa", "self-distil Medusa heads from the frozen target on CPU", lambda args: RECIPES, train_medusa,
-    _default_dir, _add_arguments, TRAIN_S_PER_POSITION, option="medusa.checkpoint"))
+    trained_default_dir("medusa", lambda name, cfg: RECIPES.get(name)), _add_arguments, TRAIN_S_PER_POSITION,
+    option="medusa.checkpoint"))

@@ -13,7 +13,7 @@ import torch
 
 from methods.redrafter.config import HeadConfig
 from specbench.api import (ContentMismatch, DatastoreError, checkpoint_errors, file_sha256, read_config, read_tensors,
-                           strict_json, verify_sha256)
+                           save_weights, verify_sha256)
 from methods.redrafter.head import DraftHead
 
 WEIGHTS = "head.safetensors"
@@ -21,18 +21,10 @@ CONFIG = "config.json"
 
 
 def save_checkpoint(head: DraftHead, out_dir: Path, extra: dict[str, Any] | None = None) -> Path:
-    """Write weights + config atomically-ish (temp file then rename); returns the directory."""
-    from safetensors.torch import save_file
-
-    out_dir.mkdir(parents=True, exist_ok=True)
-    state = {k: v.detach().float().contiguous() for k, v in head.state_dict().items()}
-    tmp = out_dir / (WEIGHTS + ".tmp")
-    save_file(state, str(tmp))
-    tmp.replace(out_dir / WEIGHTS)
-    meta = {"head": dataclasses.asdict(head.config), **(extra or {}),
-            "weights_sha256": file_sha256(out_dir / WEIGHTS)}
-    (out_dir / (CONFIG + ".tmp")).write_text(strict_json(meta, indent=1), encoding="utf-8")
-    (out_dir / (CONFIG + ".tmp")).replace(out_dir / CONFIG)
+    """Write the head's fp32 weights, then ``config.json`` (the head config, ``extra``, the weights' sha256) in the
+    kit's format (``save_weights``: the config written last marks the folder complete); returns the directory."""
+    state = {k: v.detach().float() for k, v in head.state_dict().items()}
+    save_weights(out_dir, WEIGHTS, state, {"head": dataclasses.asdict(head.config), **(extra or {})})
     return out_dir
 
 

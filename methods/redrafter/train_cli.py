@@ -22,7 +22,7 @@ def _recipes(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def _default_dir(env: Any, name: str, cfg: Any, corpora: Sequence[str]) -> Any:
-    from methods.redrafter import default_checkpoint_dir, default_train_config
+    from methods.redrafter.method import default_checkpoint_dir, default_train_config
 
     config = ReDrafterConfig(recipe=name, n_predict=cfg.n_predict, proj=cfg.proj, num_blocks=cfg.num_blocks,
                              default_corpus=",".join(corpora))

@@ -17,6 +17,8 @@ from pathlib import Path
 
 import torch
 
+from specbench.api import rank_by_count
+
 COUNTS = "token_counts.safetensors"  # ``[V]`` counts of the training data's labels and tokens, beside the head
 DATA = "data.safetensors"  # the collected training data heads trained before the feature store kept instead
 
@@ -56,11 +58,5 @@ def choose_draft_vocab(counts: torch.Tensor | None, size: int, keep: set[int], v
     >>> choose_draft_vocab(torch.tensor([0, 0, 1, 0, 0, 3, 0, 0]), 4, {7}, 8).tolist()
     [0, 2, 5, 7]
     """
-    size = min(size, vocab_size)
-    counts = torch.zeros(vocab_size, dtype=torch.long) if counts is None else counts.long().clone()
-    for k in keep:
-        if 0 <= k < vocab_size:
-            counts[k] = counts.max() + 1
-    # rank by (count desc, id asc): a stable sort of the ids by descending count
-    order = torch.sort(counts, descending=True, stable=True).indices
-    return torch.sort(order[:size]).values
+    counts = torch.zeros(vocab_size, dtype=torch.long) if counts is None else counts
+    return torch.sort(rank_by_count(counts, min(size, vocab_size), keep)).values

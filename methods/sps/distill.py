@@ -32,7 +32,7 @@ import torch.nn.functional as F
 
 from methods.sps.labels import STORE_SEQ_LEN, LabelledSequence, select
 from specbench.api import (ConfigError, EpochState, FeatureOptions, FeatureStore, checkpoint_errors, file_sha256,
-                           optimizer_step, read_config, trainable, verify_checkpoint)
+                           optimizer_step, rank_by_count, read_config, trainable, verify_checkpoint)
 
 __all__ = ["DistillConfig", "LabelledSequence", "RECIPES", "choose_vocab", "distill_draft", "load_distilled"]
 
@@ -85,12 +85,10 @@ def collect_labels(model: torch.nn.Module, tokenizer: Any, corpora: Sequence[str
 
 def choose_vocab(seqs: list[LabelledSequence], size: int, keep: set[int]) -> np.ndarray:
     """Draft id -> target id: slot 0 for every other token, then ``keep`` and the most frequent ones."""
-    counts: dict[int, int] = {}
-    for s in seqs:
-        for t in s.ids + [x for x in s.labels if x >= 0]:
-            counts[t] = counts.get(t, 0) + 1
-    ranked = sorted(keep) + [t for t, _ in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])) if t not in keep]
-    return np.array([-1] + ranked[: size - 1], dtype=np.int64)
+    ids = torch.tensor([t for s in seqs for t in s.ids + [x for x in s.labels if x >= 0]], dtype=torch.long)
+    top = max([int(ids.max()) if len(ids) else -1, *keep]) + 1
+    ranked = rank_by_count(torch.bincount(ids, minlength=top), size - 1, keep, seen_only=True)
+    return np.array([-1] + ranked.tolist(), dtype=np.int64)
 
 
 def build_draft(target: torch.nn.Module, vocab: np.ndarray, layers: int) -> torch.nn.Module:

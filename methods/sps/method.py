@@ -9,8 +9,6 @@ them in one forward of the target, and the draft's cache is cut back to what was
 from __future__ import annotations
 
 import dataclasses
-import hashlib
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -20,7 +18,8 @@ import torch
 
 from specbench.api import (
     DEFAULT_CORPORA, BaseDrafter, ConfigError, DraftContext, DraftTree, FeatureOptions, MethodEnv, Proposal, StepResult,
-    check_recipe, eta_minutes, is_hub_id, load_or_train, register_method, resolve_checkpoint, stop_token_ids)
+    check_recipe, eta_minutes, is_hub_id, keyed_dir, load_or_train, register_method, resolve_checkpoint,
+    stop_token_ids)
 
 from methods.sps.adaptive import AdaptiveThreshold, require_sklearn
 from methods.sps.distill import (META_FILE, RECIPES, TRAIN_S_PER_POSITION, VOCAB_FILE, DistillConfig, distill_draft,
@@ -125,8 +124,7 @@ def distilled_dir(env: MethodEnv, recipe: DistillConfig, name: str = "quick") ->
     fields: dict[str, Any] = {"model": env.model_id, "corpora": DEFAULT_CORPORA, "recipe": dataclasses.asdict(recipe)}
     if name != "quick":
         fields["recipe_name"] = name
-    digest = hashlib.sha256(json.dumps(fields, sort_keys=True).encode()).hexdigest()[:12]
-    return Path(env.cache_dir) / "sps" / (("distilled-" if name == "quick" else f"distilled-{name}-") + digest)
+    return keyed_dir(env, "sps", "distilled" if name == "quick" else f"distilled-{name}", fields)
 
 
 def load_draft(name: str, env: MethodEnv, recipe: str = "quick") -> tuple[Any, np.ndarray | None]:

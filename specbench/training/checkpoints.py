@@ -16,7 +16,7 @@ import hashlib
 import json
 import sys
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 from specbench.models.hub import resolve_checkpoint
 from specbench.paths import writable_cache_dir
@@ -26,17 +26,48 @@ from specbench.training.recipes import QUICK, recipe_prefix
 DEFAULT = "default"
 
 
+def keyed_dir(env: Any, kind: str, prefix: str, fields: dict[str, Any]) -> Path:
+    """The one rule for where a trained default lives: ``<cache>/<kind>/<prefix>-<key>``, ``key`` the first 12 hex
+    digits of the SHA-256 of ``fields`` (everything that changes the weights) as sorted JSON. Each method names
+    its fields (``default_dir`` for most; the SpS draft and ReDrafter keep the fields their folders were first
+    keyed by, so a cached default stays found).
+
+    >>> from types import SimpleNamespace
+    >>> keyed_dir(SimpleNamespace(cache_dir="/c"), "medusa", "default", {"model": "m"}).as_posix()
+    '/c/medusa/default-deea0f7771b9'
+    """
+    key = hashlib.sha256(json.dumps(fields, sort_keys=True).encode()).hexdigest()[:12]
+    return Path(env.cache_dir) / kind / f"{prefix}-{key}"
+
+
 def default_dir(env: Any, kind: str, recipe: Any, name: str = QUICK) -> Path:
-    """``<cache>/<kind>/<prefix>-<hash>`` of the target, its dtype, ``DEFAULT_CORPORA``, ``recipe`` (a
-    dataclass) and its ``name`` (``quick``: prefix ``default``, the key as before recipes had names; else
-    prefix and key carry the name), so a new recipe or target trains a new default instead of reusing another's."""
+    """``keyed_dir`` of the target, its dtype, ``DEFAULT_CORPORA``, ``recipe`` (a dataclass) and its ``name``
+    (``quick``: prefix ``default``, the key as before recipes had names; else prefix and key carry the name), so a
+    new recipe or target trains a new default instead of reusing another's."""
     param = next(env.model.parameters())
     fields: dict[str, Any] = {"model": env.model_id, "dtype": str(param.dtype), "corpora": DEFAULT_CORPORA,
                               "recipe": dataclasses.asdict(recipe)}
     if name != QUICK:
         fields["recipe_name"] = name
-    key = json.dumps(fields, sort_keys=True)
-    return Path(env.cache_dir) / kind / f"{recipe_prefix(name)}-{hashlib.sha256(key.encode()).hexdigest()[:12]}"
+    return keyed_dir(env, kind, recipe_prefix(name), fields)
+
+
+def trained_default_dir(kind: str, recipe_of: Callable[[str, Any], Any],
+                        folder: Callable[[Any, Any, str], Path] | None = None
+                        ) -> Callable[[Any, str, Any, Sequence[str]], Path | None]:
+    """A ``TrainerSpec.default_dir``: the folder of recipe ``name``'s default (``folder(env, cfg, name)``, by default
+    ``default_dir(env, kind, cfg, name)``) when ``cfg`` is that recipe's (``recipe_of(name, cfg)``) and the corpora
+    are ``DEFAULT_CORPORA``, else None (``specbench train`` then writes to ``--out``, not over the default).
+
+    >>> pick = trained_default_dir("eagle", lambda name, cfg: {"quick": 1}.get(name), lambda env, cfg, name: Path(name))
+    >>> pick(None, "quick", 1, DEFAULT_CORPORA), pick(None, "quick", 2, DEFAULT_CORPORA), pick(None, "quick", 1, ())
+    (PosixPath('quick'), None, None)
+    """
+    def default(env: Any, name: str, cfg: Any, corpora: Sequence[str]) -> Path | None:
+        if cfg != recipe_of(name, cfg) or tuple(corpora) != tuple(DEFAULT_CORPORA):
+            return None
+        return default_dir(env, kind, cfg, name) if folder is None else folder(env, cfg, name)
+    return default
 
 
 def load_or_train(checkpoint: str | None, env: Any, *, option: str, default: Callable[[], Path],

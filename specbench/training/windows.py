@@ -14,6 +14,7 @@ import numpy as np
 import torch
 
 from specbench.training.distill_data import DistillData
+from specbench.training.draft_vocab import rank_by_count
 
 
 def runs(starts: torch.Tensor, window: int) -> list[tuple[int, int]]:
@@ -78,8 +79,7 @@ def lr_scale(step: int, warmup: int, total: int) -> float:
 
 
 def choose_vocab(data: DistillData, size: int, keep: set[int], vocab_size: int) -> np.ndarray:
-    """The ``size`` target ids the draft scores: ``keep`` (stop tokens), then the most frequent labels."""
+    """The ``size`` target ids the draft scores, sorted: ``keep`` (stop tokens), then the most frequent labels
+    (``draft_vocab.rank_by_count``)."""
     counts = torch.bincount(data.argmax[data.train_starts + 1], minlength=vocab_size)
-    for k in keep:
-        counts[k] = counts.max() + 1
-    return np.sort(counts.topk(min(size, vocab_size)).indices.numpy()).astype(np.int64)
+    return np.sort(rank_by_count(counts, min(size, vocab_size), keep).numpy()).astype(np.int64)
