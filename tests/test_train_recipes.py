@@ -155,7 +155,8 @@ def test_the_curve_size_equal_to_the_recipes_fills_the_recipes_folder(tmp_path, 
     tiny = {"quick": MedusaTrainConfig(tokens=300, max_seq_len=64), "full": MedusaTrainConfig(tokens=300, epochs=2,
                                                                                           max_seq_len=64)}
     monkeypatch.setattr(medusa_cli, "RECIPES", tiny)
-    monkeypatch.setattr(medusa_cli, "DEFAULT_CORPORA", (CORPUS,))
+    import specbench.training.checkpoints as checkpoints
+    monkeypatch.setattr(checkpoints, "DEFAULT_CORPORA", (CORPUS,))  # (``trained_default_dir`` compares with it)
     argv = ["train", "medusa", "--model", str(model_dir), "--corpus", CORPUS, "--recipe", "full", "--curve", "150,300"]
     assert main(argv) == 0
     out = capsys.readouterr().out
