@@ -142,7 +142,8 @@ def feedback(st: Decoding, drafter: Drafter | None, budget: DraftBudget | None, 
     accepted = [r - 1 for r in ver.rows[1:]]
     if budget is not None and drafted:
         budget.observe(tree, accepted, st.hot)
-    st.hot = drafted and is_hot(tree, accepted)  # (a plain step shows nothing of the drafter: cold)
+    # (only budget=auto reads the regime: a run without it pays nothing for it; a plain step shows nothing: cold)
+    st.hot = budget is not None and drafted and is_hot(tree, accepted)
     if drafter is None:
         return
     rows = slice(0, 1) if ver.rows == [0] else ver.rows  # (a plain step's row: a view, not a gather)
