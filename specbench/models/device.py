@@ -5,6 +5,8 @@ device (``cuda:1`` syncs GPU 1, not the current default GPU), so timings bracket
 
 >>> exact_reductions()["fp16_reduced_precision_reduction"]
 False
+>>> steady_attention_kernels()["sdpa_cudnn"]
+False
 """
 from __future__ import annotations
 
@@ -35,6 +37,19 @@ def exact_reductions() -> dict[str, Any]:
     """
     torch.backends.cuda.matmul.allow_fp16_reduced_precision_reduction = False
     torch.backends.cuda.matmul.allow_bf16_reduced_precision_reduction = False
+    return precision_flags()
+
+
+def steady_attention_kernels() -> dict[str, Any]:
+    """Keep scaled-dot-product attention off cuDNN's kernel; returns ``precision_flags()``.
+
+    Why: cuDNN's attention builds an execution graph for each new (query, key) length on first use and caches
+    it (measured on an H200, torch 2.11: about 20 ms of CPU a build, 40 ms a step). Decoding meets a new key
+    length at every step, so whichever method visits a question's lengths first (AR, timed first) paid that
+    cost on every token and the methods after it did not: every GPU speedup read up to 10x too high. The
+    other kernels (memory-efficient, flash, math) have no per-shape build. A process-wide switch (no-op on CPU).
+    """
+    torch.backends.cuda.enable_cudnn_sdp(False)
     return precision_flags()
 
 

@@ -11,7 +11,7 @@ import torch
 
 from specbench.errors import ModelLoadError
 from specbench.files.content_hash import LEDGER, Check, ContentMismatch, combined_sha256, stream_sha256, verify_sha256
-from specbench.models.device import exact_reductions, select_device
+from specbench.models.device import exact_reductions, select_device, steady_attention_kernels
 from specbench.models.dtypes import DTYPES
 from specbench.models.embedded import EMBEDDED, EMBEDDED_ID, embedded_model_dir, verify_embedded
 
@@ -161,6 +161,7 @@ def _precision(dtype: str) -> bool:
     else:
         tf32 = bool(torch.backends.cuda.matmul.allow_tf32)
     exact_reductions()  # (flags recorded in the manifest)
+    steady_attention_kernels()
     return tf32
 
 
