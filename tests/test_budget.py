@@ -9,6 +9,8 @@ import pytest
 
 import specbench.engine.acceptance_stats as stats_mod
 import specbench.engine.budget as budget_mod
+import specbench.engine.draft_or_skip as skip_mod
+import specbench.models.device as device_mod
 import specbench.run.methods_factory as factory_mod
 from specbench.config.method_labels import budget_of, expand_budget, label_options, split_label
 from specbench.config.run_config import RunConfig
@@ -33,7 +35,7 @@ def learned(cost, rate: float = 0.5, trials: float = 1e7) -> DraftBudget:
 
 
 def test_doctests():
-    for mod in (budget_mod, factory_mod):
+    for mod in (budget_mod, factory_mod, skip_mod, device_mod):
         assert doctest.testmod(mod).failed == 0, mod.__name__
 
 
