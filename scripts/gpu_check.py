@@ -6,7 +6,9 @@
 3. cli: ``run_bench.py`` end to end on a small random Llama at batch sizes 1 and 4, ``--budget both``;
 4. cost profile: T(n)/T(1), n = 1..64, after 1k and 8k tokens on a Llama-7B-shaped bfloat16 model,
    written as ``profile.json``;
-5. ``summary.md`` and ``summary.json`` in ``--out`` (default ``$OUT``, else a new temporary folder).
+5. first visit: AR's decode step the first time it meets a prompt's lengths against the second time (a
+   kernel that builds per shape would slow the method timed first, AR, alone);
+6. ``summary.md`` and ``summary.json`` in ``--out`` (default ``$OUT``, else a new temporary folder).
 
 Exits 1 when a step finds a MISMATCH or crashes (a crashed step is recorded and the next one runs), else 0.
 ``--device cpu`` is the smoke mode CI runs (tiny sizes, about a minute on 2 cores).
@@ -32,22 +34,21 @@ for _p in (ROOT, ROOT / "tests", ROOT / "scripts"):  # the project is not instal
 
 from gpucheck.summary import exit_status, run_step, write_summary  # noqa: E402
 
-# Sizes and time budgets per mode. The CUDA ones were sized from this project's 2-core CPU: one exactness
-# cell (all 15 methods, one family and dtype, 3 records each of 24 tokens) took 1.5-2 s, the CLI step 15 s,
-# the tiny profile 6 s. A tiny model's forward on a GPU is bound by kernel launches (about 3x a CPU's
-# here), so the 12 CUDA cells take about 10 s each (120 s of a 180 s budget); the CLI step is a
-# 256-wide model (launch-bound too) for 120 s at most; the 7B-shaped profile is 2 x 64 sizes x 7 forwards
-# of 5-20 ms plus an 8k prefill (about 30 s of a 150 s budget). With the wheels' install, the total
-# stays under 8 minutes even when every budget is used up. A step past its budget stops and says so.
+# Sizes and time budgets per mode. Measured on an H200 (torch 2.11, 16 cores; issue 46's session): an exactness
+# cell (every method, one family and dtype, 2 records of 24 tokens) takes 20-25 s, since a tiny model's
+# forward there is bound by Python and kernel launches, so the 12 cells need about 250 s (at 180 s, 10 of
+# them ran); the CLI step took 50-70 s, the 7B-shaped profile 45 s, the first-visit step a few seconds. With
+# the wheels' install the check takes about 7 minutes, and stays under 9 when every budget is used up. A step
+# past its budget stops and says so.
 MODES: dict[str, dict[str, Any]] = {
     "cuda": {"families": ("llama", "qwen2", "gpt2", "neox"), "dtypes": ("float32", "bfloat16", "float16"),
-             "exact_tokens": 24, "exact_limit": 2, "exact_budget_s": 180,
-             "cli_hidden": 256, "cli_tokens": 32, "cli_limit": 8, "cli_dtype": "float16", "cli_budget_s": 120,
-             "profile_budget_s": 150},
+             "exact_tokens": 24, "exact_limit": 2, "exact_budget_s": 270,
+             "cli_hidden": 256, "cli_tokens": 32, "cli_limit": 8, "cli_dtype": "float16", "cli_budget_s": 100,
+             "profile_budget_s": 120, "visit_hidden": 256, "visit_tokens": 24, "visit_dtype": "float16"},
     "cpu": {"families": ("llama", "qwen2", "gpt2", "neox"), "dtypes": ("float32", "bfloat16", "float16"),
             "exact_tokens": 12, "exact_limit": 1, "exact_budget_s": 60,
             "cli_hidden": 64, "cli_tokens": 12, "cli_limit": 4, "cli_dtype": "float32", "cli_budget_s": 90,
-            "profile_budget_s": 30},
+            "profile_budget_s": 30, "visit_hidden": 64, "visit_tokens": 12, "visit_dtype": "float32"},
 }
 NEEDED = ("pydivsufsort", "faiss", "matplotlib", "transformers", "safetensors", "tokenizers", "yaml", "tabulate")
 
@@ -138,6 +139,18 @@ def cost_profile(out: Path, device: str, mode: dict[str, Any]) -> tuple[str, dic
     return ("stopped", {**got, "error": got["stopped"]}) if got["stopped"] else ("passed", got)
 
 
+def first_visit(work: Path, device: str, mode: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+    """AR's first visit of a prompt's lengths against its second: ``failed`` past ``first_visit.LIMIT``."""
+    from gpucheck.first_visit import LIMIT, measure_visits
+
+    got = measure_visits(work, device, mode["visit_dtype"], mode["visit_hidden"], mode["visit_tokens"])
+    if got["worst_step_ratio"] > LIMIT:
+        got["error"] = (f"a first visit's decode step is {got['worst_step_ratio']}x the second's: the method timed "
+                        "first on a question (AR) pays a per-shape cost the others do not")
+        return "failed", got
+    return "passed", got
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the steps in order, write the summary, return the exit status."""
     args = parse_args(argv)
@@ -151,7 +164,8 @@ def main(argv: list[str] | None = None) -> int:
         steps = [run_step("environment", lambda: environment(args.device)),
                  run_step("exactness", lambda: exactness(work, args.device, mode)),
                  run_step("cli", lambda: cli(work, args.device, mode)),
-                 run_step("cost profile", lambda: cost_profile(out, args.device, mode))]
+                 run_step("cost profile", lambda: cost_profile(out, args.device, mode)),
+                 run_step("first visit", lambda: first_visit(work, args.device, mode))]
     finally:
         if cache_before is None:
             os.environ.pop("SPECBENCH_CACHE", None)

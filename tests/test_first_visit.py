@@ -26,7 +26,8 @@ def test_each_question_is_prefilled_once_untimed_before_its_first_timed_method(t
     tasks.write_text("".join(json.dumps(r) + "\n" for r in [
         {"id": "q1", "turns": ["Say one two three.", "Again."]}, {"id": "q2", "turns": ["Count to five."]}]))
     cfg = RunConfig(methods=("pld",), tasks=(f"jsonl:{tasks}",), max_new_tokens=6, warmup=0,
-                    model=str(save_tiny_model(tmp_path / "model", seed=3)), device="cpu", out_dir=str(tmp_path / "runs"))
+                    model=str(save_tiny_model(tmp_path / "model", seed=3)), device="cpu",
+                    out_dir=str(tmp_path / "runs"))
     calls: list[tuple[int, str, int]] = []  # (prompt length, who, max_new_tokens)
     original = Engine.generate
 

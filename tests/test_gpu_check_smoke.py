@@ -18,7 +18,7 @@ from gpucheck.exactness import count_classes  # noqa: E402
 def test_cpu_smoke_mode_passes_and_writes_its_summary(tmp_path: Path) -> None:
     assert gpu_check.main(["--device", "cpu", "--out", str(tmp_path)]) == 0
     summary = json.loads((tmp_path / "summary.json").read_text())
-    assert [s["status"] for s in summary["steps"]] == ["passed"] * 4
+    assert [s["status"] for s in summary["steps"]] == ["passed"] * 5
     exact = summary["steps"][1]["figures"]
     assert {(c["family"], c["dtype"]) for c in exact["cells"]} == {
         (f, d) for f in ("llama", "qwen2", "gpt2", "neox") for d in ("float32", "bfloat16", "float16")}
@@ -30,6 +30,10 @@ def test_cpu_smoke_mode_passes_and_writes_its_summary(tmp_path: Path) -> None:
     assert set(ratio) == {"32", "128"} and all(r["1"] == 1.0 and "64" in r for r in ratio.values())
     from specbench.profiling.profile import load_profile
     assert set(load_profile(tmp_path / "profile.json")["latency_by_context_s"]["128"]) == {str(n) for n in range(1, 65)}
+    visits = summary["steps"][4]["figures"]
+    assert [r["prompt"] for r in visits["rows"]] == [61, 161, 307] and visits["cudnn_sdp"] is False
+    assert all(len(r["step_ms"]) == 2 and min(r["step_ms"]) > 0 for r in visits["rows"])
+    assert "First visit -> second" in (tmp_path / "summary.md").read_text()
     assert sorted(p.name for p in tmp_path.iterdir()) == ["profile.json", "summary.json", "summary.md"]
     assert "| pld | 0 / 0 of" in (tmp_path / "summary.md").read_text()
 
@@ -43,11 +47,12 @@ def test_mismatch_and_crash_exit_1_and_the_next_steps_still_run(tmp_path: Path, 
     ran = []
     monkeypatch.setattr(gpu_check, "cli", lambda *a: ran.append("cli") or 1 / 0)
     monkeypatch.setattr(gpu_check, "cost_profile", lambda *a: ran.append("profile") or ("passed", {}))
+    monkeypatch.setattr(gpu_check, "first_visit", lambda *a: ran.append("visit") or ("passed", {}))
     assert gpu_check.main(["--device", "cpu", "--out", str(tmp_path)]) == 1
     steps = {s["name"]: s for s in json.loads((tmp_path / "summary.json").read_text())["steps"]}
     assert steps["exactness"]["status"] == "failed" and steps["exactness"]["error"].startswith("12 MISMATCH")
     assert steps["cli"]["status"] == "crashed" and steps["cli"]["error"] == "ZeroDivisionError: division by zero"
-    assert ran == ["cli", "profile"] and steps["cost profile"]["status"] == "passed"
+    assert ran == ["cli", "profile", "visit"] and steps["cost profile"]["status"] == "passed"
     assert "| pld | 4 / 4 of 12 | 4 / 4 of 12 | 4 / 4 of 12 |" in (tmp_path / "summary.md").read_text()
 
 
@@ -72,3 +77,14 @@ def test_unknown_device_is_one_line(capsys) -> None:
     with pytest.raises(SystemExit) as e:
         gpu_check.main(["--device", "tpu"])
     assert e.value.code == 2 and "--device must be cuda[:N] or cpu, got 'tpu'" in capsys.readouterr().err
+
+
+def test_a_first_visit_slower_than_the_limit_fails(monkeypatch) -> None:
+    import gpucheck.first_visit as first_visit
+
+    rows = [{"prompt": 61, "ttft_ms": [50.0, 3.6], "step_ms": [38.7, 3.0]}]  # cuDNN attention on an H200
+    monkeypatch.setattr(first_visit, "measure_visits", lambda *a: {"rows": rows, "worst_step_ratio": 12.9})
+    status, figures = gpu_check.first_visit(Path("."), "cpu", gpu_check.MODES["cpu"])
+    assert status == "failed" and "12.9x" in figures["error"]
+    monkeypatch.setattr(first_visit, "measure_visits", lambda *a: {"rows": rows, "worst_step_ratio": 1.1})
+    assert gpu_check.first_visit(Path("."), "cpu", gpu_check.MODES["cpu"])[0] == "passed"

@@ -55,8 +55,10 @@ def ratios(curve: dict[int, float]) -> dict[str, float]:
 def measure_profile(out: Path, device: str, smoke: bool, deadline: float) -> dict[str, Any]:
     """Measure every context's curve (stopping, and saying so, when ``deadline`` on ``time.monotonic`` is
     past before a context starts), save the profile as ``out``; its T(n)/T(1) table and timings."""
+    from specbench.models.device import steady_attention_kernels
     from specbench.profiling.fingerprint import hardware_fingerprint
 
+    steady_attention_kernels()  # the attention kernels a run's models use (``specbench.models.loading``)
     shape, contexts = (TINY, (32, 128)) if smoke else (LLAMA_7B, (1024, 8192))
     dtype = torch.float32 if smoke else torch.bfloat16
     start = time.monotonic()

@@ -57,6 +57,8 @@ def markdown(header: dict[str, Any], steps: list[dict[str, Any]]) -> list[str]:
             lines += ["", *exactness_table(s["figures"]["cells"])]
         if s["name"] == "cost profile" and s["figures"].get("ratio"):
             lines += ["", *ratio_table(s["figures"]["ratio"])]
+        if s["name"] == "first visit" and s["figures"].get("rows"):
+            lines += ["", *visit_table(s["figures"]["rows"])]
         shown = {k: v for k, v in s["figures"].items() if k != "traceback"}
         if s["name"] == "cli" and shown:
             lines += ["", "CLI run: " + ", ".join(f"{k}={v}" for k, v in shown.items())]
@@ -85,3 +87,10 @@ def ratio_table(ratio: dict[str, dict[str, float]]) -> list[str]:
     return ["Cost profile T(n)/T(1)", "", "| context | " + " | ".join(f"n={n}" for n in sizes) + " |",
             "|---" * (len(sizes) + 1) + "|",
             *(f"| {c} | " + " | ".join(str(r.get(n, "-")) for n in sizes) + " |" for c, r in ratio.items())]
+
+
+def visit_table(rows: list[dict[str, Any]]) -> list[str]:
+    """AR's TTFT and median decode step, first visit -> second, per prompt length."""
+    return ["First visit -> second (AR on the same prompt; ms)", "", "| prompt tokens | TTFT | decode step |",
+            "|---|---|---|", *(f"| {r['prompt']} | {r['ttft_ms'][0]} -> {r['ttft_ms'][1]} | "
+                                f"{r['step_ms'][0]} -> {r['step_ms'][1]} |" for r in rows)]

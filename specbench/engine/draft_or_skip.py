@@ -25,9 +25,9 @@ more than ``SKIP_MARGIN`` (1%): within that the decayed means of noisy steps can
 drafting step keeps learning while a skipped one waits for a probe. That matters for a nearly free drafter
 (suffix, PLD): a step whose lookup finds nothing costs what a plain step costs, so skipping saves nothing, but a
 budget that had learned to skip on such steps missed the copied passages of a second turn (suffix on MT-Bench
-drafted 74% of its steps, 0.93x of its speedup without ``auto``). At 2% the steps it let draft cost up to 2% each
-(rest@auto: 0.95x on GSM8K at batch 4 and on llama.cpp, its calibrated prediction 2-3% low). Before ``WARM_STEPS`` drafted steps
-the budget knows nothing and every sequence drafts.
+drafted 74% of its steps, 0.93x of its speedup without ``auto``). At 2% the steps it let draft cost up to 2%
+each (rest@auto: 0.95x on GSM8K at batch 4 and on llama.cpp, its calibrated prediction 2-3% low). Before
+``WARM_STEPS`` drafted steps the budget knows nothing and every sequence drafts.
 
 **Catching up.** A drafter that reads the target's hidden states (EAGLE, Hydra, Medusa, ReDrafter) first reads
 every row it missed: at its first draft of a generation the whole prompt (3 s after an 8k prompt on a CPU), after
@@ -76,7 +76,7 @@ OWN_WEIGHT = 0.5  # a sequence's own steps count half as much as the budget's
 WARM_STEPS = 4  # drafted steps a budget sees before it may skip
 PROBE_COST = 0.005  # the share of the skipped steps' seconds probes may spend
 SKIP_MARGIN = 0.01  # a step skips only when plain's value beats drafting's by more than this share
-SIZE_PRIOR = 8.0  # pseudo sequence-steps of every size's mean in one size's tokens per drafted step (``DraftGains.gain``)
+SIZE_PRIOR = 8.0  # pseudo sequence-steps of every size's mean in one size's tokens per drafted step (``gain``)
 PROBE_TOKENS = 2.0  # the most a probe emits: it verifies its drafter's best guess alone
 
 

@@ -10,6 +10,7 @@ False
 """
 from __future__ import annotations
 
+import os
 from typing import Any
 
 import torch
@@ -47,9 +48,11 @@ def steady_attention_kernels() -> dict[str, Any]:
     it (measured on an H200, torch 2.11: about 20 ms of CPU a build, 40 ms a step). Decoding meets a new key
     length at every step, so whichever method visits a question's lengths first (AR, timed first) paid that
     cost on every token and the methods after it did not: every GPU speedup read up to 10x too high. The
-    other kernels (memory-efficient, flash, math) have no per-shape build. A process-wide switch (no-op on CPU).
+    other kernels (memory-efficient, flash, math) have no per-shape build. A process-wide switch (no-op on CPU);
+    ``SPECBENCH_CUDNN_ATTENTION=1`` leaves cuDNN's kernel on (the manifest's ``sdpa_cudnn`` says which ran).
     """
-    torch.backends.cuda.enable_cudnn_sdp(False)
+    if os.environ.get("SPECBENCH_CUDNN_ATTENTION") != "1":
+        torch.backends.cuda.enable_cudnn_sdp(False)
     return precision_flags()
 
 
