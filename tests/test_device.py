@@ -145,3 +145,21 @@ def test_select_device_makes_the_chosen_gpu_current(monkeypatch) -> None:
     device_mod.select_device(torch.device("cuda", 1))
     device_mod.select_device(torch.device("cpu"))
     assert chosen == [torch.device("cuda", 1)]
+
+
+def test_loading_a_model_keeps_attention_off_cudnn(tmp_path, monkeypatch) -> None:
+    # cuDNN's attention builds a graph per new query/key length: the method timed first (AR) paid ~40 ms a decode
+    # step on an H200 that the others did not (docs/measurements.md, "On a GPU"); the loader switches it off
+    from specbench.models import loading
+    from tiny_model_dir import save_tiny_model
+
+    monkeypatch.delenv("SPECBENCH_CUDNN_ATTENTION", raising=False)
+    torch.backends.cuda.enable_cudnn_sdp(True)
+    try:
+        loading.load_model(str(save_tiny_model(tmp_path / "m", seed=1)), device="cpu")
+        assert not torch.backends.cuda.cudnn_sdp_enabled() and device_mod.precision_flags()["sdpa_cudnn"] is False
+        monkeypatch.setenv("SPECBENCH_CUDNN_ATTENTION", "1")
+        torch.backends.cuda.enable_cudnn_sdp(True)
+        assert device_mod.steady_attention_kernels()["sdpa_cudnn"] is True  # the escape hatch leaves it on
+    finally:
+        torch.backends.cuda.enable_cudnn_sdp(False)

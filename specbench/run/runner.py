@@ -198,12 +198,9 @@ class Runner:
                 bar.set_postfix_str("warm-up (untimed)")
                 self._warm_up(todo)
                 bar.unpause()  # the warm-up's minutes stay out of the rate, so the ETA counts timed generations only
-            seen = None
             for unit, q, method in todo:
                 bar.set_postfix_str(f"{unit.task}/{unit.question_id} t{unit.turn} {method}", refresh=False)
                 slot, prompt = (method, unit.task), self.prompt_for(unit, q)
-                if unit != seen:
-                    seen = self._first_visit(unit, prompt)
                 drafter, budget = isolation.parts_for(slot, (unit,), [drafters[slot], ctx.budgets.auto.get(slot)])
                 rec = self._one(drafter, unit, q, method, prompt, budget)
                 writer.write(rec)
@@ -253,15 +250,6 @@ class Runner:
                                          record_margins=method == BASELINE and self.sampling.greedy,
                                          sampling=self.sampling, draft_budget=budgets.get(method),
                                          max_draft_depth=run_budgets.fixed_depths.get(method))
-
-    def _first_visit(self, unit: Unit, prompt: list[int]) -> Unit:
-        """An untimed prefill of ``unit``'s prompt before its first timed method; returns ``unit``.
-
-        Why: a kernel library may pay a one-off cost the first time it meets a shape (measured: 2.4 ms of an 8 ms
-        prefill on this project's 2-core CPU, 7-45 ms on an H200), and AR, timed first on every question, met
-        each prompt's length first: its time carried that cost and every method's speedup read a little high."""
-        self.engine.generate(prompt, None, 1)
-        return unit
 
     def _one(self, drafter: Any, unit: Unit, q: Question, method: str, prompt: list[int],
              budget: DraftBudget | None = None) -> Record:
