@@ -9,6 +9,7 @@ import pytest
 
 import specbench.engine.acceptance_stats as stats_mod
 import specbench.engine.budget as budget_mod
+import specbench.engine.draft_gains as gains_mod
 import specbench.engine.draft_or_skip as skip_mod
 import specbench.models.device as device_mod
 import specbench.run.methods_factory as factory_mod
@@ -35,7 +36,7 @@ def learned(cost, rate: float = 0.5, trials: float = 1e7) -> DraftBudget:
 
 
 def test_doctests():
-    for mod in (budget_mod, factory_mod, skip_mod, device_mod):
+    for mod in (budget_mod, factory_mod, skip_mod, gains_mod, device_mod):
         assert doctest.testmod(mod).failed == 0, mod.__name__
 
 

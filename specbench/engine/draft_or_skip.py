@@ -68,15 +68,14 @@ from typing import Callable
 
 import numpy as np
 
+from specbench.engine.draft_gains import DraftGains
 from specbench.engine.step_costs import DecayedMean, StepCosts
 
-GAIN_DECAY = 0.98  # the budget's mean, per drafted step: about 50 steps of memory
 OWN_DECAY = 0.9  # a sequence's own mean: about 10 of its drafted steps (its text turns repetitive, or stops being so)
 OWN_WEIGHT = 0.5  # a sequence's own steps count half as much as the budget's
 WARM_STEPS = 4  # drafted steps a budget sees before it may skip
 PROBE_COST = 0.005  # the share of the skipped steps' seconds probes may spend
 SKIP_MARGIN = 0.01  # a step skips only when plain's value beats drafting's by more than this share
-SIZE_PRIOR = 8.0  # pseudo sequence-steps of every size's mean in one size's tokens per drafted step (``gain``)
 PROBE_TOKENS = 2.0  # the most a probe emits: it verifies its drafter's best guess alone
 
 
@@ -125,68 +124,6 @@ class SequenceState:
     room: int = 0  # tokens the generation may still emit (set with ``unseen``; 0: unknown)
     probing: bool = False  # this step drafts as a probe (``probe``): its draft verifies at least one node
     hot: bool = False  # its last step accepted its whole draft (set with ``unseen``; ``acceptance_stats.is_hot``)
-
-
-class DraftGains:
-    """A budget's tokens per drafted step and its forward's price relative to a plain step's, per number of
-    sequences in the step (and over all), as decayed means; and the same price of the steps that drafted only as
-    a probe (``probe_ratios``: one node, plus the drafter's auxiliary rows); and the tokens of the steps drafted
-    in the hot regime (``hot_tokens``: after a step that accepted its whole draft)."""
-
-    def __init__(self) -> None:
-        self.tokens: dict[int, DecayedMean] = {}
-        self.hot_tokens: dict[int, DecayedMean] = {}
-        self.ratios: dict[int, DecayedMean] = {}
-        self.probe_ratios: dict[int, DecayedMean] = {}
-        self.drafted = 0  # drafted sequence-steps seen
-
-    @staticmethod
-    def _get(table: dict[int, DecayedMean], active: int, default: float) -> float:
-        for key in (active, 0):
-            m = table.get(key)
-            if m is not None and m.known:
-                return m.mean
-        return default
-
-    def gain(self, active: int) -> float:
-        """Tokens per drafted sequence-step in steps of ``active`` sequences: their mean, shrunk towards the mean
-        of every size by ``SIZE_PRIOR`` pseudo-steps. Why: a batch size's first drafted step is one step of
-        ``active`` sequences; counted alone, one step whose drafts found nothing (a prompt with no match yet)
-        set that size's mean to 1 token, and its steps skipped drafting for the rest of the run.
-
-        >>> g = DraftGains(); g.add(1, [3] * 12, 1.2); g.add(4, [1] * 4, 1.1)
-        >>> round(g.gain(1), 2), round(g.gain(4), 2), round(g.gain(2), 2)  # (size 2: never seen, every size's)
-        (2.76, 1.97, 2.44)
-        """
-        pooled = self.tokens.get(0)
-        if pooled is None or not pooled.known:
-            return 1.0
-        own = self.tokens.get(active) if active else None
-        if own is None or not own.known:
-            return pooled.mean
-        return (own.total + SIZE_PRIOR * pooled.mean) / (own.weight + SIZE_PRIOR)
-
-    def forward_ratio(self, active: int) -> float:
-        return self._get(self.ratios, active, 1.0)
-
-    def probe_ratio(self, active: int, first: float) -> float:
-        """A probe step's forward over a plain one's; before any probe was seen, ``first``."""
-        return self._get(self.probe_ratios, active, first)
-
-    def add(self, active: int, tokens: list[int], forward_ratio: float, probe: bool = False,
-            hot: list[bool] | None = None) -> None:
-        """One step in which ``len(tokens)`` sequences drafted and emitted ``tokens``; ``probe``: only as a probe;
-        ``hot``: which of them drafted in the hot regime."""
-        for key in (active, 0):
-            t = self.tokens.setdefault(key, DecayedMean(GAIN_DECAY))
-            for n, h in zip(tokens, hot or [False] * len(tokens)):
-                t.add(float(n))
-                if h:
-                    self.hot_tokens.setdefault(key, DecayedMean(GAIN_DECAY)).add(float(n))
-            self.ratios.setdefault(key, DecayedMean(GAIN_DECAY)).add(float(forward_ratio))
-            if probe:
-                self.probe_ratios.setdefault(key, DecayedMean(GAIN_DECAY)).add(float(forward_ratio))
-        self.drafted += len(tokens)
 
 
 @dataclass
