@@ -2,7 +2,7 @@
 AR first on every question, so a kernel library that does one-off work the first time it meets a shape (cuDNN's
 attention builds a graph per new query/key length: about 40 ms a decode step on an H200 with torch 2.11, 13x a
 step's own time) slows AR alone and inflates every speedup. The step decodes the same prompt twice with AR on a
-small random Llama loaded as the harness loads models (``steady_attention_kernels``) and compares the first
+small random Llama loaded by the harness's own loader (which sets ``steady_attention_kernels``) and compares the first
 visit's median decode step with the second's; ``failed`` when the first is over ``LIMIT`` times slower.
 
 Example of its figures (one row per prompt length)::
@@ -25,14 +25,9 @@ def measure_visits(root: Path, device: str, dtype: str, hidden: int, new_tokens:
     """TTFT and median decode step (ms) of two AR generations per prompt length, first visit then second."""
     from gpucheck.cli_run import save_small_llama
     from specbench.engine.loop import Engine
-    from specbench.models.device import steady_attention_kernels
-    from specbench.models.loading import DTYPES
+    from specbench.models.loading import load_model
 
-    from transformers import LlamaForCausalLM
-
-    steady_attention_kernels()  # (the harness's loader does the same)
-    path = save_small_llama(root / "visit-llama", hidden)
-    model = LlamaForCausalLM.from_pretrained(path, dtype=DTYPES[dtype], attn_implementation="sdpa").to(device).eval()
+    model = load_model(str(save_small_llama(root / "visit-llama", hidden)), dtype, device).model  # the harness's loader
     engine = Engine(model, set())
     engine.generate([3, 4, 5, 6], None, 4)  # the process's own first calls (kernel loading) stay out
     rows = []
