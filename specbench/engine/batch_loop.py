@@ -251,7 +251,7 @@ class BatchDecoder:
         if budget is not None:
             t = now()
             budget.end_step([s.seq for s in slots], drafting, emitted, draft_s, [d.asked_depth for d in drafts], rows,
-                            context - 1, verify_s, t - t_step)
+                            context - 1, verify_s, t - t_step, sizes)
             learn_s = now() - t
             for slot in slots:  # the step's bookkeeping is part of every slot's step
                 slot.st.gen.step_times_s[-1] += learn_s

@@ -47,6 +47,7 @@ from specbench.engine.draft_or_skip import (PROBE_COST, WARM_STEPS, DraftGains, 
 from specbench.engine.acceptance_stats import AcceptanceStats, best_guess
 from specbench.engine.step_costs import StepCosts
 from specbench.engine.tree import DraftTree
+from specbench.engine.value_calibration import ValueCalibration
 
 # a method's draft budget: verify each draft whole (its paper's setting) or the part worth its cost here
 # (or, an integer K, every draft cut to depth K: ``config/method_labels.budget_of``)
@@ -95,6 +96,8 @@ class DraftBudget:
         self._rates: dict[bool, np.ndarray] = {}  # this step's draw per regime (``depth_hint`` draws, ``select`` reuses it)
         self._hot = False  # the regime of the sequence ``depth_hint`` was last asked for (``acceptance_stats.py``)
         self._probing = False  # the last ``plan`` chose a probe (``select`` then keeps at least one node)
+        self.value_calibration = ValueCalibration()  # this task's chosen steps: measured over priced value
+        self._priced: tuple[bool, bool, float, float] | None = None  # the last choice: drafted, hot, tokens, seconds
 
     def _cost(self, n: np.ndarray, context: int | None) -> np.ndarray:
         """A drafting step's calibrated seconds besides the draft: the verify forward of ``n`` rows and the overhead."""
@@ -122,9 +125,13 @@ class DraftBudget:
         costs = self.costs
         base = costs.draft_seconds(self.last_depth, active)
         plain = float(costs.forward(1, context, active))
+        hot = any(s.hot for s in states)
+        calibration = self.value_calibration
         choice = choose(states, gains, [base] * len(states), [costs.catch_up_seconds(s.unseen, active)
                         for s in states], plain, lambda drafted: costs.overhead(drafted, active), active,
-                        float(costs.forward(2, context, active)) / plain)
+                        float(costs.forward(2, context, active)) / plain,
+                        lambda rows: costs.forward(rows, context, active),
+                        lambda drafted: calibration.factor(drafted, active, hot and drafted))
         drafting = list(choice.drafting)
         credit = PROBE_COST * choice.seconds * drafting.count(False) / active  # this step's, per skipped share
         if not credited:
@@ -137,6 +144,10 @@ class DraftBudget:
             shared.drafting = choice.k > 0
             shared.probe_waste = min(choice.waste) if choice.k == 0 and states else shared.probe_waste
         self._probing = chosen is not None  # (``select``: a single sequence's probe keeps a node)
+        # the priced step, for the value calibration: a step drafting on its value with its probe's price added, or
+        # a plain step (a step that only probes is priced apart, and its factor would never be used)
+        priced = (choice.tokens, choice.seconds) if chosen is None else choice.probe_price[chosen]
+        self._priced = (choice.k > 0, hot, *priced) if choice.k > 0 or chosen is None else None
         return count_skips(states, drafting, chosen)
 
     def prompt_states(self, rows: int) -> bool:
@@ -147,11 +158,12 @@ class DraftBudget:
 
     def end_step(self, states: list[SequenceState | None], drafted: list[bool], emitted: list[int],
                  draft_s: list[float], depths: list[int], padded_rows: int, context: int | None, verify_s: float,
-                 step_s: float) -> None:
+                 step_s: float, rows_each: list[int] | None = None) -> None:
         """Learn one step of ``len(states)`` sequences (None: a sequence without a drafter): its forward of
         ``padded_rows`` rows took ``verify_s``, the whole step ``step_s``; sequence i drafted (``drafted[i]``,
         for ``draft_s[i]`` seconds, asked ``depths[i]`` tokens deep) and emitted ``emitted[i]`` tokens. Each
-        state first adds the step's price as predicted before this step was learned (its share of it)."""
+        state first adds the step's price as predicted before this step was learned (its share of it).
+        ``rows_each``: each sequence's own rows in the forward (None: ``padded_rows`` each)."""
         t0 = time.perf_counter()
         costs, active = self.costs, len(states)
         used = [i for i, d in enumerate(drafted) if d]
@@ -167,6 +179,11 @@ class DraftBudget:
             if s is not None:
                 s.predicted_s += predicted / active
                 s.predicted_ar_s += n * plain / active
+        priced, self._priced = self._priced, None
+        if priced is not None and priced[0] == bool(used):  # (a step kept skipping keeps its plain price)
+            self._priced = priced if not used else None
+            self.value_calibration.add(priced[0], active, priced[1] and priced[0], float(sum(emitted)),
+                                       step_s + self._learn_s, priced[2], priced[3])
         costs.observe_forward(padded_rows, context, verify_s, active)
         costs.observe_overhead(bool(used), step_s + self._learn_s - verify_s - sum(draft_s[i] for i in used), active)
         for i in used:
@@ -175,8 +192,11 @@ class DraftBudget:
             self.last_depth = max(depths[i] for i in used)
             probe = all(states[i] is not None and states[i].probing for i in used)  # (drafted only as a probe)
             hot = [states[i] is not None and states[i].hot for i in used]
-            self.gains.add(active, [emitted[i] for i in used], ratio, probe, hot)
-            self.shared.gains.add(active, [emitted[i] for i in used], ratio, probe, hot)
+            rows = [padded_rows if rows_each is None else rows_each[i] for i in used
+                    if states[i] is not None and not states[i].probing]
+            probing = [states[i] is not None and states[i].probing for i in used]
+            for gains in (self.gains, self.shared.gains):
+                gains.add(active, [emitted[i] for i in used], ratio, probe, hot, rows, probing)
         for s, d, n in zip(states, drafted, emitted):
             if s is not None and d:  # (a skipped step was counted when ``plan`` chose it)
                 s.gain.add(float(n))

@@ -171,6 +171,8 @@ class Choice:
     k: int
     seconds: float
     waste: list[float]
+    tokens: float = 0.0  # the step's expected tokens (every sequence in it) at that choice
+    probe_price: list[tuple[float, float]] = field(default_factory=list)  # per candidate: the step's if it probes
 
 
 def amortised(base: float, catch_up: float, gain: float, room: int) -> float:
@@ -184,30 +186,37 @@ def amortised(base: float, catch_up: float, gain: float, room: int) -> float:
 
 def choose(states: list[SequenceState], gains: DraftGains, base_s: list[float], catch_up_s: list[float],
            plain_forward: float, overhead: Callable[[bool], float], active: int,
-           first_probe_ratio: float | None = None) -> Choice:
+           first_probe_ratio: float | None = None, price_rows: Callable[[np.ndarray], np.ndarray] | None = None,
+           factor: Callable[[bool], float] | None = None) -> Choice:
     """Which of the candidate ``states`` draft this step on their value (module docstring), and each other one's
     probe waste. ``base_s``, ``catch_up_s``: each candidate's drafting and catch-up seconds; ``plain_forward``: the
-    seconds of this step's forward if no sequence drafts."""
+    seconds of this step's forward if no sequence drafts; ``price_rows``: the seconds of a forward whose widest
+    sequence verifies so many rows (None: drafted forwards at the budget's mean ratio); ``factor(drafted)``: the
+    run's measured over priced value of such steps (``value_calibration.py``), applied to the choice alone."""
     n = len(states)
     if not states or gains.drafted < WARM_STEPS:
         return Choice([True] * n, n, 0.0, [float("inf")] * n)
     expected = [0.0 if s.blind else expected_gain(gains, s, active) for s in states]  # (blind: never chosen)
     order = sorted(range(n), key=lambda i: -expected[i])
-    drafted_forward = plain_forward * gains.forward_ratio(active)
-    forward = lambda k: plain_forward if k == 0 else drafted_forward  # noqa: E731
+    mean_forward = plain_forward * gains.forward_ratio(active)
+    by_k = (np.full(n + 1, mean_forward) if price_rows is None
+            else gains.padded_forward(active, np.arange(n + 1), price_rows, mean_forward))
+    forward = lambda k: plain_forward if k == 0 else float(by_k[k])  # noqa: E731
     step_overhead = lambda k: overhead(k > 0)  # noqa: E731
     draft_s = [amortised(base_s[i], catch_up_s[i], expected[i], states[i].room) for i in order]
     value = values([expected[i] for i in order], draft_s, forward, step_overhead, active)
-    k = pick(value)
+    k = pick(value if factor is None else value * np.array([factor(j > 0) for j in range(n + 1)]))
     tokens = active + sum(expected[i] - 1.0 for i in order[:k])
     seconds = tokens / value[k]
-    waste = [float("inf")] * n
+    waste, probe_price = [float("inf")] * n, [(tokens, seconds)] * n
     first = gains.forward_ratio(active) if first_probe_ratio is None else first_probe_ratio
-    probe_forward = plain_forward * gains.probe_ratio(active, first) if k == 0 else drafted_forward
+    probe_forward = plain_forward * gains.probe_ratio(active, first) if k == 0 else forward(min(k + 1, n))
     for i in (i for i in order[k:] if not states[i].blind):  # the probe's seconds beyond its tokens' price
         extra = base_s[i] + catch_up_s[i] + probe_forward - forward(k) + step_overhead(k + 1) - step_overhead(k)
-        waste[i] = seconds + extra - (tokens + min(expected[i], PROBE_TOKENS) - 1.0) / value[k]
-    return Choice([i in order[:k] for i in range(n)], k, float(seconds), waste)
+        gain = gains.probe_gain(active, min(expected[i], PROBE_TOKENS))
+        waste[i] = seconds + extra - (tokens + gain - 1.0) / value[k]
+        probe_price[i] = (tokens + gain - 1.0, seconds + extra)
+    return Choice([i in order[:k] for i in range(n)], k, float(seconds), waste, float(tokens), probe_price)
 
 
 def probe(states: list[SequenceState], choice: Choice, credit: float) -> int | None:
