@@ -47,7 +47,6 @@ from specbench.engine.draft_or_skip import (PROBE_COST, WARM_STEPS, DraftGains, 
 from specbench.engine.acceptance_stats import AcceptanceStats, best_guess
 from specbench.engine.step_costs import StepCosts
 from specbench.engine.tree import DraftTree
-from specbench.engine.value_calibration import ValueCalibration
 
 # a method's draft budget: verify each draft whole (its paper's setting) or the part worth its cost here
 # (or, an integer K, every draft cut to depth K: ``config/method_labels.budget_of``)
@@ -96,8 +95,6 @@ class DraftBudget:
         self._rates: dict[bool, np.ndarray] = {}  # this step's draw per regime (``depth_hint`` draws, ``select`` reuses it)
         self._hot = False  # the regime of the sequence ``depth_hint`` was last asked for (``acceptance_stats.py``)
         self._probing = False  # the last ``plan`` chose a probe (``select`` then keeps at least one node)
-        self.value_calibration = ValueCalibration()  # this task's chosen steps: measured over priced value
-        self._priced: tuple[bool, bool, float, float] | None = None  # the last choice: drafted, hot, tokens, seconds
 
     def _cost(self, n: np.ndarray, context: int | None) -> np.ndarray:
         """A drafting step's calibrated seconds besides the draft: the verify forward of ``n`` rows and the overhead."""
@@ -125,13 +122,10 @@ class DraftBudget:
         costs = self.costs
         base = costs.draft_seconds(self.last_depth, active)
         plain = float(costs.forward(1, context, active))
-        hot = any(s.hot for s in states)
-        calibration = self.value_calibration
         choice = choose(states, gains, [base] * len(states), [costs.catch_up_seconds(s.unseen, active)
                         for s in states], plain, lambda drafted: costs.overhead(drafted, active), active,
                         float(costs.forward(2, context, active)) / plain,
-                        lambda rows: costs.forward(rows, context, active),
-                        lambda drafted: calibration.factor(drafted, active, hot and drafted))
+                        lambda rows: costs.forward(rows, context, active))
         drafting = list(choice.drafting)
         credit = PROBE_COST * choice.seconds * drafting.count(False) / active  # this step's, per skipped share
         if not credited:
@@ -144,10 +138,6 @@ class DraftBudget:
             shared.drafting = choice.k > 0
             shared.probe_waste = min(choice.waste) if choice.k == 0 and states else shared.probe_waste
         self._probing = chosen is not None  # (``select``: a single sequence's probe keeps a node)
-        # the priced step, for the value calibration: a step drafting on its value with its probe's price added, or
-        # a plain step (a step that only probes is priced apart, and its factor would never be used)
-        priced = (choice.tokens, choice.seconds) if chosen is None else choice.probe_price[chosen]
-        self._priced = (choice.k > 0, hot, *priced) if choice.k > 0 or chosen is None else None
         return count_skips(states, drafting, chosen)
 
     def prompt_states(self, rows: int) -> bool:
@@ -179,11 +169,6 @@ class DraftBudget:
             if s is not None:
                 s.predicted_s += predicted / active
                 s.predicted_ar_s += n * plain / active
-        priced, self._priced = self._priced, None
-        if priced is not None and priced[0] == bool(used):  # (a step kept skipping keeps its plain price)
-            self._priced = priced if not used else None
-            self.value_calibration.add(priced[0], active, priced[1] and priced[0], float(sum(emitted)),
-                                       step_s + self._learn_s, priced[2], priced[3])
         costs.observe_forward(padded_rows, context, verify_s, active)
         costs.observe_overhead(bool(used), step_s + self._learn_s - verify_s - sum(draft_s[i] for i in used), active)
         for i in used:

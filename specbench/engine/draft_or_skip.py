@@ -7,7 +7,7 @@ step pays for a one-row forward and emits exactly one token. With ``A`` sequence
     value(k) = (A + sum over the k of (g_i - 1)) / (sum over the k of D + F(m_k, A) + O(k > 0, A))
 
 - ``g_i``: tokens a drafted step of sequence i emits: the budget's decayed mean over every sequence's drafted
-  steps (``DraftGains``, about 50 steps of memory), moved towards the sequence's own recent drafted steps
+  steps in the sequence's regime (hot or cold, below) (``DraftGains``, about 50 steps of memory), moved towards the sequence's own recent drafted steps
   (about 10) as if those were ``OWN_WEIGHT`` times fewer: the budget's mean keeps one unlucky step from
   switching drafting off (a drafted step's tokens vary from 1 to 5 around a mean near the threshold), the
   sequence's own steps let a sequence whose text turns repetitive draft while the others do not. For a hot
@@ -15,10 +15,12 @@ step pays for a one-row forward and emits exactly one token. With ``A`` sequence
   hot drafted steps: a probe that hits starts a streak, and the streak drafts until a draft is cut short. The
   budget's later choice of how much of the draft to verify (``DraftBudget.select``) is inside it;
 - ``D``: one sequence's drafting seconds; ``F``: the verify forward of ``A`` sequences, for ``k = 0`` the plain
-  one-row forward ``F_1`` and else ``F_1`` times the mean, over the budget's drafted steps, of each one's forward
-  price over the plain one's at its context (the mean of the prices, not the price of the mean width: a PLD
-  step verifies one row or six, and on a CPU ``T(3)`` can exceed ``T(6)``); ``O``: the step's overhead; all
-  three calibrated online (``step_costs.py``).
+  one-row forward ``F_1`` and else the expected price of a forward padded to the widest of ``k`` drafting
+  sequences, each one's rows drawn from the budget's recent drafted steps (``DraftGains.padded_forward``: the
+  mean of the prices, not the price of the mean width, since a PLD step verifies one row or six and on a CPU
+  ``T(3)`` can exceed ``T(6)``; and the widest of ``k``, since at batch 8 a step where all draft is wide far more
+  often than one where a single sequence does); ``O``: the step's overhead; all three calibrated online
+  (``step_costs.py``).
 
 The step drafts for the best ``k``, but skips only when the plain step's value beats every drafting choice by
 more than ``SKIP_MARGIN`` (1%): within that the decayed means of noisy steps cannot tell the two apart, and a
@@ -43,7 +45,8 @@ step's chosen rate, its whole catch-up included. A probe verifies its drafter's 
 (``DraftBudget.select``, ``budget.best_guess``), whatever the rates learned from the rejections that made the
 budget skip (a probe those rates cut to nothing verified nothing, so they never recovered: suffix on GSM8K). So
 it is cheap: priced with the forward of the probes seen so far (before the first, ``T(2) / T(1)`` of a plain
-step's), at most ``PROBE_TOKENS`` tokens. Priced at a drafted step's wide forward, Token Recycling (whose warm-up
+step's), credited with the tokens probes emitted (``DraftGains.probe_gain``; before the first, a drafted step's
+mean, at most ``PROBE_TOKENS``). Priced at a drafted step's wide forward, Token Recycling (whose warm-up
 drafts from an empty matrix) probed once in 100 steps and never recovered: 89% of its best fixed budget; priced
 so, 99% (``docs/measurements.md``). The credit then starts again from zero, and at most one sequence
 probes a step. So probes spend at most 0.5% of the skipped steps' time whatever one costs: a cheap drafter that
@@ -144,7 +147,8 @@ class MethodLearning:
 def expected_gain(gains: DraftGains, s: SequenceState, active: int) -> float:
     """The budget's mean tokens per drafted step, moved towards the sequence's own (module docstring). For a hot
     sequence the budget's mean is that of its hot steps (with one step of the mean of all as a prior): a streak
-    keeps drafting where the mean of every step would skip, and a probe that hits starts one.
+    keeps drafting where the mean of every step would skip, and a probe that hits starts one. For a cold one it is
+    that of the cold steps (``DraftGains.cold_gain``): a streak's tokens are not a cold step's.
 
     >>> g = DraftGains(); g.add(1, [2] * 60, 1.3)
     >>> s = SequenceState(); _ = [s.gain.add(4.0) for _ in range(40)]
@@ -153,10 +157,10 @@ def expected_gain(gains: DraftGains, s: SequenceState, active: int) -> float:
     """
     budget = gains.tokens.get(active) or gains.tokens.get(0)
     weight = budget.weight if budget is not None and budget.known else 0.0
-    mean = gains.gain(active)
+    mean = gains.cold_gain(active)
     hot = (gains.hot_tokens.get(active) or gains.hot_tokens.get(0)) if s.hot else None
     if hot is not None and hot.known:
-        mean = (hot.total + mean) / (hot.weight + 1.0)
+        mean = (hot.total + gains.gain(active)) / (hot.weight + 1.0)
     own = s.gain.weight * OWN_WEIGHT if s.gain.known else 0.0
     return mean if own == 0 else (weight * mean + own * s.gain.mean) / (weight + own)
 
@@ -171,8 +175,6 @@ class Choice:
     k: int
     seconds: float
     waste: list[float]
-    tokens: float = 0.0  # the step's expected tokens (every sequence in it) at that choice
-    probe_price: list[tuple[float, float]] = field(default_factory=list)  # per candidate: the step's if it probes
 
 
 def amortised(base: float, catch_up: float, gain: float, room: int) -> float:
@@ -186,13 +188,12 @@ def amortised(base: float, catch_up: float, gain: float, room: int) -> float:
 
 def choose(states: list[SequenceState], gains: DraftGains, base_s: list[float], catch_up_s: list[float],
            plain_forward: float, overhead: Callable[[bool], float], active: int,
-           first_probe_ratio: float | None = None, price_rows: Callable[[np.ndarray], np.ndarray] | None = None,
-           factor: Callable[[bool], float] | None = None) -> Choice:
+           first_probe_ratio: float | None = None,
+           price_rows: Callable[[np.ndarray], np.ndarray] | None = None) -> Choice:
     """Which of the candidate ``states`` draft this step on their value (module docstring), and each other one's
     probe waste. ``base_s``, ``catch_up_s``: each candidate's drafting and catch-up seconds; ``plain_forward``: the
     seconds of this step's forward if no sequence drafts; ``price_rows``: the seconds of a forward whose widest
-    sequence verifies so many rows (None: drafted forwards at the budget's mean ratio); ``factor(drafted)``: the
-    run's measured over priced value of such steps (``value_calibration.py``), applied to the choice alone."""
+    sequence verifies so many rows (None: drafted forwards at the budget's mean ratio)."""
     n = len(states)
     if not states or gains.drafted < WARM_STEPS:
         return Choice([True] * n, n, 0.0, [float("inf")] * n)
@@ -205,18 +206,17 @@ def choose(states: list[SequenceState], gains: DraftGains, base_s: list[float], 
     step_overhead = lambda k: overhead(k > 0)  # noqa: E731
     draft_s = [amortised(base_s[i], catch_up_s[i], expected[i], states[i].room) for i in order]
     value = values([expected[i] for i in order], draft_s, forward, step_overhead, active)
-    k = pick(value if factor is None else value * np.array([factor(j > 0) for j in range(n + 1)]))
+    k = pick(value)
     tokens = active + sum(expected[i] - 1.0 for i in order[:k])
     seconds = tokens / value[k]
-    waste, probe_price = [float("inf")] * n, [(tokens, seconds)] * n
+    waste = [float("inf")] * n
     first = gains.forward_ratio(active) if first_probe_ratio is None else first_probe_ratio
     probe_forward = plain_forward * gains.probe_ratio(active, first) if k == 0 else forward(min(k + 1, n))
     for i in (i for i in order[k:] if not states[i].blind):  # the probe's seconds beyond its tokens' price
         extra = base_s[i] + catch_up_s[i] + probe_forward - forward(k) + step_overhead(k + 1) - step_overhead(k)
         gain = gains.probe_gain(active, min(expected[i], PROBE_TOKENS))
         waste[i] = seconds + extra - (tokens + gain - 1.0) / value[k]
-        probe_price[i] = (tokens + gain - 1.0, seconds + extra)
-    return Choice([i in order[:k] for i in range(n)], k, float(seconds), waste, float(tokens), probe_price)
+    return Choice([i in order[:k] for i in range(n)], k, float(seconds), waste)
 
 
 def probe(states: list[SequenceState], choice: Choice, credit: float) -> int | None:
