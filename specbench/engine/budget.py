@@ -175,13 +175,11 @@ class DraftBudget:
             costs.observe_draft(depths[i], draft_s[i], active, unseen[i])
         if used:
             self.last_depth = max(depths[i] for i in used)
-            probe = all(states[i] is not None and states[i].probing for i in used)  # (drafted only as a probe)
-            hot = [states[i] is not None and states[i].hot for i in used]
-            rows = [padded_rows if rows_each is None else rows_each[i] for i in used
-                    if states[i] is not None and not states[i].probing]
             probing = [states[i] is not None and states[i].probing for i in used]
-            for gains in (self.gains, self.shared.gains):
-                gains.add(active, [emitted[i] for i in used], ratio, probe, hot, rows, probing)
+            hot = [states[i] is not None and states[i].hot for i in used]
+            rows = [padded_rows if rows_each is None else rows_each[i] for i, p in zip(used, probing) if not p]
+            for gains in (self.gains, self.shared.gains):  # (all probing: the step drafted only as a probe)
+                gains.add(active, [emitted[i] for i in used], ratio, all(probing), hot, rows, probing)
         for s, d, n in zip(states, drafted, emitted):
             if s is not None and d:  # (a skipped step was counted when ``plan`` chose it)
                 s.gain.add(float(n))

@@ -123,7 +123,6 @@ class DraftGains:
         probing = probing or [probe] * len(tokens)
         for key in (active, 0):
             self.rows.setdefault(key, deque(maxlen=ROWS_KEPT)).extend(rows or [])
-        for key in (active, 0):
             t = self.tokens.setdefault(key, DecayedMean(GAIN_DECAY))
             for n, h in zip(tokens, hot or [False] * len(tokens)):
                 t.add(float(n))

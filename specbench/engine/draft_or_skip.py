@@ -7,8 +7,8 @@ step pays for a one-row forward and emits exactly one token. With ``A`` sequence
     value(k) = (A + sum over the k of (g_i - 1)) / (sum over the k of D + F(m_k, A) + O(k > 0, A))
 
 - ``g_i``: tokens a drafted step of sequence i emits: the budget's decayed mean over every sequence's drafted
-  steps in the sequence's regime (hot or cold, below) (``DraftGains``, about 50 steps of memory), moved towards the sequence's own recent drafted steps
-  (about 10) as if those were ``OWN_WEIGHT`` times fewer: the budget's mean keeps one unlucky step from
+  steps in the sequence's regime, hot or cold (below; ``DraftGains``, about 50 steps of memory), moved towards
+  the sequence's own recent drafted steps (about 10) as if those were ``OWN_WEIGHT`` times fewer: the budget's mean keeps one unlucky step from
   switching drafting off (a drafted step's tokens vary from 1 to 5 around a mean near the threshold), the
   sequence's own steps let a sequence whose text turns repetitive draft while the others do not. For a hot
   sequence (its last step accepted its whole draft, ``acceptance_stats.is_hot``) the budget's mean is that of the
