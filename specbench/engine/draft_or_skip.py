@@ -8,12 +8,12 @@ step pays for a one-row forward and emits exactly one token. With ``A`` sequence
 
 - ``g_i``: tokens a drafted step of sequence i emits: the budget's decayed mean over every sequence's drafted
   steps in the sequence's regime, hot or cold (below; ``DraftGains``, about 50 steps of memory), moved towards
-  the sequence's own recent drafted steps (about 10) as if those were ``OWN_WEIGHT`` times fewer: the budget's mean keeps one unlucky step from
-  switching drafting off (a drafted step's tokens vary from 1 to 5 around a mean near the threshold), the
-  sequence's own steps let a sequence whose text turns repetitive draft while the others do not. For a hot
-  sequence (its last step accepted its whole draft, ``acceptance_stats.is_hot``) the budget's mean is that of the
-  hot drafted steps: a probe that hits starts a streak, and the streak drafts until a draft is cut short. The
-  budget's later choice of how much of the draft to verify (``DraftBudget.select``) is inside it;
+  the sequence's own recent drafted steps (about 10) as if those were ``OWN_WEIGHT`` times fewer: the budget's
+  mean keeps one unlucky step from switching drafting off (a drafted step's tokens vary from 1 to 5 around a mean
+  near the threshold), the sequence's own steps let a sequence whose text turns repetitive draft while the others
+  do not. For a hot sequence (its last step accepted its whole draft, ``acceptance_stats.is_hot``) the budget's
+  mean is that of the hot drafted steps: a probe that hits starts a streak, and the streak drafts until a draft is
+  cut short. The budget's later choice of how much of the draft to verify (``DraftBudget.select``) is inside it;
 - ``D``: one sequence's drafting seconds; ``F``: the verify forward of ``A`` sequences, for ``k = 0`` the plain
   one-row forward ``F_1`` and else the expected price of a forward padded to the widest of ``k`` drafting
   sequences, each one's rows drawn from the budget's recent drafted steps (``DraftGains.padded_forward``: the
