@@ -263,6 +263,59 @@ def test_a_probe_verifies_at_least_one_node_whatever_the_learned_rates() -> None
     assert keeps == [[], [0], []]
 
 
+def test_a_probe_verifies_every_first_token_guess_of_a_wide_draft() -> None:
+    """REST's trap: its first token is spread over several guesses of a tenth of a token each, so a probe of the
+    first guess alone showed little of what drafting gains. A probe verifies the root's children (at most
+    ``PROBE_WIDTH``, in the drafter's order), not their descendants, whatever the learned rates."""
+    from specbench.engine.acceptance_stats import PROBE_WIDTH
+    from specbench.engine.tree import DraftTree
+
+    cost = lambda n, context=None: 0.040 + 0.010 * (np.asarray(n, dtype=float) - 1)  # noqa: E731
+    budget = DraftBudget(cost, calibrate=False)
+    budget.gains = _learned(1.0, 2.0)
+    budget.stats.trials[:] = 1000.0
+    budget.shared.probe_credit = 1.0
+    s = SequenceState()
+    assert budget.plan([s], 100) == [True] and s.probing
+    wide = DraftTree((5, 6, 7, 8, 9), (-1, 0, -1, 2, -1))  # root children 0, 2, 4; their children 1, 3
+    sel = budget.select(wide, context=100)
+    assert sel.keep == [0, 2, 4] and sel.expected_seconds == pytest.approx(float(cost(4)))
+    widest = DraftTree(tuple(range(PROBE_WIDTH + 3)), (-1,) * (PROBE_WIDTH + 3))
+    assert budget.select(widest, context=100).keep == list(range(PROBE_WIDTH))
+    keeps = budget.select_batch([wide, wide], [0, 0], lambda m, ctx: cost(m), 100, probing=[True, False])
+    assert keeps == [[0, 2, 4], []]
+
+
+def test_a_warm_budget_measures_the_plain_step_before_weighing_it() -> None:
+    """eagle@auto's trap: it never ran a one-row forward, so the plain step was priced with the wide forwards'
+    calibration (here 1.4 times the profile), drafting looked worth it, and every step drafted at a loss. A warm
+    budget runs ``PLAIN_SEEN`` plain steps first; priced so, it skips."""
+    from specbench.engine.step_costs import PLAIN_SEEN
+
+    cost = lambda n, context=None: 0.030 + 0.002 * (np.asarray(n, dtype=float) - 1)  # noqa: E731
+    budget = DraftBudget(cost)  # calibrated online, as in a run
+    for _ in range(20):  # drafted steps emit 1.8 tokens and verify 5 rows
+        budget.gains.add(1, [1.8], 1.7, rows=[5])  # type: ignore[list-item]
+    s = SequenceState()
+    for _ in range(3):  # drafted steps of 5 rows, measured at 1.4 times T(5), plus 10 ms of drafting
+        budget.end_step([s], [True], [2], [0.010], [4], 5, 100, 1.4 * 0.038, 1.4 * 0.038 + 0.011)
+    assert float(budget.costs.forward(1, 100)) == pytest.approx(1.4 * 0.030)  # (carried over from 5 rows)
+    def drafts_on_value() -> bool:  # (``plan``'s choice before any probe)
+        return choose([s], budget.gains, [0.010], [0.0], float(budget.costs.forward(1, 100)),
+                      lambda d: budget.costs.overhead(d), 1, None, lambda r: budget.costs.forward(r, 100)).k == 1
+
+    assert drafts_on_value()
+    for _ in range(PLAIN_SEEN):  # whatever drafting looks worth (just checked): 1.8 tokens / 64 ms > 1 / 43 ms
+        assert budget.plan([s], 100) == [False] and not s.probing
+        budget.end_step([s], [False], [1], [0.0], [0], 1, 100, 0.031, 0.0315)
+    assert s.skipped_steps == PLAIN_SEEN and not budget.costs.plain_unpriced(1)
+    assert float(budget.costs.forward(1, 100)) == pytest.approx(0.031)
+    assert not drafts_on_value()  # priced: 1.8 / 64 ms < 1 / 31.5 ms
+    uncalibrated = DraftBudget(cost, calibrate=False)  # (a made-up profile: nothing to measure, no plain steps)
+    uncalibrated.gains = _learned(2.0, 1.2)
+    assert uncalibrated.plan([SequenceState()], 100) == [True] and not uncalibrated.costs.plain_unpriced(1)
+
+
 def test_one_batch_sizes_first_step_does_not_set_its_gain_alone() -> None:
     # batch size 1 learned 3 tokens per drafted step; one step of 4 sequences whose drafts found nothing (1 token
     # each) must not make size 4 skip for the rest of the run: its gain shrinks towards every size's mean

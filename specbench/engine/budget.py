@@ -44,7 +44,7 @@ import numpy as np
 
 from specbench.engine.draft_or_skip import (PROBE_COST, WARM_STEPS, DraftGains, MethodLearning, SequenceState, choose,
                                             count_skips, fetch_prompt_states, probe)
-from specbench.engine.acceptance_stats import AcceptanceStats, best_guess
+from specbench.engine.acceptance_stats import AcceptanceStats, first_guesses
 from specbench.engine.step_costs import StepCosts
 from specbench.engine.tree import DraftTree
 
@@ -109,9 +109,13 @@ class DraftBudget:
         A choice to skip every sequence is kept for up to ``REPLAN_STEPS`` steps while nothing drafts and the
         credit stays below the cheapest probe (nothing it rests on changes then but the context, by a token a
         step): pricing a step costs about 0.3 ms in Python, 1% of a 40 ms plain step, and a plain step must cost
-        what AR's does."""
+        what AR's does. Once warm, the first steps are plain until the plain forward's price is measured
+        (``StepCosts.plain_unpriced``), not carried over from the wide forwards'."""
         shared = self.shared
         gains = self.gains if self.gains.drafted >= WARM_STEPS or shared.gains.drafted < WARM_STEPS else shared.gains
+        if gains.drafted >= WARM_STEPS and self.costs.plain_unpriced(active):  # (``step_costs.py``: priced, not guessed)
+            self._skip_all, self._probing = None, False
+            return count_skips(states, [False] * len(states))
         shape = (len(states), active, gains.drafted)
         kept, credited = self._skip_all, False
         if kept is not None and kept[0] == shape and kept[1] < REPLAN_STEPS:
@@ -203,17 +207,17 @@ class DraftBudget:
 
     def select(self, tree: DraftTree, draft_s: float = 0.0, aux_rows: int = 0, context: int | None = None) -> Selection:
         """The prefix-closed subset of ``tree`` with the most expected tokens per second, verified after
-        ``context`` cached tokens; a probe (``plan``) verifies its drafter's best guess alone (``best_guess``;
-        ``draft_or_skip.py``: a probe cut to nothing verified nothing, so low learned rates never recovered: suffix
-        on GSM8K skipped 124 steps of an answer that drafting without ``auto`` ran in 78)."""
+        ``context`` cached tokens; a probe (``plan``) verifies its drafter's first-token guesses alone
+        (``first_guesses``; ``draft_or_skip.py``: a probe cut to nothing verified nothing, so low learned rates
+        never recovered: suffix on GSM8K skipped 124 steps of an answer that drafting without ``auto`` ran in 78)."""
         probs = self.path_probs(tree)
         order = np.argsort(-probs, kind="stable")  # parents first on ties (a parent's index is smaller)
         gained = np.concatenate([[1.0], 1.0 + np.cumsum(probs[order])])  # [k] expected tokens keeping k nodes
         seconds = self._cost(np.arange(len(tree) + 1) + 1 + aux_rows, context) + draft_s
         k = int(np.argmax(gained / seconds))
         if self._probing and len(tree):
-            node = best_guess(tree)
-            return Selection([node], 1.0 + float(probs[node]), float(seconds[1]))
+            nodes = first_guesses(tree)
+            return Selection(nodes, 1.0 + float(probs[nodes].sum()), float(seconds[len(nodes)]))
         return Selection(sorted(order[:k].tolist()), float(gained[k]), float(seconds[k]))
 
     def select_batch(self, trees: list[DraftTree | None], aux_rows: list[int], cost_rows: Callable[..., np.ndarray],
@@ -222,7 +226,7 @@ class DraftBudget:
         """The kept nodes of each sequence of a batched step whose forward is padded to the longest one:
         every sequence keeps its most likely nodes up to ``m`` rows (root and auxiliary rows included), ``m``
         chosen for the most expected tokens of the whole batch per second of ``cost_rows(m, context)``; a
-        sequence ``probing`` (``plan``) keeps its drafter's best guess alone (``select``). Every sequence is priced
+        sequence ``probing`` (``plan``) keeps its drafter's first-token guesses alone (``select``). Every sequence is priced
         cold (the batched loop keeps none hot: ``acceptance_stats.py``).
 
         Example: two sequences whose chains' nodes are accepted with 0.9 and 0.1: at ``m = 3`` the first
@@ -237,7 +241,7 @@ class DraftBudget:
         m = int(ms[int(np.argmax(gained / seconds))])
         probing = probing or [False] * len(trees)
         keeps = [sorted(o[: max(0, m - 1 - a)].tolist()) for o, a in zip(orders, aux_rows)]
-        return [[best_guess(t)] if p and t is not None and len(t) else keep
+        return [first_guesses(t) if p and t is not None and len(t) else keep
                 for t, keep, p in zip(trees, keeps, probing)]
 
     def depth_hint(self, context: int | None = None, hot: bool = False) -> int:

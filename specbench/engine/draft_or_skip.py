@@ -29,7 +29,9 @@ drafting step keeps learning while a skipped one waits for a probe. That matters
 budget that had learned to skip on such steps missed the copied passages of a second turn (suffix on MT-Bench
 drafted 74% of its steps, 0.93x of its speedup without ``auto``). At 2% the steps it let draft cost up to 2%
 each (rest@auto: 0.95x on GSM8K at batch 4 and on llama.cpp, its calibrated prediction 2-3% low). Before
-``WARM_STEPS`` drafted steps the budget knows nothing and every sequence drafts.
+``WARM_STEPS`` drafted steps the budget knows nothing and every sequence drafts; then its steps are plain until
+it has measured a few one-row forwards (``StepCosts.plain_unpriced``: the plain step is not priced by the wide
+forwards' calibration).
 
 **Catching up.** A drafter that reads the target's hidden states (EAGLE, Hydra, Medusa, ReDrafter) first reads
 every row it missed: at its first draft of a generation the whole prompt (3 s after an 8k prompt on a CPU), after
@@ -41,10 +43,11 @@ not for its last few tokens.
 budget keeps a probe credit in seconds, across generations and tasks (``MethodLearning``): every step in which sequences skip adds ``PROBE_COST``
 (0.5%) of the step's priced seconds, in proportion to the sequences skipped. A skipped sequence probes once the
 credit covers its probe's waste: the probe step's seconds beyond what its expected tokens would have cost at the
-step's chosen rate, its whole catch-up included. A probe verifies its drafter's own best guess alone
-(``DraftBudget.select``, ``budget.best_guess``), whatever the rates learned from the rejections that made the
-budget skip (a probe those rates cut to nothing verified nothing, so they never recovered: suffix on GSM8K). So
-it is cheap: priced with the forward of the probes seen so far (before the first, ``T(2) / T(1)`` of a plain
+step's chosen rate, its whole catch-up included. A probe verifies its drafter's own first-token guesses alone
+(``DraftBudget.select``, ``acceptance_stats.first_guesses``: one node for a chain, up to 8 for REST's trie),
+whatever the rates learned from the rejections that made the budget skip (a probe those rates cut to nothing
+verified nothing, so they never recovered: suffix on GSM8K). So it is cheap: priced with the forward of the probes
+seen so far (before the first, ``T(2) / T(1)`` of a plain
 step's), credited with the tokens probes emitted (``DraftGains.probe_gain``; before the first, a drafted step's
 mean, at most ``PROBE_TOKENS``). Priced at a drafted step's wide forward, Token Recycling (whose warm-up
 drafts from an empty matrix) probed once in 100 steps and never recovered: 89% of its best fixed budget; priced
@@ -79,7 +82,7 @@ OWN_WEIGHT = 0.5  # a sequence's own steps count half as much as the budget's
 WARM_STEPS = 4  # drafted steps a budget sees before it may skip
 PROBE_COST = 0.005  # the share of the skipped steps' seconds probes may spend
 SKIP_MARGIN = 0.01  # a step skips only when plain's value beats drafting's by more than this share
-PROBE_TOKENS = 2.0  # the most a probe emits: it verifies its drafter's best guess alone
+PROBE_TOKENS = 2.0  # the most a probe emits: it verifies its drafter's first-token guesses alone
 
 
 def values(gains: list[float], draft_s: list[float], forward: Callable[[int], float],

@@ -16,7 +16,12 @@ a step also pays for things outside the forward. ``StepCosts`` learns, from each
 
 Every table is a decayed mean (``DecayedMean``): recent steps weigh more, as the context and the text move on.
 A table without data falls back to a coarser one (any bucket, any depth, any batch size) and finally to the
-profile alone (ratio 1, no overhead, no drafting time).
+profile alone (ratio 1, no overhead, no drafting time). The one-row forward is the exception that matters: it
+prices the plain step every choice is weighed against, and the wide forwards' ratio is not its ratio. On a 2-core
+AMD EPYC eagle@auto drafted from its first step and never ran a one-row forward, so its plain step was priced
+with the wide forwards' ratio: 53 ms against AR's 38 ms on HumanEval at batch 1, where drafting lost (0.93x, 100%
+of steps drafted, predicted 1.20x). So a budget runs plain steps until it has measured ``PLAIN_SEEN`` of them
+(``plain_unpriced``; ``budget.DraftBudget.plan``).
 
 >>> costs = StepCosts(lambda n, ctx=None: 0.01 * (1 + 0.1 * (n - 1)))
 >>> float(costs.forward(1, None))
@@ -35,6 +40,7 @@ COST_DECAY = 0.97  # per observation: about 30 steps of memory (the context grow
 MAX_ROW_BUCKET = 8  # bucket k holds 2^k .. 2^(k+1) - 1 rows; 256 rows and more share the last
 MAX_DEPTH = 16
 CATCH_UP_FREE = 8  # rows a drafted step's draft reads anyway (its accepted rows): inside the depth's seconds
+PLAIN_SEEN = 3  # one-row forwards a budget measures before it trusts its plain step's price (``plain_unpriced``)
 
 
 def row_bucket(rows: int) -> int:
@@ -109,6 +115,7 @@ class StepCosts:
         self.calibrate = calibrate
         self._memo: dict[tuple[int, int, int | None], float] = {}  # this step's profile prices (one context at a time)
         self.calibration = RatioTable()
+        self.plain_seen: dict[int, int] = {}  # one-row forwards measured, per number of sequences
         self.overheads: dict[tuple[bool, int], DecayedMean] = {}
         self.drafting: dict[tuple[int, int], DecayedMean] = {}  # (active, depth) and (0, depth): any batch size
         self.catch_up: dict[int, DecayedMean] = {}  # active and 0: seconds per row read beyond CATCH_UP_FREE
@@ -149,6 +156,13 @@ class StepCosts:
         predicted = float(self.profile(rows, context, active))
         if self.calibrate and predicted > 0 and seconds > 0:
             self.calibration.add((active, row_bucket(rows)), seconds, predicted)
+            if rows == 1:
+                self.plain_seen[active] = self.plain_seen.get(active, 0) + 1
+
+    def plain_unpriced(self, active: int = 1) -> bool:
+        """Whether the plain (one-row) forward of ``active`` sequences is still priced from the other row counts'
+        calibration: fewer than ``PLAIN_SEEN`` of them were measured (never, without calibration)."""
+        return self.calibrate and self.plain_seen.get(active, 0) < PLAIN_SEEN
 
     # -- outside the forward -----------------------------------------------------------------------------
     def overhead(self, drafted: bool, active: int = 1) -> float:
