@@ -290,7 +290,7 @@ def test_a_warm_budget_measures_the_plain_step_before_weighing_it() -> None:
     """eagle@auto's trap: it never ran a one-row forward, so the plain step was priced with the wide forwards'
     calibration (here 1.4 times the profile), drafting looked worth it, and every step drafted at a loss. A warm
     budget runs ``PLAIN_SEEN`` plain steps first; priced so, it skips."""
-    from specbench.engine.step_costs import PLAIN_SEEN
+    from specbench.engine.step_costs import PLAIN_REFRESH, PLAIN_SEEN
 
     cost = lambda n, context=None: 0.030 + 0.002 * (np.asarray(n, dtype=float) - 1)  # noqa: E731
     budget = DraftBudget(cost)  # calibrated online, as in a run
@@ -311,6 +311,13 @@ def test_a_warm_budget_measures_the_plain_step_before_weighing_it() -> None:
     assert s.skipped_steps == PLAIN_SEEN and not budget.costs.plain_unpriced(1)
     assert float(budget.costs.forward(1, 100)) == pytest.approx(0.031)
     assert not drafts_on_value()  # priced: 1.8 / 64 ms < 1 / 31.5 ms
+    # a price measured in a slow spell is not kept for the rest of the run: after PLAIN_REFRESH wider forwards
+    # the next step is plain again, and its measurement outweighs the stale one
+    for _ in range(PLAIN_REFRESH):
+        budget.end_step([s], [True], [2], [0.010], [4], 5, 100, 1.4 * 0.038, 1.4 * 0.038 + 0.011)
+    assert budget.costs.plain_unpriced(1) and budget.plan([s], 100) == [False] and not s.probing
+    budget.end_step([s], [False], [1], [0.0], [0], 1, 100, 0.020, 0.0205)
+    assert 0.020 < float(budget.costs.forward(1, 100)) < 0.0225 and not budget.costs.plain_unpriced(1)
     uncalibrated = DraftBudget(cost, calibrate=False)  # (a made-up profile: nothing to measure, no plain steps)
     uncalibrated.gains = _learned(2.0, 1.2)
     assert uncalibrated.plan([SequenceState()], 100) == [True] and not uncalibrated.costs.plain_unpriced(1)

@@ -21,7 +21,11 @@ prices the plain step every choice is weighed against, and the wide forwards' ra
 AMD EPYC eagle@auto drafted from its first step and never ran a one-row forward, so its plain step was priced
 with the wide forwards' ratio: 53 ms against AR's 38 ms on HumanEval at batch 1, where drafting lost (0.93x, 100%
 of steps drafted, predicted 1.20x). So a budget runs plain steps until it has measured ``PLAIN_SEEN`` of them
-(``plain_unpriced``; ``budget.DraftBudget.plan``).
+(``plain_unpriced``; ``budget.DraftBudget.plan``), and one more after every ``PLAIN_REFRESH`` wider forwards,
+against which the stale price keeps ``STALE_KEEP`` of its weight. Why: a price measured once is kept as long as
+the budget drafts. eagle@auto's plain steps on one HumanEval question ran at 50 ms (AR's at 36 ms, the machine's
+or the process's slow spell: its drafted forwards before and after were not slow), and priced so, every later
+step drafted, at 0.90x on MT-Bench.
 
 >>> costs = StepCosts(lambda n, ctx=None: 0.01 * (1 + 0.1 * (n - 1)))
 >>> float(costs.forward(1, None))
@@ -41,6 +45,8 @@ MAX_ROW_BUCKET = 8  # bucket k holds 2^k .. 2^(k+1) - 1 rows; 256 rows and more 
 MAX_DEPTH = 16
 CATCH_UP_FREE = 8  # rows a drafted step's draft reads anyway (its accepted rows): inside the depth's seconds
 PLAIN_SEEN = 3  # one-row forwards a budget measures before it trusts its plain step's price (``plain_unpriced``)
+PLAIN_REFRESH = 100  # wider forwards after which the plain step's price is stale and measured again
+STALE_KEEP = 0.1  # the weight a stale plain price keeps against the fresh measurement
 
 
 def row_bucket(rows: int) -> int:
@@ -91,6 +97,13 @@ class RatioTable:
             self.measured.setdefault(k, DecayedMean()).add(measured)
             self.predicted.setdefault(k, DecayedMean()).add(predicted)
 
+    def fade(self, key: tuple, keep: float) -> None:
+        """Scale what ``key`` (not its coarser key) has learned down to ``keep`` of its weight."""
+        for table in (self.measured, self.predicted):
+            m = table.get(key)
+            if m is not None:
+                m.total, m.weight = m.total * keep, m.weight * keep
+
     def ratio(self, key: tuple) -> float:
         for k in (key, key[:1]):
             m, p = self.measured.get(k), self.predicted.get(k)
@@ -116,6 +129,7 @@ class StepCosts:
         self._memo: dict[tuple[int, int, int | None], float] = {}  # this step's profile prices (one context at a time)
         self.calibration = RatioTable()
         self.plain_seen: dict[int, int] = {}  # one-row forwards measured, per number of sequences
+        self.since_plain: dict[int, int] = {}  # wider forwards since the last one-row forward, per number of sequences
         self.overheads: dict[tuple[bool, int], DecayedMean] = {}
         self.drafting: dict[tuple[int, int], DecayedMean] = {}  # (active, depth) and (0, depth): any batch size
         self.catch_up: dict[int, DecayedMean] = {}  # active and 0: seconds per row read beyond CATCH_UP_FREE
@@ -155,14 +169,26 @@ class StepCosts:
     def observe_forward(self, rows: int, context: int | None, seconds: float, active: int = 1) -> None:
         predicted = float(self.profile(rows, context, active))
         if self.calibrate and predicted > 0 and seconds > 0:
+            if rows == 1 and self.since_plain.get(active, 0) >= PLAIN_REFRESH:
+                self.calibration.fade((active, 0), STALE_KEEP)
             self.calibration.add((active, row_bucket(rows)), seconds, predicted)
             if rows == 1:
-                self.plain_seen[active] = self.plain_seen.get(active, 0) + 1
+                self.plain_seen[active], self.since_plain[active] = self.plain_seen.get(active, 0) + 1, 0
+            else:
+                self.since_plain[active] = self.since_plain.get(active, 0) + 1
 
     def plain_unpriced(self, active: int = 1) -> bool:
-        """Whether the plain (one-row) forward of ``active`` sequences is still priced from the other row counts'
-        calibration: fewer than ``PLAIN_SEEN`` of them were measured (never, without calibration)."""
-        return self.calibrate and self.plain_seen.get(active, 0) < PLAIN_SEEN
+        """Whether the plain (one-row) forward of ``active`` sequences is unpriced or stale: fewer than
+        ``PLAIN_SEEN`` were measured, or none in the last ``PLAIN_REFRESH`` forwards (never, without calibration).
+
+        >>> c = StepCosts(lambda n, ctx=None: 0.01 * n)
+        >>> c.plain_unpriced(), [c.observe_forward(1, None, 0.01) for _ in range(PLAIN_SEEN)] and c.plain_unpriced()
+        (True, False)
+        >>> _ = [c.observe_forward(5, None, 0.05) for _ in range(PLAIN_REFRESH)]; c.plain_unpriced()
+        True
+        """
+        return self.calibrate and (self.plain_seen.get(active, 0) < PLAIN_SEEN
+                                   or self.since_plain.get(active, 0) >= PLAIN_REFRESH)
 
     # -- outside the forward -----------------------------------------------------------------------------
     def overhead(self, drafted: bool, active: int = 1) -> float:
