@@ -63,7 +63,8 @@ def first_guesses(tree: DraftTree, width: int = PROBE_WIDTH) -> list[int]:
     showed little of what drafting gains there, and the budget kept skipping where drafting paid 1.3 times a
     plain step's rate (88% of its best fixed budget).
 
-    >>> first_guesses(DraftTree((5, 6, 7, 8), (-1, 0, -1, -1))), first_guesses(DraftTree((5, 6, 7, 8), (-1, 0, -1, -1)), 2)
+    >>> t = DraftTree((5, 6, 7, 8), (-1, 0, -1, -1))  # root children 0, 2, 3; 1 is 0's child
+    >>> first_guesses(t), first_guesses(t, 2)
     ([0, 2, 3], [0, 2])
     """
     return [i for i, p in enumerate(tree.parents) if p == -1][:width]

@@ -113,7 +113,7 @@ class DraftBudget:
         (``StepCosts.plain_unpriced``), not carried over from the wide forwards'."""
         shared = self.shared
         gains = self.gains if self.gains.drafted >= WARM_STEPS or shared.gains.drafted < WARM_STEPS else shared.gains
-        if gains.drafted >= WARM_STEPS and self.costs.plain_unpriced(active):  # (``step_costs.py``: priced, not guessed)
+        if gains.drafted >= WARM_STEPS and self.costs.plain_unpriced(active):  # (measured, not guessed: step_costs)
             self._skip_all, self._probing = None, False
             return count_skips(states, [False] * len(states))
         shape = (len(states), active, gains.drafted)
@@ -226,8 +226,8 @@ class DraftBudget:
         """The kept nodes of each sequence of a batched step whose forward is padded to the longest one:
         every sequence keeps its most likely nodes up to ``m`` rows (root and auxiliary rows included), ``m``
         chosen for the most expected tokens of the whole batch per second of ``cost_rows(m, context)``; a
-        sequence ``probing`` (``plan``) keeps its drafter's first-token guesses alone (``select``). Every sequence is priced
-        cold (the batched loop keeps none hot: ``acceptance_stats.py``).
+        sequence ``probing`` (``plan``) keeps its drafter's first-token guesses alone (``select``). Every sequence
+        is priced cold (the batched loop keeps none hot: ``acceptance_stats.py``).
 
         Example: two sequences whose chains' nodes are accepted with 0.9 and 0.1: at ``m = 3`` the first
         gains 0.9 + 0.81 tokens and the second 0.1 + 0.01, both paying the 3-row padded forward.

@@ -40,21 +40,20 @@ the drafted steps the generation still has room for (``room / g``): reading an 8
 not for its last few tokens.
 
 **Exploring.** A skipped drafter learns nothing, so a skipped sequence drafts now and then anyway (a probe). The
-budget keeps a probe credit in seconds, across generations and tasks (``MethodLearning``): every step in which sequences skip adds ``PROBE_COST``
-(0.5%) of the step's priced seconds, in proportion to the sequences skipped. A skipped sequence probes once the
-credit covers its probe's waste: the probe step's seconds beyond what its expected tokens would have cost at the
-step's chosen rate, its whole catch-up included. A probe verifies its drafter's own first-token guesses alone
-(``DraftBudget.select``, ``acceptance_stats.first_guesses``: one node for a chain, up to 8 for REST's trie),
-whatever the rates learned from the rejections that made the budget skip (a probe those rates cut to nothing
-verified nothing, so they never recovered: suffix on GSM8K). So it is cheap: priced with the forward of the probes
-seen so far (before the first, ``T(2) / T(1)`` of a plain
-step's), credited with the tokens probes emitted (``DraftGains.probe_gain``; before the first, a drafted step's
-mean, at most ``PROBE_TOKENS``). Priced at a drafted step's wide forward, Token Recycling (whose warm-up
-drafts from an empty matrix) probed once in 100 steps and never recovered: 89% of its best fixed budget; priced
-so, 99% (``docs/measurements.md``). The credit then starts again from zero, and at most one sequence
-probes a step. So probes spend at most 0.5% of the skipped steps' time whatever one costs: a cheap drafter that
-loses a tenth of a step (PLD or REST finding no match) probes every 20 skipped steps, and EAGLE after an 8k prompt,
-whose first draft wastes 30 plain steps, once in 6000.
+budget keeps a probe credit in seconds, across generations and tasks (``MethodLearning``): every step in which
+sequences skip adds ``PROBE_COST`` (0.5%) of the step's priced seconds, in proportion to the sequences skipped. A
+skipped sequence probes once the credit covers its probe's waste: the probe step's seconds beyond what its expected
+tokens would have cost at the step's chosen rate, its whole catch-up included. A probe verifies its drafter's own
+first-token guesses alone (``DraftBudget.select``, ``acceptance_stats.first_guesses``: one node for a chain, up to 8
+for REST's trie), whatever the rates learned from the rejections that made the budget skip (a probe those rates cut
+to nothing verified nothing, so they never recovered: suffix on GSM8K). So it is cheap: priced with the forward of
+the probes seen so far (before the first, ``T(2) / T(1)`` of a plain step's), credited with the tokens probes
+emitted (``DraftGains.probe_gain``; before the first, a drafted step's mean, at most ``PROBE_TOKENS``). Priced at a
+drafted step's wide forward, Token Recycling (whose warm-up drafts from an empty matrix) probed once in 100 steps
+and never recovered: 89% of its best fixed budget; priced so, 99% (``docs/measurements.md``). The credit then starts
+again from zero, and at most one sequence probes a step. So probes spend at most 0.5% of the skipped steps' time
+whatever one costs: a cheap drafter that loses a tenth of a step (PLD or REST finding no match) probes every 20
+skipped steps, and EAGLE after an 8k prompt, whose first draft wastes 30 plain steps, once in 6000.
 
 Example: one sequence, a plain step costs 40 ms; drafting costs 10 ms and the forward of its 4 rows 48 ms,
 and drafted steps emit 1.4 tokens: value(1) = 1.4 / 58 ms < value(0) = 1 / 40 ms: skip. At 2 tokens per
