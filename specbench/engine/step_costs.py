@@ -76,6 +76,10 @@ class DecayedMean:
         self.total = self.total * self.decay + value * weight
         self.weight = self.weight * self.decay + weight
 
+    def scale(self, keep: float) -> None:
+        """Keep ``keep`` of what was learned: the mean stays, its weight against new observations shrinks."""
+        self.total, self.weight = self.total * keep, self.weight * keep
+
     @property
     def known(self) -> bool:
         return self.weight > 1e-9
@@ -100,9 +104,8 @@ class RatioTable:
     def fade(self, key: tuple, keep: float) -> None:
         """Scale what ``key`` (not its coarser key) has learned down to ``keep`` of its weight."""
         for table in (self.measured, self.predicted):
-            m = table.get(key)
-            if m is not None:
-                m.total, m.weight = m.total * keep, m.weight * keep
+            if key in table:
+                table[key].scale(keep)
 
     def ratio(self, key: tuple) -> float:
         for k in (key, key[:1]):
