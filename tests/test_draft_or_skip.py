@@ -290,7 +290,7 @@ def test_a_warm_budget_measures_the_plain_step_before_weighing_it() -> None:
     """eagle@auto's trap: it never ran a one-row forward, so the plain step was priced with the wide forwards'
     calibration (here 1.4 times the profile), drafting looked worth it, and every step drafted at a loss. A warm
     budget runs ``PLAIN_SEEN`` plain steps first; priced so, it skips."""
-    from specbench.engine.step_costs import PLAIN_REFRESH, PLAIN_SEEN
+    from specbench.engine.step_costs import COST_DECAY, PLAIN_REFRESH, PLAIN_SEEN, STALE_WEIGHT
 
     cost = lambda n, context=None: 0.030 + 0.002 * (np.asarray(n, dtype=float) - 1)  # noqa: E731
     budget = DraftBudget(cost)  # calibrated online, as in a run
@@ -312,15 +312,43 @@ def test_a_warm_budget_measures_the_plain_step_before_weighing_it() -> None:
     assert float(budget.costs.forward(1, 100)) == pytest.approx(0.031)
     assert not drafts_on_value()  # priced: 1.8 / 64 ms < 1 / 31.5 ms
     # a price measured in a slow spell is not kept for the rest of the run: after PLAIN_REFRESH wider forwards
-    # the next step is plain again, and its measurement outweighs the stale one
+    # the next step is plain again, and its measurement outweighs the stale one (which keeps STALE_WEIGHT)
     for _ in range(PLAIN_REFRESH):
         budget.end_step([s], [True], [2], [0.010], [4], 5, 100, 1.4 * 0.038, 1.4 * 0.038 + 0.011)
     assert budget.costs.plain_unpriced(1) and budget.plan([s], 100) == [False] and not s.probing
     budget.end_step([s], [False], [1], [0.0], [0], 1, 100, 0.020, 0.0205)
-    assert 0.020 < float(budget.costs.forward(1, 100)) < 0.0225 and not budget.costs.plain_unpriced(1)
+    stale = STALE_WEIGHT * COST_DECAY  # (decayed once more as the fresh one is added)
+    fresh = (stale * 0.031 + 0.020) / (stale + 1)
+    assert float(budget.costs.forward(1, 100)) == pytest.approx(fresh) and not budget.costs.plain_unpriced(1)
     uncalibrated = DraftBudget(cost, calibrate=False)  # (a made-up profile: nothing to measure, no plain steps)
     uncalibrated.gains = _learned(2.0, 1.2)
     assert uncalibrated.plan([SequenceState()], 100) == [True] and not uncalibrated.costs.plain_unpriced(1)
+
+
+@pytest.mark.parametrize("draft_s, refreshed_after", [(0.019, "near"), (0.005, "far")])
+def test_a_narrow_lead_measures_the_plain_step_again_sooner(draft_s: float, refreshed_after: str) -> None:
+    """hydra@auto's trap: a plain price learned in a slow spell (41-45 ms against AR's 36-39) made drafting look
+    worth a few percent where it lost 13%. Where drafting leads plain by under ``NEAR_LEAD`` the plain step is
+    measured again after ``PLAIN_REFRESH_NEAR`` drafted steps; where it leads by more, after ``PLAIN_REFRESH``."""
+    from specbench.engine.step_costs import NEAR_LEAD, PLAIN_REFRESH, PLAIN_REFRESH_NEAR, PLAIN_SEEN
+
+    cost = lambda n, context=None: 0.030 + 0.002 * (np.asarray(n, dtype=float) - 1)  # noqa: E731
+    budget = DraftBudget(cost)
+    for _ in range(20):  # drafted steps emit 2 tokens and verify 5 rows
+        budget.gains.add(1, [2.0], 38 / 30, rows=[5])  # type: ignore[list-item]
+    s = SequenceState()
+    for _ in range(PLAIN_SEEN):
+        assert budget.plan([s], 100) == [False]
+        budget.end_step([s], [False], [1], [0.0], [0], 1, 100, 0.030, 0.030)
+    plans = []
+    for _ in range(PLAIN_REFRESH + 1):  # 2 tokens / (draft_s + 38 ms) against 1 / 30 ms: 5% or 40% ahead
+        plans.append(budget.plan([s], 100)[0])
+        if not plans[-1]:
+            break
+        budget.end_step([s], [True], [2], [draft_s], [4], 5, 100, 0.038, 0.038 + draft_s)
+    near = budget._lead < NEAR_LEAD
+    assert near == (refreshed_after == "near") and budget._lead > 0
+    assert plans == [True] * (PLAIN_REFRESH_NEAR if near else PLAIN_REFRESH) + [False] and not s.probing
 
 
 def test_one_batch_sizes_first_step_does_not_set_its_gain_alone() -> None:

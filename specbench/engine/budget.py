@@ -95,6 +95,7 @@ class DraftBudget:
         self._rates: dict[bool, np.ndarray] = {}  # this step's draw per regime (``depth_hint`` draws, ``select`` reuses it)
         self._hot = False  # the regime of the sequence ``depth_hint`` was last asked for (``acceptance_stats.py``)
         self._probing = False  # the last ``plan`` chose a probe (``select`` then keeps at least one node)
+        self._lead = float("inf")  # the last priced choice's lead over a plain step (``StepCosts.plain_unpriced``)
 
     def _cost(self, n: np.ndarray, context: int | None) -> np.ndarray:
         """A drafting step's calibrated seconds besides the draft: the verify forward of ``n`` rows and the overhead."""
@@ -113,7 +114,7 @@ class DraftBudget:
         (``StepCosts.plain_unpriced``), not carried over from the wide forwards'."""
         shared = self.shared
         gains = self.gains if self.gains.drafted >= WARM_STEPS or shared.gains.drafted < WARM_STEPS else shared.gains
-        if gains.drafted >= WARM_STEPS and self.costs.plain_unpriced(active):  # (measured, not guessed: step_costs)
+        if gains.drafted >= WARM_STEPS and self.costs.plain_unpriced(active, self._lead):  # (measured: step_costs)
             self._skip_all, self._probing = None, False
             return count_skips(states, [False] * len(states))
         shape = (len(states), active, gains.drafted)
@@ -130,7 +131,7 @@ class DraftBudget:
                         for s in states], plain, lambda drafted: costs.overhead(drafted, active), active,
                         float(costs.forward(2, context, active)) / plain,
                         lambda rows: costs.forward(rows, context, active))
-        drafting = list(choice.drafting)
+        drafting, self._lead = list(choice.drafting), choice.lead
         credit = PROBE_COST * choice.seconds * drafting.count(False) / active  # this step's, per skipped share
         if not credited:
             shared.probe_credit += credit

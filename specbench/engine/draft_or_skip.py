@@ -171,12 +171,13 @@ def expected_gain(gains: DraftGains, s: SequenceState, active: int) -> float:
 class Choice:
     """A step's choice: which candidates draft on their value (``drafting``, no probe yet), how many (``k``), the
     step's priced seconds (``seconds``) and, per candidate left out, its probe's waste in seconds (``waste``; inf
-    for those chosen)."""
+    for those chosen); ``lead``: the chosen value over the plain step's, less 1 (inf before the budget is warm)."""
 
     drafting: list[bool]
     k: int
     seconds: float
     waste: list[float]
+    lead: float = float("inf")
 
 
 def amortised(base: float, catch_up: float, gain: float, room: int) -> float:
@@ -218,7 +219,7 @@ def choose(states: list[SequenceState], gains: DraftGains, base_s: list[float], 
         extra = base_s[i] + catch_up_s[i] + probe_forward - forward(k) + step_overhead(k + 1) - step_overhead(k)
         gain = gains.probe_gain(active, min(expected[i], PROBE_TOKENS))
         waste[i] = seconds + extra - (tokens + gain - 1.0) / value[k]
-    return Choice([i in order[:k] for i in range(n)], k, float(seconds), waste)
+    return Choice([i in order[:k] for i in range(n)], k, float(seconds), waste, float(value[k] / value[0] - 1.0))
 
 
 def probe(states: list[SequenceState], choice: Choice, credit: float) -> int | None:

@@ -22,10 +22,15 @@ AMD EPYC eagle@auto drafted from its first step and never ran a one-row forward,
 with the wide forwards' ratio: 53 ms against AR's 38 ms on HumanEval at batch 1, where drafting lost (0.93x, 100%
 of steps drafted, predicted 1.20x). So a budget runs plain steps until it has measured ``PLAIN_SEEN`` of them
 (``plain_unpriced``; ``budget.DraftBudget.plan``), and one more after every ``PLAIN_REFRESH`` wider forwards,
-against which the stale price keeps ``STALE_KEEP`` of its weight. Why: a price measured once is kept as long as
-the budget drafts. eagle@auto's plain steps on one HumanEval question ran at 50 ms (AR's at 36 ms, the machine's
-or the process's slow spell: its drafted forwards before and after were not slow), and priced so, every later
-step drafted, at 0.90x on MT-Bench.
+or after ``PLAIN_REFRESH_NEAR`` when the last choice drafted by a lead under ``NEAR_LEAD``; against the fresh
+measurement the stale price keeps a weight of at most ``STALE_WEIGHT``. Why: a price measured once is kept as
+long as the budget drafts, and on a shared VM the same forward runs 15-30% slower from one question to the next.
+eagle@auto's plain steps on one HumanEval question ran at 50 ms (AR's at 36 ms), and priced so, every later step
+drafted, at 0.90x on MT-Bench. hydra@auto learned 41-45 ms so on HumanEval and drafted 98% of MT-Bench's steps
+at a predicted 1.0x, measured 0.82-0.96x (AR's steps 36-39 ms); a refresh every 100 steps that kept a tenth of
+the stale weight (about 3 observations) moved the price 2 ms. Where drafting leads by a few percent, a price 15%
+off flips the choice, so it is measured every 20 drafted steps there (one plain step in 20: at most 0.75% of
+time, at a lead under 15%); where it leads by more, every 100.
 
 >>> costs = StepCosts(lambda n, ctx=None: 0.01 * (1 + 0.1 * (n - 1)))
 >>> float(costs.forward(1, None))
@@ -46,7 +51,9 @@ MAX_DEPTH = 16
 CATCH_UP_FREE = 8  # rows a drafted step's draft reads anyway (its accepted rows): inside the depth's seconds
 PLAIN_SEEN = 3  # one-row forwards a budget measures before it trusts its plain step's price (``plain_unpriced``)
 PLAIN_REFRESH = 100  # wider forwards after which the plain step's price is stale and measured again
-STALE_KEEP = 0.1  # the weight a stale plain price keeps against the fresh measurement
+PLAIN_REFRESH_NEAR = 20  # the same where the last choice drafted by a lead under NEAR_LEAD
+NEAR_LEAD = 0.15  # a lead within the drift of a shared VM's forward from one question to the next (15-30%)
+STALE_WEIGHT = 0.5  # the most weight a stale plain price keeps against the fresh measurement (which weighs 1)
 
 
 def row_bucket(rows: int) -> int:
@@ -101,11 +108,14 @@ class RatioTable:
             self.measured.setdefault(k, DecayedMean()).add(measured)
             self.predicted.setdefault(k, DecayedMean()).add(predicted)
 
-    def fade(self, key: tuple, keep: float) -> None:
-        """Scale what ``key`` (not its coarser key) has learned down to ``keep`` of its weight."""
-        for table in (self.measured, self.predicted):
-            if key in table:
-                table[key].scale(keep)
+    def fade_to(self, key: tuple, weight: float) -> None:
+        """Scale what ``key`` (not its coarser key) has learned down to a weight of at most ``weight``: its ratio
+        stays, and the next observation outweighs it."""
+        m, p = self.measured.get(key), self.predicted.get(key)
+        if m is not None and m.weight > weight:
+            keep = weight / m.weight
+            m.scale(keep)
+            p.scale(keep)
 
     def ratio(self, key: tuple) -> float:
         for k in (key, key[:1]):
@@ -172,26 +182,32 @@ class StepCosts:
     def observe_forward(self, rows: int, context: int | None, seconds: float, active: int = 1) -> None:
         predicted = float(self.profile(rows, context, active))
         if self.calibrate and predicted > 0 and seconds > 0:
-            if rows == 1 and self.since_plain.get(active, 0) >= PLAIN_REFRESH:
-                self.calibration.fade((active, 0), STALE_KEEP)
+            if rows == 1 and self.since_plain.get(active, 0) >= PLAIN_REFRESH_NEAR:
+                self.calibration.fade_to((active, 0), STALE_WEIGHT)
             self.calibration.add((active, row_bucket(rows)), seconds, predicted)
             if rows == 1:
                 self.plain_seen[active], self.since_plain[active] = self.plain_seen.get(active, 0) + 1, 0
             else:
                 self.since_plain[active] = self.since_plain.get(active, 0) + 1
 
-    def plain_unpriced(self, active: int = 1) -> bool:
+    def plain_unpriced(self, active: int = 1, lead: float = float("inf")) -> bool:
         """Whether the plain (one-row) forward of ``active`` sequences is unpriced or stale: fewer than
-        ``PLAIN_SEEN`` were measured, or none in the last ``PLAIN_REFRESH`` forwards (never, without calibration).
+        ``PLAIN_SEEN`` were measured, or none in the last ``PLAIN_REFRESH`` forwards, or in the last
+        ``PLAIN_REFRESH_NEAR`` where the last choice drafted by a ``lead`` (its value over plain's, less 1) under
+        ``NEAR_LEAD`` (never, without calibration).
 
         >>> c = StepCosts(lambda n, ctx=None: 0.01 * n)
         >>> c.plain_unpriced(), [c.observe_forward(1, None, 0.01) for _ in range(PLAIN_SEEN)] and c.plain_unpriced()
         (True, False)
-        >>> _ = [c.observe_forward(5, None, 0.05) for _ in range(PLAIN_REFRESH)]; c.plain_unpriced()
-        True
+        >>> _ = [c.observe_forward(5, None, 0.05) for _ in range(PLAIN_REFRESH_NEAR)]
+        >>> c.plain_unpriced(lead=0.4), c.plain_unpriced(lead=0.05)
+        (False, True)
+        >>> c.observe_forward(1, None, 0.02); round(float(c.forward(1, None)), 4)  # the fresh 20 ms weighs 2/3
+        0.0167
         """
-        return self.calibrate and (self.plain_seen.get(active, 0) < PLAIN_SEEN
-                                   or self.since_plain.get(active, 0) >= PLAIN_REFRESH)
+        since = self.since_plain.get(active, 0)
+        return self.calibrate and (self.plain_seen.get(active, 0) < PLAIN_SEEN or since >= PLAIN_REFRESH
+                                   or (lead < NEAR_LEAD and since >= PLAIN_REFRESH_NEAR))
 
     # -- outside the forward -----------------------------------------------------------------------------
     def overhead(self, drafted: bool, active: int = 1) -> float:
