@@ -91,6 +91,20 @@ def test_cost_is_piecewise_linear_in_the_context():
     assert c3(16, 0) == pytest.approx(0.05 - 0.01 / 3)
 
 
+def test_one_row_count_is_priced_as_the_array_path_prices_it():
+    """The scalar path (plain Python, for the budget's per-step prices) and numpy's agree everywhere: between
+    measured sizes and contexts, below the first of each, past the last, and without a context."""
+    profile = {"latency_s": {"1": 0.04, "4": 0.045, "16": 0.05},
+               "latency_by_context_s": {"128": {"1": 0.04, "4": 0.045, "16": 0.05},
+                                        "512": {"1": 0.041, "4": 0.05, "16": 0.06},
+                                        "2048": {"1": 0.08, "4": 0.09, "16": 0.12}}}
+    cost = cost_function(profile)
+    for n in (0, 1, 3, 4, 9, 16, 40):
+        for context in (None, 0, 100, 128, 300, 512, 1500, 2048, 9000):
+            array = cost(np.array([n]), None if context is None else np.array([context]))[0]
+            assert isinstance(cost(n, context), float) and cost(n, context) == pytest.approx(array, rel=1e-12)
+
+
 def test_cached_profile_grows_with_the_longest_context(tmp_path, monkeypatch):
     from conftest import make_tiny_model
 
