@@ -68,3 +68,19 @@ def test_cold_sequence_is_priced_by_cold_steps() -> None:
     assert expected_gain(g, cold, 1) == pytest.approx(1.0) and expected_gain(g, hot, 1) > 4.5
     assert choose([cold], *args).k == 0 and choose([hot], *args).k == 1
     assert g.gain(1) == pytest.approx(3.0, abs=0.05)  # (priced with every step's mean, the cold one drafted)
+
+
+def test_a_probe_that_hit_counts_as_the_whole_draft_a_cold_hit_emits() -> None:
+    """rest@auto's trap: a probe verifies only its drafter's first-token guesses, so one that hit emits 2 tokens
+    where the whole draft would have emitted what a cold step that hit emits (here 3). Counted as 2, every hit
+    probe pulled the cold mean down, and the more the budget probed, the more it skipped."""
+    g = DraftGains()
+    for _ in range(30):  # cold drafted steps: half miss (1 token), half hit (3 tokens): a cold mean of 2
+        g.add(1, [1], 1.5)
+        g.add(1, [3], 1.5)
+    for _ in range(30):  # probes that behave alike: half miss, half hit (2 tokens: one guess and the bonus)
+        g.add(1, [1], 1.2, probe=True)
+        g.add(1, [2], 1.2, probe=True)
+    assert g.cold_gain(1) == pytest.approx(2.0, abs=0.02)  # (counted as they came: 1.5)
+    assert g.probe_gain(1, 9.0) == pytest.approx(1.5, abs=0.02)  # (what a probe itself emits: its own price)
+    assert g.as_drafted(1, 1, True) == 1.0 and g.as_drafted(1, 2, False) == 2.0
