@@ -105,11 +105,18 @@ def test_two_processes_one_run_folder(tiny_dir, tmp_path):
     first = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT, env=env)
     lock = tmp_path / "same" / ".specbench.lock"
     deadline = time.time() + 120
-    while not lock.exists() and first.poll() is None and time.time() < deadline:
+
+    def owned() -> bool:  # (the file exists from open(), its pid only after the flock: wait for both)
+        try:
+            return json.loads(lock.read_text()).get("pid") == first.pid
+        except (OSError, ValueError):
+            return False
+
+    while not owned() and first.poll() is None and time.time() < deadline:
         time.sleep(0.005)
     first.send_signal(signal.SIGSTOP)
     try:
-        assert lock.exists(), "the first run finished before it could be paused"
+        assert owned(), "the first run finished before it could be paused"
         second = subprocess.run(args, capture_output=True, text=True, cwd=ROOT, env=env, timeout=300)
     finally:
         first.send_signal(signal.SIGCONT)
