@@ -96,6 +96,7 @@ class DraftBudget:
         self._hot = False  # the regime of the sequence ``depth_hint`` was last asked for (``acceptance_stats.py``)
         self._probing = False  # the last ``plan`` chose a probe (``select`` then keeps at least one node)
         self._lead = float("inf")  # the last priced choice's lead over a plain step (``StepCosts.plain_unpriced``)
+        self._probe_spent = 0.0  # the credit the last ``plan``'s probe took (``end_step`` refunds an empty probe)
 
     def _cost(self, n: np.ndarray, context: int | None) -> np.ndarray:
         """A drafting step's calibrated seconds besides the draft: the verify forward of ``n`` rows and the overhead."""
@@ -129,13 +130,14 @@ class DraftBudget:
         plain = float(costs.forward(1, context, active))
         choice = choose(states, gains, [base] * len(states), [costs.catch_up_seconds(s.unseen, active)
                         for s in states], plain, lambda drafted: costs.overhead(drafted, active), active,
-                        float(costs.forward(2, context, active)) / plain,
+                        self._cheapest_probe(context, active) / plain,
                         lambda rows: costs.forward(rows, context, active))
         drafting, self._lead = list(choice.drafting), choice.lead
         credit = PROBE_COST * choice.seconds * drafting.count(False) / active  # this step's, per skipped share
         if not credited:
             shared.probe_credit += credit
         chosen = probe(states, choice, shared.probe_credit)
+        self._probe_spent = 0.0 if chosen is None else shared.probe_credit
         if chosen is not None:
             drafting[chosen], shared.probe_credit = True, 0.0
         self._skip_all = (shape, 1, credit, min(choice.waste)) if states and not any(drafting) else None
@@ -144,6 +146,12 @@ class DraftBudget:
             shared.probe_waste = min(choice.waste) if choice.k == 0 and states else shared.probe_waste
         self._probing = chosen is not None  # (``select``: a single sequence's probe keeps a node)
         return count_skips(states, drafting, chosen)
+
+    def _cheapest_probe(self, context: int | None, active: int) -> float:
+        """The forward of a probe before any was seen: the cheapest of 2 rows up to the last draft's depth plus
+        the root (``_probe_selection`` widens a probe to where the forward is cheapest)."""
+        rows = np.arange(2, 3 + max(1, self.last_depth))
+        return float(np.min(self.costs.forward(rows, context, active)))
 
     def prompt_states(self, rows: int) -> bool:
         """Whether a generation's prompt of ``rows`` tokens runs with the hidden states its drafter reads, where
@@ -161,13 +169,21 @@ class DraftBudget:
         ``rows_each``: each sequence's own rows in the forward (None: ``padded_rows`` each)."""
         t0 = time.perf_counter()
         costs, active = self.costs, len(states)
-        used = [i for i, d in enumerate(drafted) if d]
+        called = [i for i, d in enumerate(drafted) if d]
+        own_rows = {i: padded_rows if rows_each is None else rows_each[i] for i in called}
+        # a probe whose drafter found nothing verified its root alone: a plain step that called the drafter, so
+        # it neither teaches the means nor spends the credit beyond its drafting seconds (PLD's lookup, a tenth of
+        # a millisecond): the next step probes again (pld@auto on GSM8K: one probe in 40 steps)
+        empty = [i for i in called if own_rows[i] <= 1 and states[i] is not None and states[i].probing]
+        for i in empty:
+            self.shared.probe_credit += max(0.0, self._probe_spent - draft_s[i])
+        used = [i for i in called if i not in empty]
         unseen = [0 if s is None else s.unseen for s in states]
         f_rows = float(costs.forward(padded_rows, context, active))
         forward_1 = f_rows if padded_rows == 1 else float(costs.forward(1, context, active))  # (a plain step: once)
         o_step = costs.overhead(bool(used), active)
         predicted = sum(costs.draft_seconds(depths[i], active) + costs.catch_up_seconds(unseen[i], active)
-                        for i in used) + f_rows + o_step
+                        for i in called) + f_rows + o_step
         plain = forward_1 + (costs.overhead(False, active) if used else o_step)
         ratio = f_rows / forward_1 if forward_1 > 0 else 1.0
         for s, n in zip(states, emitted):
@@ -175,20 +191,24 @@ class DraftBudget:
                 s.predicted_s += predicted / active
                 s.predicted_ar_s += n * plain / active
         costs.observe_forward(padded_rows, context, verify_s, active)
-        costs.observe_overhead(bool(used), step_s + self._learn_s - verify_s - sum(draft_s[i] for i in used), active)
-        for i in used:
+        costs.observe_overhead(bool(used), step_s + self._learn_s - verify_s - sum(draft_s[i] for i in called), active)
+        for i in called:
             costs.observe_draft(depths[i], draft_s[i], active, unseen[i])
         if used:
             self.last_depth = max(depths[i] for i in used)
             probing = [states[i] is not None and states[i].probing for i in used]
             hot = [states[i] is not None and states[i].hot for i in used]
-            rows = [padded_rows if rows_each is None else rows_each[i] for i, p in zip(used, probing) if not p]
+            rows = [own_rows[i] for i, p in zip(used, probing) if not p]
+            verified = sum(own_rows[i] > 1 for i in used)
             for gains in (self.gains, self.shared.gains):  # (all probing: the step drafted only as a probe)
-                gains.add(active, [emitted[i] for i in used], ratio, all(probing), hot, rows, probing)
-        for s, d, n in zip(states, drafted, emitted):
-            if s is not None and d:  # (a skipped step was counted when ``plan`` chose it)
-                s.gain.add(float(n))
+                gains.add(active, [emitted[i] for i in used], ratio, all(probing), hot, rows, probing, verified)
+        for i in used:  # (a skipped step was counted when ``plan`` chose it)
+            s = states[i]
+            if s is not None:
+                s.gain.add(float(emitted[i]))
                 s.skipped, s.drafted_steps = 0, s.drafted_steps + 1
+        for i in empty:  # (plain, as far as its record goes: nothing drafted was verified)
+            states[i].skipped, states[i].skipped_steps = states[i].skipped + 1, states[i].skipped_steps + 1
         self._learn_s = time.perf_counter() - t0  # (outside ``step_s``: the next step's overhead carries it)
 
     def _step_rates(self, hot: bool) -> np.ndarray:
@@ -217,9 +237,25 @@ class DraftBudget:
         seconds = self._cost(np.arange(len(tree) + 1) + 1 + aux_rows, context) + draft_s
         k = int(np.argmax(gained / seconds))
         if self._probing and len(tree):
-            nodes = first_guesses(tree)
-            return Selection(nodes, 1.0 + float(probs[nodes].sum()), float(seconds[len(nodes)]))
+            return self._probe_selection(tree, probs, order, seconds)
         return Selection(sorted(order[:k].tolist()), float(gained[k]), float(seconds[k]))
+
+    @staticmethod
+    def _probe_selection(tree: DraftTree, probs: np.ndarray, order: np.ndarray, seconds: np.ndarray) -> Selection:
+        """A probe's nodes: its drafter's first-token guesses, and then as many of the next nodes (the budget's
+        order) as give the most expected tokens per second. The learned rates that made the budget skip value
+        those at almost nothing, so this is where a wider forward costs no more: on this project's CPU ``T(4)``
+        is below ``T(2)`` (a fifth below), so a PLD probe of its first guess alone paid the dearest forward of
+        all to verify the least.
+
+        ``order`` lists nodes parents first, so the guesses and any prefix of the rest are prefix-closed."""
+        guesses = first_guesses(tree)
+        chosen = set(guesses)
+        rest = [int(i) for i in order if int(i) not in chosen]
+        tokens = 1.0 + float(probs[guesses].sum()) + np.concatenate([[0.0], np.cumsum(probs[rest])])
+        sizes = len(guesses) + np.arange(len(rest) + 1)
+        j = int(np.argmax(tokens / seconds[sizes]))
+        return Selection(sorted(guesses + rest[:j]), float(tokens[j]), float(seconds[sizes[j]]))
 
     def select_batch(self, trees: list[DraftTree | None], aux_rows: list[int], cost_rows: Callable[..., np.ndarray],
                      context: int | None = None, draft_s: float = 0.0,

@@ -29,7 +29,8 @@ drafting step keeps learning while a skipped one waits for a probe. That matters
 budget that had learned to skip on such steps missed the copied passages of a second turn (suffix on MT-Bench
 drafted 74% of its steps, 0.93x of its speedup without ``auto``). At 2% the steps it let draft cost up to 2%
 each (rest@auto: 0.95x on GSM8K at batch 4 and on llama.cpp, its calibrated prediction 2-3% low). Before
-``WARM_STEPS`` drafted steps the budget knows nothing and every sequence drafts; then its steps are plain until
+``WARM_STEPS`` drafted steps that verified a draft (a lookup that found nothing says nothing of what a draft emits:
+``DraftGains.add``) the budget knows nothing and every sequence drafts; then its steps are plain until
 it has measured a few one-row forwards (``StepCosts.plain_unpriced``: the plain step is not priced by the wide
 forwards' calibration).
 
@@ -44,14 +45,16 @@ budget keeps a probe credit in seconds, across generations and tasks (``MethodLe
 sequences skip adds ``PROBE_COST`` (0.5%) of the step's priced seconds, in proportion to the sequences skipped. A
 skipped sequence probes once the credit covers its probe's waste: the probe step's seconds beyond what its expected
 tokens would have cost at the step's chosen rate, its whole catch-up included. A probe verifies its drafter's own
-first-token guesses alone (``DraftBudget.select``, ``acceptance_stats.first_guesses``: one node for a chain, up to 8
-for REST's trie), whatever the rates learned from the rejections that made the budget skip (a probe those rates cut
-to nothing verified nothing, so they never recovered: suffix on GSM8K). So it is cheap: priced with the forward of
-the probes seen so far (before the first, ``T(2) / T(1)`` of a plain step's), credited with the tokens probes
+first-token guesses (``DraftBudget.select``, ``acceptance_stats.first_guesses``: one node for a chain, up to 8 for
+REST's trie), and the next nodes too where the forward costs no more (on this CPU ``T(4) < T(2)``), whatever the
+rates learned from the rejections that made the budget skip (a probe those rates cut to nothing verified nothing,
+so they never recovered: suffix on GSM8K). So it is cheap: priced with the forward of the probes seen so far
+(before the first, the cheapest forward it may widen to, over a plain step's), credited with the tokens probes
 emitted (``DraftGains.probe_gain``; before the first, a drafted step's mean, at most ``PROBE_TOKENS``). Priced at a
 drafted step's wide forward, Token Recycling (whose warm-up drafts from an empty matrix) probed once in 100 steps
 and never recovered: 89% of its best fixed budget; priced so, 99% (``docs/measurements.md``). The credit then starts
-again from zero, and at most one sequence probes a step. So probes spend at most 0.5% of the skipped steps' time
+again from zero (a probe whose drafter found nothing gives it back, less its drafting seconds, and the next step
+probes again), and at most one sequence probes a step. So probes spend at most 0.5% of the skipped steps' time
 whatever one costs: a cheap drafter that loses a tenth of a step (PLD or REST finding no match) probes every 20
 skipped steps, and EAGLE after an 8k prompt, whose first draft wastes 30 plain steps, once in 6000.
 

@@ -1,0 +1,91 @@
+"""``budget=auto``'s probes, and steps whose drafter found nothing (PLD or REST with no match: the forward verified
+the root alone, so such a step is a plain one that called the drafter). Constructed costs and steps; nothing is
+timed."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from specbench.engine.budget import DraftBudget
+from specbench.engine.draft_or_skip import WARM_STEPS, DraftGains, SequenceState
+
+
+def _flat_budget(wide: float = 0.044) -> DraftBudget:
+    """A 40 ms one-row forward and ``wide`` seconds for any wider one, not calibrated by the steps below."""
+    return DraftBudget(lambda n, context=None: np.where(np.asarray(n) >= 2, wide, 0.040), calibrate=False)
+
+
+def test_steps_that_found_nothing_do_not_warm_the_budget_up() -> None:
+    """pld@auto on a GSM8K answer: its first four lookups found nothing, so the budget had seen four drafted steps
+    of 1 token and skipped the next 40 steps. Such steps say nothing of what a draft emits: the budget keeps
+    drafting until WARM_STEPS drafts were verified, and those decide (here they pay: 2 tokens at 1.1 plain steps)."""
+    budget, s = _flat_budget(), SequenceState()
+    for _ in range(3 * WARM_STEPS):  # the drafter is called and finds nothing: one row, one token
+        assert budget.plan([s], 100) == [True]
+        budget.end_step([s], [True], [1], [0.0001], [4], 1, 100, 0.040, 0.0402)
+    assert budget.gains.drafted == 0
+    for _ in range(WARM_STEPS):  # drafts of 4 tokens verified in 5 rows, 2 tokens each
+        assert budget.plan([s], 100) == [True]
+        budget.end_step([s], [True], [2], [0.0001], [4], 5, 100, 0.044, 0.0442)
+    assert budget.gains.drafted == WARM_STEPS
+    # every step is in the means: 16 steps of which 4 emitted 2 tokens (decayed: the recent ones weigh more)
+    assert 1.2 < budget.gains.gain(1) < 1.3 and budget.plan([s], 100) == [True]
+
+
+def _skipping_budget() -> tuple[DraftBudget, SequenceState]:
+    """A warm budget whose drafts emit 1 token for 1.1 plain steps: it skips, and probes once the credit allows."""
+    budget, gains = _flat_budget(), DraftGains()
+    for _ in range(20):
+        gains.add(1, [1], 1.1, rows=[5])
+    budget.gains = gains
+    s = SequenceState()
+    for _ in range(10_000):
+        if budget.plan([s], 100) == [True]:
+            return budget, s
+        budget.end_step([s], [False], [1], [0.0], [0], 1, 100, 0.040, 0.0401)
+    raise AssertionError("the budget never probed")
+
+
+@pytest.mark.parametrize("found", [False, True])
+def test_a_probe_that_found_nothing_keeps_the_credit_and_probes_again(found: bool) -> None:
+    """A probe whose lookup found nothing cost its lookup alone: it gives back the credit it took (less the
+    lookup's seconds), is not a probe that missed in the means, counts as a plain step in the record, and the next
+    step probes again; a probe that verified its guess spends the credit and is counted."""
+    budget, s = _skipping_budget()
+    assert s.probing
+    credit = budget._probe_spent
+    probes_before = budget.gains.probe_tokens.get(1)
+    rows, lookup = (2, 0.0001) if found else (1, 0.0001)  # (a lookup cheaper than a step's credit, 0.2 ms)
+    budget.end_step([s], [True], [1], [lookup], [1], rows, 100, 0.040, 0.0403)
+    if found:
+        assert budget.shared.probe_credit == 0.0 and budget.gains.probe_tokens[1].known
+        assert s.drafted_steps == 1 and budget.plan([s], 100) == [False]
+        return
+    assert budget.shared.probe_credit == pytest.approx(credit - lookup)
+    assert budget.gains.probe_tokens.get(1) is probes_before and budget.gains.drafted == 20
+    assert s.drafted_steps == 0 and s.skipped > 0
+    assert budget.plan([s], 100) == [True] and s.probing
+
+
+def test_a_probe_widens_to_where_the_forward_is_cheapest() -> None:
+    """On this project's CPU a 2-row forward costs more than a 4-row one: a PLD probe of its first guess alone paid
+    the dearest forward to verify the least. A probe keeps the first guesses and widens while the expected tokens
+    per second grow; with a forward that grows with its rows it stays at the first guess."""
+    from specbench.engine.tree import DraftTree
+
+    chain = DraftTree((5, 6, 7, 8, 9), (-1, 0, 1, 2, 3))
+    cpu = np.array([0.0, 0.040, 0.048, 0.041, 0.039, 0.045, 0.046])  # [n]: T(n), ms-shaped like this CPU's profile
+    for cost, kept in ((lambda n: cpu[np.asarray(n)], 3),
+                       (lambda n: 0.040 + 0.010 * (np.asarray(n, dtype=float) - 1), 1)):
+        budget = DraftBudget(lambda n, context=None, c=cost: c(n), calibrate=False)
+        budget.gains = DraftGains()
+        for _ in range(20):
+            budget.gains.add(1, [1], 2.0)
+        budget.stats.trials[:] = 1000.0  # every bucket rejected: the nodes are worth almost nothing
+        budget.shared.probe_credit = 1.0
+        s = SequenceState()
+        assert budget.plan([s], 100) == [True] and s.probing
+        assert budget.select(chain, context=100).keep == list(range(kept))
+        # before any probe, the probe is priced at the cheapest forward it may widen to (the last draft: depth 4)
+        budget.last_depth = 4
+        assert budget._cheapest_probe(100, 1) == pytest.approx(0.039 if kept == 3 else 0.050)
