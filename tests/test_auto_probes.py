@@ -32,11 +32,14 @@ def test_steps_that_found_nothing_do_not_warm_the_budget_up() -> None:
     assert 1.2 < budget.gains.gain(1) < 1.3 and budget.plan([s], 100) == [True]
 
 
-def _skipping_budget() -> tuple[DraftBudget, SequenceState]:
-    """A warm budget whose drafts emit 1 token for 1.1 plain steps: it skips, and probes once the credit allows."""
-    budget, gains = _flat_budget(), DraftGains()
+def _skipping_budget(wide: float = 0.044) -> tuple[DraftBudget, SequenceState]:
+    """A warm budget whose drafts of 5 rows emit 1 token for 1.5 plain steps: it skips, and probes once the credit
+    allows. A probe's 2 or 3 rows cost ``wide`` seconds."""
+    rows_cost = lambda n, context=None: np.where(np.asarray(n) >= 5, 0.060,  # noqa: E731
+                                                 np.where(np.asarray(n) >= 2, wide, 0.040))
+    budget, gains = DraftBudget(rows_cost, calibrate=False), DraftGains()
     for _ in range(20):
-        gains.add(1, [1], 1.1, rows=[5])
+        gains.add(1, [1], 1.5, rows=[5])
     budget.gains = gains
     s = SequenceState()
     for _ in range(10_000):
@@ -46,25 +49,36 @@ def _skipping_budget() -> tuple[DraftBudget, SequenceState]:
     raise AssertionError("the budget never probed")
 
 
-@pytest.mark.parametrize("found", [False, True])
-def test_a_probe_that_found_nothing_keeps_the_credit_and_probes_again(found: bool) -> None:
+def test_a_probe_that_found_nothing_keeps_the_credit_and_probes_again() -> None:
     """A probe whose lookup found nothing cost its lookup alone: it gives back the credit it took (less the
     lookup's seconds), is not a probe that missed in the means, counts as a plain step in the record, and the next
-    step probes again; a probe that verified its guess spends the credit and is counted."""
+    step probes again."""
     budget, s = _skipping_budget()
     assert s.probing
-    credit = budget._probe_spent
-    probes_before = budget.gains.probe_tokens.get(1)
-    rows, lookup = (2, 0.0001) if found else (1, 0.0001)  # (a lookup cheaper than a step's credit, 0.2 ms)
-    budget.end_step([s], [True], [1], [lookup], [1], rows, 100, 0.040, 0.0403)
-    if found:
-        assert budget.shared.probe_credit == 0.0 and budget.gains.probe_tokens[1].known
-        assert s.drafted_steps == 1 and budget.plan([s], 100) == [False]
-        return
+    credit, probes_before = budget._probe_spent, budget.gains.probe_tokens.get(1)
+    lookup = 0.0001  # (cheaper than a step's credit, 0.2 ms)
+    budget.end_step([s], [True], [1], [lookup], [1], 1, 100, 0.040, 0.0403)
     assert budget.shared.probe_credit == pytest.approx(credit - lookup)
     assert budget.gains.probe_tokens.get(1) is probes_before and budget.gains.drafted == 20
     assert s.drafted_steps == 0 and s.skipped > 0
     assert budget.plan([s], 100) == [True] and s.probing
+
+
+@pytest.mark.parametrize("wide, emitted, kept", [(0.044, 1, "some"), (0.044, 2, "all"), (0.038, 1, "all")])
+def test_a_probe_is_charged_the_seconds_it_wasted(wide: float, emitted: int, kept: str) -> None:
+    """A probe that verified its guess is charged its priced waste: its seconds beyond what its tokens cost at plain
+    steps. One that missed at a dearer forward (44 ms against 40) spends part of the credit; one that hit, or whose
+    forward is no dearer than a plain step's (38 ms), keeps all of it, and the next step probes again."""
+    budget, s = _skipping_budget(wide)
+    assert s.probing
+    credit = budget._probe_spent
+    budget.end_step([s], [True], [emitted], [0.0001], [1], 2, 100, wide, wide + 0.0003)
+    assert s.drafted_steps == 1 and budget.gains.probe_tokens[1].known
+    if kept == "all":
+        assert budget.shared.probe_credit == pytest.approx(credit)
+        assert budget.plan([s], 100) == [True] and s.probing
+    else:  # (the 4 ms of forward beyond a plain step's, and the lookup's 0.1 ms as the profile prices it)
+        assert 0.0 <= budget.shared.probe_credit < credit - 0.004 + 1e-9
 
 
 def test_a_probe_widens_to_where_the_forward_is_cheapest() -> None:

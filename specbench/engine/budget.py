@@ -171,9 +171,8 @@ class DraftBudget:
         costs, active = self.costs, len(states)
         called = [i for i, d in enumerate(drafted) if d]
         own_rows = {i: padded_rows if rows_each is None else rows_each[i] for i in called}
-        # a probe whose drafter found nothing verified its root alone: a plain step that called the drafter, so
-        # it neither teaches the means nor spends the credit beyond its drafting seconds (PLD's lookup, a tenth of
-        # a millisecond): the next step probes again (pld@auto on GSM8K: one probe in 40 steps)
+        # a probe that found nothing (its root alone verified) is a plain step: it teaches nothing and spends only
+        # its drafting seconds of the credit, so the next step probes again (pld@auto on GSM8K: 1 probe in 40 steps)
         empty = [i for i in called if own_rows[i] <= 1 and states[i] is not None and states[i].probing]
         for i in empty:
             self.shared.probe_credit += max(0.0, self._probe_spent - draft_s[i])
@@ -186,6 +185,11 @@ class DraftBudget:
                         for i in called) + f_rows + o_step
         plain = forward_1 + (costs.overhead(False, active) if used else o_step)
         ratio = f_rows / forward_1 if forward_1 > 0 else 1.0
+        if active == 1 and used and states[used[0]] is not None and states[used[0]].probing:
+            # a probe is charged its priced waste, not the whole credit: one no dearer than a plain step (on this CPU
+            # T(4) < T(1)) keeps it and the next step probes again (suffix@auto: 20-40 steps between probes)
+            waste = predicted - emitted[used[0]] * plain
+            self.shared.probe_credit += min(self._probe_spent, max(0.0, self._probe_spent - waste))
         for s, n in zip(states, emitted):
             if s is not None:
                 s.predicted_s += predicted / active
@@ -242,13 +246,10 @@ class DraftBudget:
 
     @staticmethod
     def _probe_selection(tree: DraftTree, probs: np.ndarray, order: np.ndarray, seconds: np.ndarray) -> Selection:
-        """A probe's nodes: its drafter's first-token guesses, and then as many of the next nodes (the budget's
-        order) as give the most expected tokens per second. The learned rates that made the budget skip value
-        those at almost nothing, so this is where a wider forward costs no more: on this project's CPU ``T(4)``
-        is below ``T(2)`` (a fifth below), so a PLD probe of its first guess alone paid the dearest forward of
-        all to verify the least.
-
-        ``order`` lists nodes parents first, so the guesses and any prefix of the rest are prefix-closed."""
+        """A probe's nodes: its drafter's first-token guesses, then as many of the next nodes (``order``: parents
+        first, so prefix-closed) as give the most expected tokens per second. The rates that made the budget skip
+        value those at almost nothing, so it widens where a wider forward costs no more: on this project's CPU
+        ``T(4)`` is a fifth below ``T(2)``, and a PLD probe of its first guess paid the dearest forward of all."""
         guesses = first_guesses(tree)
         chosen = set(guesses)
         rest = [int(i) for i in order if int(i) not in chosen]

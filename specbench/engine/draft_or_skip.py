@@ -53,8 +53,9 @@ so they never recovered: suffix on GSM8K). So it is cheap: priced with the forwa
 emitted (``DraftGains.probe_gain``; before the first, a drafted step's mean, at most ``PROBE_TOKENS``). Priced at a
 drafted step's wide forward, Token Recycling (whose warm-up drafts from an empty matrix) probed once in 100 steps
 and never recovered: 89% of its best fixed budget; priced so, 99% (``docs/measurements.md``). The credit then starts
-again from zero (a probe whose drafter found nothing gives it back, less its drafting seconds, and the next step
-probes again), and at most one sequence probes a step. So probes spend at most 0.5% of the skipped steps' time
+again from zero, and at most one sequence probes a step; after the step a lone probe is charged only what it
+wasted as priced (its seconds beyond its tokens' at plain steps) and gets the rest back, so a probe whose forward
+costs no more than a plain step's, or that hit, or whose drafter found nothing, lets the next step probe again. So probes spend at most 0.5% of the skipped steps' time
 whatever one costs: a cheap drafter that loses a tenth of a step (PLD or REST finding no match) probes every 20
 skipped steps, and EAGLE after an 8k prompt, whose first draft wastes 30 plain steps, once in 6000.
 
