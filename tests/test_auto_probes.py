@@ -103,4 +103,8 @@ def test_a_probe_widens_to_where_the_forward_is_cheapest() -> None:
         assert budget.select(chain, context=100).keep == list(range(kept))
         # before any probe, the probe is priced at the cheapest forward it may widen to (the last draft: depth 4)
         budget.last_depth = 4
-        assert budget._cheapest_probe(100, 1) == pytest.approx(0.039 if kept == 3 else 0.050)
+        first = budget._first_probe(DraftGains(), 0.040, 100, 1)
+        assert first == pytest.approx((0.039 if kept == 3 else 0.050) / 0.040)
+        seen = DraftGains()
+        seen.add(1, [1], 1.2, probe=True)
+        assert budget._first_probe(seen, 0.040, 100, 1) is None  # (then the probes' own ratio prices them)

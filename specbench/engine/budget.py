@@ -130,7 +130,7 @@ class DraftBudget:
         plain = float(costs.forward(1, context, active))
         choice = choose(states, gains, [base] * len(states), [costs.catch_up_seconds(s.unseen, active)
                         for s in states], plain, lambda drafted: costs.overhead(drafted, active), active,
-                        self._cheapest_probe(context, active) / plain,
+                        self._first_probe(gains, plain, context, active),
                         lambda rows: costs.forward(rows, context, active))
         drafting, self._lead = list(choice.drafting), choice.lead
         credit = PROBE_COST * choice.seconds * drafting.count(False) / active  # this step's, per skipped share
@@ -147,11 +147,12 @@ class DraftBudget:
         self._probing = chosen is not None  # (``select``: a single sequence's probe keeps a node)
         return count_skips(states, drafting, chosen)
 
-    def _cheapest_probe(self, context: int | None, active: int) -> float:
-        """The forward of a probe before any was seen: the cheapest of 2 rows up to the last draft's depth plus
-        the root (``_probe_selection`` widens a probe to where the forward is cheapest)."""
-        rows = np.arange(2, 3 + max(1, self.last_depth))
-        return float(np.min(self.costs.forward(rows, context, active)))
+    def _first_probe(self, gains: DraftGains, plain: float, context: int | None, active: int) -> float | None:
+        """Before any probe was seen, its forward over ``plain``: the cheapest of 2 up to the last depth + 1 rows
+        (``_probe_selection`` widens to it); after, None (``choose`` then uses the probes' own, unpriced here)."""
+        if gains.probe_ratio(active, 0.0) != 0.0:  # (each planned step asks: pricing rows only until then)
+            return None
+        return float(np.min(self.costs.forward(np.arange(2, 3 + max(1, self.last_depth)), context, active))) / plain
 
     def prompt_states(self, rows: int) -> bool:
         """Whether a generation's prompt of ``rows`` tokens runs with the hidden states its drafter reads, where
@@ -252,8 +253,7 @@ class DraftBudget:
         sampled rates: untried buckets draw around their prior's 0.5, which widened Token Recycling's probes of 8
         guesses to 15-25 nodes at 53-76 ms a forward (a plain one: 37), so they came once in 80-100 steps."""
         guesses = first_guesses(tree)
-        chosen = set(guesses)
-        rest = [int(i) for i in order if int(i) not in chosen]
+        rest = [int(i) for i in order if int(i) not in guesses]  # (at most PROBE_WIDTH guesses: a list will do)
         tokens = 1.0 + float(probs[guesses].sum()) + np.concatenate([[0.0], np.cumsum(probs[rest])])
         sizes = len(guesses) + np.arange(len(rest) + 1)
         j = int(np.argmin(seconds[sizes]))
