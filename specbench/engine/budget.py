@@ -44,7 +44,7 @@ import numpy as np
 
 from specbench.engine.draft_or_skip import (PROBE_COST, WARM_STEPS, DraftGains, MethodLearning, SequenceState, choose,
                                             count_skips, fetch_prompt_states, probe)
-from specbench.engine.acceptance_stats import AcceptanceStats, first_guesses
+from specbench.engine.acceptance_stats import AcceptanceStats, first_guesses, probe_nodes
 from specbench.engine.step_costs import StepCosts
 from specbench.engine.tree import DraftTree
 
@@ -149,7 +149,7 @@ class DraftBudget:
 
     def _first_probe(self, gains: DraftGains, plain: float, context: int | None, active: int) -> float | None:
         """Before any probe was seen, its forward over ``plain``: the cheapest of 2 up to the last depth + 1 rows
-        (``_probe_selection`` widens to it); after, None (``choose`` then uses the probes' own, unpriced here)."""
+        (``acceptance_stats.probe_nodes`` widens to it); after, None (``choose`` then uses the probes' own, unpriced here)."""
         if gains.probe_ratio(active, 0.0) != 0.0:  # (each planned step asks: pricing rows only until then)
             return None
         return float(np.min(self.costs.forward(np.arange(2, 3 + max(1, self.last_depth)), context, active))) / plain
@@ -242,22 +242,8 @@ class DraftBudget:
         seconds = self._cost(np.arange(len(tree) + 1) + 1 + aux_rows, context) + draft_s
         k = int(np.argmax(gained / seconds))
         if self._probing and len(tree):
-            return self._probe_selection(tree, probs, order, seconds)
+            return Selection(*probe_nodes(tree, probs, order, seconds))
         return Selection(sorted(order[:k].tolist()), float(gained[k]), float(seconds[k]))
-
-    @staticmethod
-    def _probe_selection(tree: DraftTree, probs: np.ndarray, order: np.ndarray, seconds: np.ndarray) -> Selection:
-        """A probe's nodes: its drafter's first-token guesses, then as many of the next nodes (``order``: parents
-        first, so prefix-closed) as make the cheapest forward (the fewest on ties): on this project's CPU ``T(4)``
-        is a fifth below ``T(2)``, and a PLD probe of its first guess paid the dearest forward of all. Not by the
-        sampled rates: untried buckets draw around their prior's 0.5, which widened Token Recycling's probes of 8
-        guesses to 15-25 nodes at 53-76 ms a forward (a plain one: 37), so they came once in 80-100 steps."""
-        guesses = first_guesses(tree)
-        rest = [int(i) for i in order if int(i) not in guesses]  # (at most PROBE_WIDTH guesses: a list will do)
-        tokens = 1.0 + float(probs[guesses].sum()) + np.concatenate([[0.0], np.cumsum(probs[rest])])
-        sizes = len(guesses) + np.arange(len(rest) + 1)
-        j = int(np.argmin(seconds[sizes]))
-        return Selection(sorted(guesses + rest[:j]), float(tokens[j]), float(seconds[sizes[j]]))
 
     def select_batch(self, trees: list[DraftTree | None], aux_rows: list[int], cost_rows: Callable[..., np.ndarray],
                      context: int | None = None, draft_s: float = 0.0,
