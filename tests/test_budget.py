@@ -139,6 +139,23 @@ def test_depth_hint_follows_learned_acceptance():
     assert learned(linear(1.0, 0.5), rate=0.01).depth_hint() == 1  # never 0: the first depth keeps being tried
 
 
+def test_depth_hint_prices_the_drafting_seconds_of_each_depth():
+    # EAGLE-like: a flat 40 ms forward, p = 0.6 a depth; each depth asked costs a 2.5 ms draft forward
+    flat = linear(0.040, 0.0)
+    budget, free = learned(flat, rate=0.6), learned(flat, rate=0.6)
+    for depth in (1, 6):
+        budget.costs.observe_draft(depth, 0.0025 * depth)
+    assert free.depth_hint() >= 10  # drafting priced at nothing: the deeper the better on a flat forward
+    # a chain of k priced with its drafting at depth k: (1 + .6 + ... + .6^k) / (40 + 2.5 k) ms is best at k = 4
+    # (0.0461 a ms; k = 3 and 5: 0.0458 and 0.0455); depth 5 would cost 2.5 ms more (6% of a plain forward): not tried
+    assert budget.depth_hint() == 4
+    # PLD-like: a lookup that costs the same at any depth keeps the deep draft
+    same = learned(flat, rate=0.6)
+    for depth in (1, 6):
+        same.costs.observe_draft(depth, 0.0002)
+    assert same.depth_hint() >= 10
+
+
 def test_labels_and_budget_option():
     assert split_label("dresd@5x5") == ("dresd", "5x5")
     assert label_options("rest@small", {"rest": {"c": "16"}, "rest@small": {"c": "8"}}) == {"c": "8"}

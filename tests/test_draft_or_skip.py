@@ -161,7 +161,10 @@ def test_step_costs_overhead_and_draft_fallbacks() -> None:
     assert costs.overhead(True) == pytest.approx(0.005) and costs.overhead(False) == pytest.approx(0.002)
     costs.observe_draft(2, 0.004)
     costs.observe_draft(6, 0.012)
-    assert costs.draft_seconds(3) == pytest.approx(0.004) and costs.draft_seconds(5) == pytest.approx(0.012)
+    # between known depths: interpolated; beyond the deepest: the last slope; below the shallowest: in proportion
+    assert costs.draft_seconds(3) == pytest.approx(0.006) and costs.draft_seconds(5) == pytest.approx(0.010)
+    assert costs.draft_seconds(9) == pytest.approx(0.018) and costs.draft_seconds(1) == pytest.approx(0.002)
+    assert costs.draft_seconds(np.array([1, 4])) == pytest.approx([0.002, 0.008])
     assert costs.draft_seconds(6, active=8) == pytest.approx(0.012)  # another batch size: any size's figure
 
 

@@ -56,6 +56,7 @@ BUDGETS = (DEFAULT_BUDGET, AUTO)
 RUN_BUDGETS = (*BUDGETS, "both")  # --budget: both = each drafting method run both ways, side by side
 
 REPLAN_STEPS = 8  # steps a choice to skip every sequence is kept while nothing drafts
+FREE_DEPTH = 0.02  # a depth's drafting seconds, over a plain forward's, below which it is tried beyond the best
 
 
 @dataclass
@@ -97,6 +98,7 @@ class DraftBudget:
         self._probing = False  # the last ``plan`` chose a probe (``select`` then keeps at least one node)
         self._lead = float("inf")  # the last priced choice's lead over a plain step (``StepCosts.plain_unpriced``)
         self._probe_spent = 0.0  # the credit the last ``plan``'s probe took (``end_step`` gives back what it spared)
+        self._active = 1  # the sequences of the last ``plan``'s forward (``depth_hint`` prices their drafting seconds)
 
     def _cost(self, n: np.ndarray, context: int | None) -> np.ndarray:
         """A drafting step's calibrated seconds besides the draft: the verify forward of ``n`` rows and the overhead."""
@@ -113,7 +115,7 @@ class DraftBudget:
         step): pricing a step costs about 0.3 ms in Python, 1% of a 40 ms plain step, and a plain step must cost
         what AR's does. Once warm, the first steps are plain until the plain forward's price is measured
         (``StepCosts.plain_unpriced``), not carried over from the wide forwards'."""
-        shared = self.shared
+        shared, self._active = self.shared, active
         gains = self.gains if self.gains.drafted >= WARM_STEPS or shared.gains.drafted < WARM_STEPS else shared.gains
         if gains.drafted >= WARM_STEPS and self.costs.plain_unpriced(active, self._lead):  # (measured: step_costs)
             self._skip_all, self._probing = None, False
@@ -270,14 +272,21 @@ class DraftBudget:
                 for t, keep, p in zip(trees, keeps, probing)]
 
     def depth_hint(self, context: int | None = None, hot: bool = False) -> int:
-        """How deep a draft is worth making for a sequence in the ``hot`` regime or not: the best length of a chain
-        of first-ranked nodes, plus one so the next depth keeps being tried (at least 1). Starts a step: draws the
-        step's rates."""
+        """How deep a draft is worth making for a sequence in the ``hot`` regime or not: the best length ``k`` of a
+        chain of first-ranked nodes, counting its drafting seconds at depth ``k`` (at least 1), plus one so the next
+        depth keeps being tried where that depth costs at most ``FREE_DEPTH`` of a plain forward more (EAGLE's
+        draft forward a depth, 2.4 ms of a 37 ms step on a 2-core CPU, is not free: eagle@auto asked 4 deep at 11 ms a
+        draft, where 1 deep at 2.6 ms gave budget=1 1.16x against auto's 1.03x). Starts a step: draws the step's rates."""
         self._rates, self._hot = {}, hot
         p = self._step_rates(hot)[:, 0]
-        gained = np.concatenate([[1.0], 1.0 + np.cumsum(np.cumprod(p))])
-        seconds = self._cost(np.arange(len(gained)) + 1, context)
-        return int(np.argmax(gained / seconds)) + 1
+        gained = np.concatenate([[1.0], 1.0 + np.cumsum(np.cumprod(p))])  # [k]: a chain of k nodes
+        drafting = self.costs.draft_seconds(np.arange(1, len(gained) + 1), self._active)  # [d - 1]: asked d deep
+        k = int(np.argmax(gained / (self._cost(np.arange(len(gained)) + 1, context) + drafting[np.maximum(
+            np.arange(len(gained)), 1) - 1])))
+        if k == 0:
+            return 1
+        more = drafting[min(k, len(drafting) - 1)] - drafting[k - 1]
+        return k + 1 if more <= FREE_DEPTH * float(self.costs.forward(1, context, self._active)) else k
 
     def observe(self, tree: DraftTree | None, accepted_nodes: list[int], hot: bool = False) -> None:
         """After every step that drafted (``tree`` None: nothing was verified) in the ``hot`` regime or not:

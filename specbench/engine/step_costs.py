@@ -222,15 +222,27 @@ class StepCosts:
         for key in ((drafted, active), (drafted, 0)):
             self.overheads.setdefault(key, DecayedMean()).add(seconds)
 
-    def draft_seconds(self, depth: int, active: int = 1) -> float:
-        """One sequence's drafting seconds when asked for ``depth`` tokens (nearest known depth, any batch size
-        as a fallback; 0 before any draft)."""
-        depth = min(max(depth, 0), MAX_DEPTH)
+    def draft_seconds(self, depth: int | np.ndarray, active: int = 1) -> float | np.ndarray:
+        """One sequence's drafting seconds when asked for ``depth`` tokens (an int or an array): interpolated between
+        the known depths (this batch size's, else any), along the last two's slope (if it grows) beyond the deepest,
+        and in proportion to the shallowest's below it, so a drafter whose every depth costs a forward (EAGLE) is seen to draft cheaper shallow and is asked
+        a shallower draft, whose cost is then learned (0 before any draft).
+
+        >>> c = StepCosts(lambda n, ctx=None: n)
+        >>> c.observe_draft(6, 0.012); c.observe_draft(2, 0.006)
+        >>> [round(float(c.draft_seconds(d)), 4) for d in (1, 4, 9)]
+        [0.003, 0.009, 0.0165]
+        """
+        depth = np.clip(depth, 0, MAX_DEPTH)
         for a in (active, 0):
-            known = [(abs(d - depth), m.mean) for (k, d), m in self.drafting.items() if k == a and m.known]
+            known = sorted((d, m.mean) for (k, d), m in self.drafting.items() if k == a and m.known)
             if known:
-                return min(known)[1]
-        return 0.0
+                xp, fp = zip(*known)
+                slope = max(0.0, (fp[-1] - fp[-2]) / (xp[-1] - xp[-2])) if len(xp) > 1 else 0.0
+                out = np.interp(depth, xp, fp) + slope * np.maximum(depth - xp[-1], 0)
+                out = np.where(depth < xp[0], fp[0] * depth / max(xp[0], 1), out)
+                return float(out) if np.ndim(out) == 0 else out
+        return 0.0 if np.ndim(depth) == 0 else np.zeros(np.shape(depth))
 
     def catch_up_seconds(self, rows: int, active: int = 1) -> float:
         """The seconds a drafter spends reading ``rows`` missed rows beyond the depth's usual draft (0 up to
