@@ -276,19 +276,17 @@ class DraftBudget:
         chain of first-ranked nodes, counting its drafting seconds at depth ``k`` (at least 1), plus one so the next
         depth keeps being tried where that depth costs at most ``FREE_DEPTH`` of a plain forward more (EAGLE's
         draft forward a depth, 2.4 ms of a 37 ms step on a 2-core CPU, is not free: eagle@auto asked 4 deep at 11 ms a
-        draft, where 1 deep at 2.6 ms gave budget=1 1.16x against auto's 1.03x); a lone probe (``plan``) asks 1 deep
-        where deeper costs more than that. Starts a step: draws the step's rates."""
+        draft, where 1 deep at 2.6 ms gave budget=1 1.16x against auto's 1.03x). Starts a step: draws the step's rates."""
         self._rates, self._hot = {}, hot
         p = self._step_rates(hot)[:, 0]
         gained = np.concatenate([[1.0], 1.0 + np.cumsum(np.cumprod(p))])  # [k]: a chain of k nodes
         drafting = self.costs.draft_seconds(np.arange(1, len(gained) + 1), self._active)  # [d - 1]: asked d deep
         k = int(np.argmax(gained / (self._cost(np.arange(len(gained)) + 1, context) + drafting[np.maximum(
             np.arange(len(gained)), 1) - 1])))
-        free = FREE_DEPTH * float(self.costs.forward(1, context, self._active))
-        asked = 1 if k == 0 else k + 1 if drafting[min(k, len(drafting) - 1)] - drafting[k - 1] <= free else k
-        if self._probing and self._active == 1 and drafting[asked - 1] - drafting[0] > free:
-            return 1  # a lone probe verifies its first guesses: where depth is dear it asks no deeper (EAGLE: 2.6 ms)
-        return asked
+        if k == 0:
+            return 1
+        more = drafting[min(k, len(drafting) - 1)] - drafting[k - 1]
+        return k + 1 if more <= FREE_DEPTH * float(self.costs.forward(1, context, self._active)) else k
 
     def observe(self, tree: DraftTree | None, accepted_nodes: list[int], hot: bool = False) -> None:
         """After every step that drafted (``tree`` None: nothing was verified) in the ``hot`` regime or not:
