@@ -65,6 +65,25 @@ def check_same_model(run_dir: Path, model_hash: str) -> None:
                           "the weights changed: pick another --run-name or delete that folder")
 
 
+def other_commit(run_dir: Path, commit: str | None) -> str | None:
+    """The one-line warning a resumed run gives when the records already in ``run_dir`` were timed under other git
+    commits than ``commit`` (None: the same, unknown, or nothing there yet): its tables then pool timings of two
+    versions of the code, which a reader cannot see in them.
+
+    >>> other_commit(Path("no-such-folder"), "abc") is None
+    True
+    """
+    if commit is None or not (run_dir / MANIFEST_FILE).is_file() or not (run_dir / RECORDS_FILE).is_file():
+        return None
+    manifest = read_manifest(run_dir)
+    earlier = [manifest.get("git_commit"), *(r.get("git_commit") for r in manifest.get("resumed", []))]
+    earlier = [c for c in earlier if c]
+    if not earlier or commit in earlier or (run_dir / RECORDS_FILE).stat().st_size == 0:
+        return None
+    return (f"{run_dir} holds records timed at git {earlier[-1][:12]}, now resumed at git {commit[:12]}: its tables "
+            "will pool timings of both; pick another --run-name to time this code alone")
+
+
 def check_same_prompts(run_dir: Path, template: dict[str, Any]) -> None:
     """A resumed run must build the same prompt text as its first part (a tokenizer's template can change
     under the same model id): the hash of the first question's prompt is compared."""

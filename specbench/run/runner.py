@@ -45,10 +45,10 @@ from specbench.run.context import RunContext
 from specbench.run.drafter_state import RepeatIsolation, first_pending, learn, replay
 from specbench.run.estimate_run import announce_estimate
 from specbench.run.guards import (check_context, check_run_folder, check_same_config, check_same_model,
-                                  check_same_prompts)
+                                  check_same_prompts, other_commit)
 from specbench.run.lock import RunLock
 from specbench.run.machine_session import MachineSession
-from specbench.run.manifest import write_run_manifest
+from specbench.run.manifest import git_commit, write_run_manifest
 from specbench.run.method_env import MethodEnv
 from specbench.run.plan import Plan, config_digest
 from specbench.run.progress_bar import SeededBar
@@ -160,6 +160,8 @@ class Runner:
         lm = self.loaded
         check_same_model(self.run_dir, lm.model_hash)
         check_same_prompts(self.run_dir, self.template_record())
+        if (warning := other_commit(self.run_dir, git_commit())) is not None:
+            print(f"warning: {warning}", file=sys.stderr)
         self._check_turn1_context()
         self.engine = Engine(lm.model, stop_token_ids(lm.tokenizer, lm.model), backend_for(self.cfg.backend, lm, self.cfg.threads))
         self.target = self.engine.target  # the AR-margin forward of the lossless check runs on the same backend
