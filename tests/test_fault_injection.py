@@ -1,6 +1,7 @@
 """Fault injection (issue 12): every corrupt, ill-typed or conflicting input gives one line on stderr and
 exit 2 (no traceback, nothing written where it must not be); one run folder is never shared by two
-processes; a resumed run refuses changed weights or a lost manifest.
+processes; a resumed run refuses changed weights or a lost manifest, and says so in one line when it resumes records
+timed at another git commit (its tables would pool timings of two versions of the code).
 
 Runs use a tiny random Llama saved with the embedded model's tokenizer, so they take a second each.
 """
@@ -22,6 +23,8 @@ from fault_helpers import ROOT, cli, fake_run, flip_middle, record, run_args
 from specbench.cli import main
 from specbench.results.run_folder import read_records
 from specbench.results.record import SCHEMA_VERSION
+from specbench.run.guards import other_commit
+from specbench.run.manifest import git_commit
 from tiny_model_dir import save_tiny_model
 
 
@@ -352,3 +355,33 @@ def test_hub_model_hash_covers_its_cached_weights(tiny_dir, tmp_path, monkeypatc
     first = load_model("acme/tiny", "float32", "cpu").model_hash
     flip_middle(next(snap.glob("*.safetensors")))
     assert load_model("acme/tiny", "float32", "cpu").model_hash != first  # content, not the name
+
+
+# -- a resume at another git commit ----------------------------------------------------------------
+def test_resume_at_another_commit_warns_once_per_resume(tiny_dir, tmp_path, capsys):
+    out = tmp_path / "results"
+    code, err = cli(run_args(tiny_dir, out), capsys)
+    assert code == 0 and "now resumed at git" not in err
+    run_dir = out / "r"
+    records = run_dir / "records.jsonl"
+    lines = records.read_text().splitlines(keepends=True)
+    manifest = json.loads((run_dir / "manifest.json").read_text())
+    manifest["git_commit"] = "0" * 40  # as if the first part ran at an older commit
+    (run_dir / "manifest.json").write_text(json.dumps(manifest))
+    records.write_text(lines[0])  # interrupted after the AR record
+    code, err = cli(run_args(tiny_dir, out), capsys)
+    if git_commit() is None:  # (outside a git checkout nothing can be compared)
+        assert code == 0 and "resumed at git" not in err
+        return
+    assert code == 0 and "holds records timed at git 000000000000, now resumed at git" in err
+    assert len(records.read_text().splitlines()) == len(lines)  # and the run went on
+    records.write_text(lines[0])  # interrupted again, resumed at this same commit: the first part's commit is known
+    code, err = cli(run_args(tiny_dir, out), capsys)
+    assert code == 0 and "resumed at git" not in err
+
+
+def test_other_commit_needs_records_and_a_manifest(tmp_path):
+    assert other_commit(tmp_path, "abc") is None
+    (tmp_path / "manifest.json").write_text(json.dumps({"git_commit": "def"}))
+    assert other_commit(tmp_path, "abc") is None  # no records yet: nothing would be pooled
+    assert other_commit(tmp_path, None) is None  # outside a git checkout: nothing to compare
