@@ -280,12 +280,12 @@ class DraftBudget:
         self._rates, self._hot = {}, hot
         p = self._step_rates(hot)[:, 0]
         gained = np.concatenate([[1.0], 1.0 + np.cumsum(np.cumprod(p))])  # [k]: a chain of k nodes
-        drafting = self.costs.draft_seconds(np.arange(1, len(gained) + 1), self._active)  # [d - 1]: asked d deep
-        k = int(np.argmax(gained / (self._cost(np.arange(len(gained)) + 1, context) + drafting[np.maximum(
-            np.arange(len(gained)), 1) - 1])))
+        chain = np.arange(len(gained))
+        drafting = self.costs.draft_seconds(chain + 1, self._active)  # [d - 1]: asked d deep
+        k = int(np.argmax(gained / (self._cost(chain + 1, context) + drafting[np.maximum(chain, 1) - 1])))
         if k == 0:
             return 1
-        more = drafting[min(k, len(drafting) - 1)] - drafting[k - 1]
+        more = drafting[min(k, len(drafting) - 1)] - drafting[k - 1]  # asking k + 1 deep instead of k
         return k + 1 if more <= FREE_DEPTH * float(self.costs.forward(1, context, self._active)) else k
 
     def observe(self, tree: DraftTree | None, accepted_nodes: list[int], hot: bool = False) -> None:

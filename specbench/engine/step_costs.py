@@ -225,8 +225,8 @@ class StepCosts:
     def draft_seconds(self, depth: int | np.ndarray, active: int = 1) -> float | np.ndarray:
         """One sequence's drafting seconds when asked for ``depth`` tokens (an int or an array): interpolated between
         the known depths (this batch size's, else any), along the last two's slope (if it grows) beyond the deepest,
-        and in proportion to the shallowest's below it, so a drafter whose every depth costs a forward (EAGLE) is seen to draft cheaper shallow and is asked
-        a shallower draft, whose cost is then learned (0 before any draft).
+        and in proportion to the shallowest's below it. So a drafter that pays a forward a depth (EAGLE) is seen to
+        draft cheaper shallow, is asked a shallower draft, and that depth's cost is then learned (0 before any draft).
 
         >>> c = StepCosts(lambda n, ctx=None: n)
         >>> c.observe_draft(6, 0.012); c.observe_draft(2, 0.006)
