@@ -151,7 +151,8 @@ class DraftBudget:
 
     def _first_probe(self, gains: DraftGains, plain: float, context: int | None, active: int) -> float | None:
         """Before any probe was seen, its forward over ``plain``: the cheapest of 2 up to the last depth + 1 rows
-        (``acceptance_stats.probe_nodes`` widens to it); after, None (``choose`` then uses the probes' own, unpriced here)."""
+        (``acceptance_stats.probe_nodes`` widens to it); after, None (``choose`` then uses the probes' own ratio,
+        unpriced here)."""
         if gains.probe_ratio(active, 0.0) != 0.0:  # (each planned step asks: pricing rows only until then)
             return None
         return float(np.min(self.costs.forward(np.arange(2, 3 + max(1, self.last_depth)), context, active))) / plain
@@ -275,8 +276,9 @@ class DraftBudget:
         """How deep a draft is worth making for a sequence in the ``hot`` regime or not: the best length ``k`` of a
         chain of first-ranked nodes, counting its drafting seconds at depth ``k`` (at least 1), plus one so the next
         depth keeps being tried where that depth costs at most ``FREE_DEPTH`` of a plain forward more (EAGLE's
-        draft forward a depth, 2.4 ms of a 37 ms step on a 2-core CPU, is not free: eagle@auto asked 4 deep at 11 ms a
-        draft, where 1 deep at 2.6 ms gave budget=1 1.16x against auto's 1.03x). Starts a step: draws the step's rates."""
+        draft forward a depth, 2.4 ms of a 37 ms step on a 2-core CPU, is not free: eagle@auto asked 4 deep at 11 ms
+        a draft, where 1 deep at 2.6 ms gave budget=1 1.16x against auto's 1.03x). Starts a step: draws the step's
+        rates."""
         self._rates, self._hot = {}, hot
         p = self._step_rates(hot)[:, 0]
         gained = np.concatenate([[1.0], 1.0 + np.cumsum(np.cumprod(p))])  # [k]: a chain of k nodes
@@ -285,7 +287,7 @@ class DraftBudget:
         k = int(np.argmax(gained / (self._cost(chain + 1, context) + drafting[np.maximum(chain, 1) - 1])))
         if k == 0:
             return 1
-        more = drafting[min(k, len(drafting) - 1)] - drafting[k - 1]  # asking k + 1 deep instead of k
+        more = drafting[k] - drafting[k - 1]  # asking k + 1 deep instead of k (k < len(drafting))
         return k + 1 if more <= FREE_DEPTH * float(self.costs.forward(1, context, self._active)) else k
 
     def observe(self, tree: DraftTree | None, accepted_nodes: list[int], hot: bool = False) -> None:

@@ -56,8 +56,9 @@ and never recovered: 89% of its best fixed budget; priced so, 99% (``docs/measur
 again from zero, and at most one sequence probes a step; after the step a lone probe is charged only what it
 wasted as priced (its seconds beyond its tokens' at plain steps) and gets the rest back, so a probe whose forward
 costs no more than a plain step's, or that hit, or whose drafter found nothing, lets the next step probe again.
-So probes spend at most 0.5% of the skipped steps' time whatever one costs: a cheap drafter that loses a tenth of a step (PLD or REST finding no match) probes every 20
-skipped steps, and EAGLE after an 8k prompt, whose first draft wastes 30 plain steps, once in 6000.
+So probes spend at most 0.5% of the skipped steps' time whatever one costs: a cheap drafter that loses a tenth of a
+step (PLD or REST finding no match) probes every 20 skipped steps, and EAGLE after an 8k prompt, whose first draft
+wastes 30 plain steps, once in 6000.
 
 Example: one sequence, a plain step costs 40 ms; drafting costs 10 ms and the forward of its 4 rows 48 ms,
 and drafted steps emit 1.4 tokens: value(1) = 1.4 / 58 ms < value(0) = 1 / 40 ms: skip. At 2 tokens per
