@@ -134,6 +134,25 @@ def test_stats_count_trials_of_nodes_whose_parent_was_accepted():
     assert 0 < s.rates().min() and s.rates().max() < 1
 
 
+def test_a_cut_tree_is_learned_in_its_drafters_ranks():
+    # the root's guesses 5, 6, 7 (ranks 0, 1, 2); the budget verified 6 and 7 alone, and 7 was accepted
+    cut = DraftTree((5, 6, 7), (-1, -1, -1)).subtree([1, 2])
+    s = AcceptanceStats()
+    s.update(cut, [1])
+    assert s.trials[0, 0] == 0 and s.trials[0, 1] == s.trials[0, 2] == 1  # not ranks 0 and 1 of the cut tree
+    assert s.accepted[0, 2] == 1 and s.accepted[0, 1] == 0
+
+
+def test_an_untried_sibling_is_priced_below_its_elder_and_the_siblings_within_one_token():
+    # EAGLE's root guesses: the first accepted 40 times in 100, the second 10, the rest never tried. Priced at even
+    # odds each (the prior alone), six untried guesses added 3 tokens a step that were never there.
+    s = AcceptanceStats()
+    s.trials[0, :2], s.accepted[0, :2] = 100.0, (40.0, 10.0)
+    mean = np.mean([s.sample_rates(np.random.default_rng(seed))[0] for seed in range(400)], axis=0)
+    assert mean[2] < 0.15 and mean[2:].sum() < 0.5 + 0.05  # what 0.40 and 0.10 leave of one token, with noise
+    assert s.rates()[0].sum() < 1.05  # (a sibling whose elders leave nothing keeps MIN_PRIOR)
+
+
 def test_depth_hint_follows_learned_acceptance():
     assert learned(linear(1.0, 0.001), rate=0.99).depth_hint() >= 10
     assert learned(linear(1.0, 0.5), rate=0.01).depth_hint() == 1  # never 0: the first depth keeps being tried
@@ -154,6 +173,22 @@ def test_depth_hint_prices_the_drafting_seconds_of_each_depth():
     for depth in (1, 6):
         same.costs.observe_draft(depth, 0.0002)
     assert same.depth_hint() >= 10
+
+
+def test_depth_hint_values_a_dear_depth_by_the_drafters_tree_not_its_first_guesses():
+    # EAGLE-like: six root guesses (accepted 0.3, then 0.1 each), the first with a child (0.4 once it is accepted);
+    # each depth drafted costs a 3 ms draft forward, a forward 40 ms + 0.5 ms a row
+    budget = learned(linear(0.040, 0.0005), rate=0.5)
+    budget.stats.accepted[0, :] = budget.stats.trials[0, :] * np.array([0.3] + [0.1] * 7)
+    budget.stats.accepted[1, :] = budget.stats.trials[1, :] * 0.4
+    for depth in (1, 2, 6):
+        budget.costs.observe_draft(depth, 0.003 * depth)
+    # the first guesses alone: 1.3 / 43.5 < 1.42 / 47 tokens a ms, so a second depth was asked
+    assert budget.depth_hint() == 2
+    eagle = DraftTree((5, 6, 7, 8, 9, 10, 11), (-1, -1, -1, -1, -1, -1, 0))
+    budget.select(eagle)
+    # with the other five guesses that one depth holds: 1.8 / 46 > 1.92 / 49.5: one deep
+    assert budget.depth_hint() == 1
 
 
 def test_labels_and_budget_option():

@@ -26,6 +26,7 @@ MAX_RANK_BUCKETS = 8  # sibling ranks beyond share the last bucket
 DECAY = 0.995  # per step: about 200 steps of memory
 PRIOR = (1.0, 1.0)  # Beta(accepted, rejected) pseudo-counts
 PRIOR_STRENGTH = sum(PRIOR)  # pseudo-trials of a hot bucket's prior (its mean: the module docstring)
+MIN_PRIOR = 0.01  # the least prior mean of a bucket (a sibling whose elders' rates leave nothing)
 PROBE_WIDTH = 8  # the most first-token guesses a probe verifies (``first_guesses``)
 
 
@@ -40,18 +41,13 @@ def is_hot(tree: DraftTree | None, accepted_nodes: list[int]) -> bool:
 
 
 def sibling_ranks(tree: DraftTree) -> list[int]:
-    """Each node's position among its parent's children, in tree order.
+    """Each node's position among its parent's children, in tree order, as its drafter proposed them
+    (``DraftTree.sibling_ranks``: the verified tree is the budget's cut of the drafter's).
 
     >>> sibling_ranks(DraftTree((5, 6, 7, 8), (-1, 0, -1, 0)))
     [0, 0, 1, 1]
     """
-    seen: dict[int, int] = {}
-    ranks = []
-    for p in tree.parents:
-        r = seen.get(p, 0)
-        ranks.append(r)
-        seen[p] = r + 1
-    return ranks
+    return tree.sibling_ranks()
 
 
 def first_guesses(tree: DraftTree, width: int = PROBE_WIDTH) -> list[int]:
@@ -104,29 +100,49 @@ class AcceptanceStats:
 
     def rates(self) -> np.ndarray:
         """Posterior mean acceptance rate per cold bucket, ``[depth - 1, rank]``; always in (0, 1)."""
-        a, b = PRIOR
-        return (self.accepted + a) / (self.trials + a + b)
+        mean = self._sibling_priors(np.full(self.trials.shape[0], PRIOR[0] / PRIOR_STRENGTH), self.accepted,
+                                    self.trials)
+        return (self.accepted + PRIOR_STRENGTH * mean) / (self.trials + PRIOR_STRENGTH)
+
+    @staticmethod
+    def _sibling_priors(first: np.ndarray, accepted: np.ndarray, trials: np.ndarray) -> np.ndarray:
+        """Each bucket's prior mean (``PRIOR_STRENGTH`` pseudo-trials): ``first[depth]`` for a first-ranked node;
+        for rank r the lesser of rank r - 1's posterior mean and what ranks 0 .. r - 1's posterior means leave of 1
+        (module docstring: the accepted path goes through at most one of a node's children).
+
+        >>> s = AcceptanceStats()
+        >>> np.round(s._sibling_priors(np.full(16, 0.5), s.accepted, s.trials)[0, :3], 2)  # untried: 0.5, 0.5, 0
+        array([0.5 , 0.5 , 0.01])
+        >>> s.trials[0, :2], s.accepted[0, :2] = 20.0, (8.0, 2.0)  # 8 of 20, 2 of 20: 0.41, 0.13; untried: as its elder
+        >>> np.round(s._sibling_priors(np.full(16, 0.5), s.accepted, s.trials)[0, :4], 2)
+        array([0.5 , 0.41, 0.13, 0.13])
+        """
+        mean, post = np.empty_like(trials), np.empty_like(trials)
+        for r in range(trials.shape[1]):
+            m = first if r == 0 else np.minimum(post[:, r - 1], 1.0 - post[:, :r].sum(axis=1))
+            mean[:, r] = np.clip(m, MIN_PRIOR, 1.0 - MIN_PRIOR)
+            post[:, r] = (accepted[:, r] + PRIOR_STRENGTH * mean[:, r]) / (trials[:, r] + PRIOR_STRENGTH)
+        return mean
 
     def _hot_prior(self) -> np.ndarray:
-        """Each hot bucket's prior mean: the best of even odds, the cold bucket's rate and the hot bucket
-        above's posterior mean (computed depth by depth)."""
-        cold = self.rates()
-        mean = np.empty_like(cold)
-        above = np.full(cold.shape[1], 0.5)
+        """Each hot bucket's prior mean: for a first-ranked node the best of even odds, the cold bucket's rate and
+        the hot bucket above's posterior mean (computed depth by depth); for a later sibling as ``_sibling_priors``."""
+        cold = self.rates()[:, 0]
+        first = np.empty_like(cold)
+        above = 0.5
         for d in range(cold.shape[0]):
-            mean[d] = np.maximum(above, cold[d])
-            above = np.maximum(0.5, (self.hot_accepted[d] + PRIOR_STRENGTH * mean[d])
-                               / (self.hot_trials[d] + PRIOR_STRENGTH))
-        return mean
+            first[d] = max(above, cold[d])
+            above = max(0.5, (self.hot_accepted[d, 0] + PRIOR_STRENGTH * first[d])
+                        / (self.hot_trials[d, 0] + PRIOR_STRENGTH))
+        return self._sibling_priors(first, self.hot_accepted, self.hot_trials)
 
     def sample_rates(self, rng: np.random.Generator, hot: bool = False) -> np.ndarray:
         """One draw per bucket of the regime from its Beta posterior, ``[depth - 1, rank]``, clipped into (0, 1)."""
-        if not hot:
-            a, b = PRIOR
-            return np.clip(rng.beta(self.accepted + a, self.trials - self.accepted + b), 1e-9, 1 - 1e-9)
-        prior = np.clip(self._hot_prior(), 1e-6, 1 - 1e-6) * PRIOR_STRENGTH
-        return np.clip(rng.beta(self.hot_accepted + prior, self.hot_trials - self.hot_accepted
-                                + PRIOR_STRENGTH - prior), 1e-9, 1 - 1e-9)
+        accepted, trials = (self.hot_accepted, self.hot_trials) if hot else (self.accepted, self.trials)
+        prior = (self._hot_prior() if hot else
+                 self._sibling_priors(np.full(trials.shape[0], PRIOR[0] / PRIOR_STRENGTH), accepted, trials))
+        prior = prior * PRIOR_STRENGTH
+        return np.clip(rng.beta(accepted + prior, trials - accepted + PRIOR_STRENGTH - prior), 1e-9, 1 - 1e-9)
 
     @staticmethod
     def buckets(tree: DraftTree) -> tuple[np.ndarray, np.ndarray]:

@@ -24,15 +24,14 @@ expected tokens per second for this step:
   hot and draws from the hot buckets, whose untried depths start from the depth above; so a streak of whole
   accepts grows its draft as fast as the accepts show (suffix on a repeated HumanEval block: 17-token drafts).
 
-Since ``p < 1``, a child's ``P`` is below its parent's, so for each size k the k nodes of highest
-``P`` form a prefix-closed subset and are the best subset of that size; the step keeps the best k.
-The cost curve need not be monotone (on this project's CPU a 2-row forward costs more than a 4-row one):
-every k is priced with its own T.
+Since ``p < 1``, a child's ``P`` is below its parent's, so for each size k the k nodes of highest ``P`` form a
+prefix-closed subset and are the best subset of that size; the step keeps the best k, each k priced with its own T
+(the cost curve need not be monotone: on this project's CPU a 2-row forward costs more than a 4-row one).
 
-Example: a chain of 3 drafts with ``p = 0.5`` at every depth (well learned, so the draws are 0.5), ``T(n) = 40 + 2 (n - 1)`` ms and no draft
-time: P = 0.5, 0.25, 0.125; values (1 + cum P) / T = 1/40, 1.5/42, 1.75/44, 1.875/46 tokens per ms
--> 0.0250, 0.0357, 0.0398, 0.0408: all 3 are kept. With ``T(n) = 40 (1 + (n - 1) / 4)`` the values are
-1/40, 1.5/50, 1.75/60, 1.875/70 -> only the first draft token is kept.
+Example: a chain of 3 drafts with ``p = 0.5`` at every depth (well learned: the draws are 0.5), ``T(n) = 40 + 2 (n -
+1)`` ms, no draft time: P = 0.5, 0.25, 0.125; values (1 + cum P) / T = 1/40, 1.5/42, 1.75/44, 1.875/46 tokens per ms
+-> 0.0250, 0.0357, 0.0398, 0.0408: all 3 are kept. With ``T(n) = 40 (1 + (n - 1) / 4)``: 1/40, 1.5/50, 1.75/60,
+1.875/70 -> only the first draft token is kept.
 """
 from __future__ import annotations
 
@@ -45,6 +44,7 @@ import numpy as np
 from specbench.engine.draft_or_skip import (PROBE_COST, WARM_STEPS, DraftGains, MethodLearning, SequenceState, choose,
                                             count_skips, fetch_prompt_states, probe)
 from specbench.engine.acceptance_stats import AcceptanceStats, first_guesses, probe_nodes
+from specbench.engine.draft_depth import best_depth
 from specbench.engine.step_costs import StepCosts
 from specbench.engine.tree import DraftTree
 
@@ -99,6 +99,7 @@ class DraftBudget:
         self._lead = float("inf")  # the last priced choice's lead over a plain step (``StepCosts.plain_unpriced``)
         self._probe_spent = 0.0  # the credit the last ``plan``'s probe took (``end_step`` gives back what it spared)
         self._active = 1  # the sequences of the last ``plan``'s forward (``depth_hint`` prices their drafting seconds)
+        self._deepest: DraftTree | None = None  # the drafter's deepest draft so far (``depth_hint`` values depths by it)
 
     def _cost(self, n: np.ndarray, context: int | None) -> np.ndarray:
         """A drafting step's calibrated seconds besides the draft: the verify forward of ``n`` rows and the overhead."""
@@ -234,11 +235,16 @@ class DraftBudget:
             out[i] = p[i] * (out[parent] if parent >= 0 else 1.0)
         return out
 
+    def _remember(self, tree: DraftTree | None) -> None:  # (``depth_hint``'s shape: the deepest draft so far)
+        if tree is not None and len(tree) and (self._deepest is None or tree.depth >= self._deepest.depth):
+            self._deepest = tree
+
     def select(self, tree: DraftTree, draft_s: float = 0.0, aux_rows: int = 0, context: int | None = None) -> Selection:
         """The prefix-closed subset of ``tree`` with the most expected tokens per second, verified after
         ``context`` cached tokens; a probe (``plan``) verifies its drafter's first-token guesses alone
         (``first_guesses``; ``draft_or_skip.py``: a probe cut to nothing verified nothing, so low learned rates
         never recovered: suffix on GSM8K skipped 124 steps of an answer that drafting without ``auto`` ran in 78)."""
+        self._remember(tree)
         probs = self.path_probs(tree)
         order = np.argsort(-probs, kind="stable")  # parents first on ties (a parent's index is smaller)
         gained = np.concatenate([[1.0], 1.0 + np.cumsum(probs[order])])  # [k] expected tokens keeping k nodes
@@ -260,6 +266,7 @@ class DraftBudget:
         Example: two sequences whose chains' nodes are accepted with 0.9 and 0.1: at ``m = 3`` the first
         gains 0.9 + 0.81 tokens and the second 0.1 + 0.01, both paying the 3-row padded forward.
         """
+        _ = [self._remember(t) for t in trees]
         probs = [self.path_probs(t, False) if t is not None and len(t) else np.zeros(0) for t in trees]
         orders = [np.argsort(-p, kind="stable") for p in probs]
         sums = [np.concatenate([[0.0], np.cumsum(p[o])]) for p, o in zip(probs, orders)]
@@ -273,22 +280,17 @@ class DraftBudget:
                 for t, keep, p in zip(trees, keeps, probing)]
 
     def depth_hint(self, context: int | None = None, hot: bool = False) -> int:
-        """How deep a draft is worth making for a sequence in the ``hot`` regime or not: the best length ``k`` of a
-        chain of first-ranked nodes, counting its drafting seconds at depth ``k`` (at least 1), plus one so the next
-        depth keeps being tried where that depth costs at most ``FREE_DEPTH`` of a plain forward more (EAGLE's
-        draft forward a depth, 2.4 ms of a 37 ms step on a 2-core CPU, is not free: eagle@auto asked 4 deep at 11 ms
-        a draft, where 1 deep at 2.6 ms gave budget=1 1.16x against auto's 1.03x). Starts a step: draws the step's
-        rates."""
+        """How deep a draft is worth making for a sequence in the ``hot`` regime or not (``draft_depth.py``; by the
+        drafter's deepest draft where a depth costs more than ``FREE_DEPTH`` of a plain forward). Draws the rates."""
         self._rates, self._hot = {}, hot
         p = self._step_rates(hot)[:, 0]
-        gained = np.concatenate([[1.0], 1.0 + np.cumsum(np.cumprod(p))])  # [k]: a chain of k nodes
-        chain = np.arange(len(gained))
-        drafting = self.costs.draft_seconds(chain + 1, self._active)  # [d - 1]: asked d deep
-        k = int(np.argmax(gained / (self._cost(chain + 1, context) + drafting[np.maximum(chain, 1) - 1])))
-        if k == 0:
-            return 1
-        more = drafting[k] - drafting[k - 1]  # asking k + 1 deep instead of k (k < len(drafting))
-        return k + 1 if more <= FREE_DEPTH * float(self.costs.forward(1, context, self._active)) else k
+        drafting = self.costs.draft_seconds(np.arange(1, len(p) + 2), self._active)  # [d - 1]: asked d deep
+        free = FREE_DEPTH * float(self.costs.forward(1, context, self._active))
+        shape = self._deepest if np.any(np.diff(drafting) > free) else None
+        probs = np.zeros(0) if shape is None else self.path_probs(shape, hot)
+        depths = np.zeros(0, int) if shape is None else np.array(shape.depths())
+        seconds = self._cost(np.arange(len(probs) + len(p) + 1) + 1, context)
+        return best_depth(probs, depths, np.cumprod(p), seconds, drafting, free)
 
     def observe(self, tree: DraftTree | None, accepted_nodes: list[int], hot: bool = False) -> None:
         """After every step that drafted (``tree`` None: nothing was verified) in the ``hot`` regime or not:

@@ -9,7 +9,7 @@ Example: chains ``[5, 6, 7]`` and ``[5, 8]`` merge into tokens ``[5, 6, 7, 8]`` 
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Sequence
 
 import numpy as np
@@ -22,6 +22,9 @@ class DraftTree:
 
     tokens: tuple[int, ...]
     parents: tuple[int, ...]
+    # each node's position among its siblings in the tree its drafter proposed, where a cut (``subtree``) dropped
+    # some (None: as in this tree): ``budget=auto`` learns per drafter's rank, and a kept third guess stays third
+    ranks: tuple[int, ...] | None = field(default=None, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         if len(self.tokens) != len(self.parents):
@@ -62,6 +65,27 @@ class DraftTree:
                 node = nxt
         return DraftTree(tuple(tokens), tuple(parents))
 
+    def sibling_ranks(self) -> list[int]:
+        """Each node's position among its parent's children as its drafter proposed them, in tree order.
+
+        >>> t = DraftTree((5, 6, 7, 8), (-1, 0, -1, -1))
+        >>> t.sibling_ranks(), t.subtree([0, 3]).sibling_ranks()  # the kept 8 stays the root's third guess
+        ([0, 0, 1, 2], [0, 2])
+        """
+        if self.ranks is not None:
+            return list(self.ranks)
+        seen: dict[int, int] = {}
+        ranks = []
+        for p in self.parents:
+            ranks.append(seen.get(p, 0))
+            seen[p] = ranks[-1] + 1
+        return ranks
+
+    @property
+    def depth(self) -> int:
+        """The deepest node's depth (0: no node)."""
+        return max(self.depths(), default=0)
+
     def depths(self) -> list[int]:
         """Depth of each node (children of the root have depth 1)."""
         depth: list[int] = []
@@ -83,7 +107,9 @@ class DraftTree:
             return self
         new_index = {-1: -1, **{old: new for new, old in enumerate(keep)}}
         try:
-            return DraftTree(tuple(self.tokens[i] for i in keep), tuple(new_index[self.parents[i]] for i in keep))
+            ranks = self.sibling_ranks()
+            return DraftTree(tuple(self.tokens[i] for i in keep), tuple(new_index[self.parents[i]] for i in keep),
+                             tuple(ranks[i] for i in keep))
         except KeyError:
             raise ValueError(f"subtree {list(keep)} drops a parent of a kept node") from None
 
