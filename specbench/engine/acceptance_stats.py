@@ -11,6 +11,13 @@ regime. A hot bucket with no trials yet starts from the cold bucket's rate, or f
 either is better than even (``PRIOR_STRENGTH`` pseudo-trials): a streak's depth grows as fast as its accepted
 steps show, not by one untried bucket at a time.
 
+**Siblings.** A node's first-ranked child starts at even odds (Beta(1, 1)); a later sibling starts at the lesser of
+its elder's rate and what its elders' rates leave of one token (``_sibling_priors``), since the accepted path goes
+through at most one child and a drafter lists its children best first. At even odds each, EAGLE's six untried root
+guesses were priced at three tokens a step, where they held about half a token: the budget's expected tokens ran at
+twice those accepted. A node keeps its rank in the drafter's tree after the budget cut some of its siblings
+(``DraftTree.ranks``): a kept third guess is learned as a third guess, not as the cut tree's second.
+
 Example: a tree whose root has children a and b, and a a child c: depths 1, 1, 2 and ranks 0, 1, 0; once a is
 accepted and b rejected, bucket (1, 0) has one trial and one acceptance, (1, 1) one trial and none, and (2, 0)
 one trial (c's parent was accepted).
