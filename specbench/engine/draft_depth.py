@@ -47,13 +47,14 @@ def best_depth(probs: np.ndarray, depths: np.ndarray, chain: np.ndarray, seconds
     d = np.concatenate([depths, np.arange(top + 1, most + 1)])
     order = np.argsort(-p, kind="stable")  # (a parent's P is above its child's: a prefix is prefix-closed)
     p, d = p[order], d[order]
-    best, best_value, best_k = 1, -1.0, 0
-    for depth in range(1, most + 1):
-        gained = 1.0 + np.concatenate([[0.0], np.cumsum(p[d <= depth])])
-        value = gained / (seconds[: len(gained)] + drafting[depth - 1])
-        k = int(np.argmax(value))
-        if value[k] > best_value:
-            best, best_value, best_k = depth, float(value[k]), k
+    # [depth - 1, j]: keeping, of the j + 1 likeliest nodes, those a draft of that depth holds (one array op per step:
+    # this runs before every drafted step)
+    held = d[None, :] <= np.arange(1, most + 1)[:, None]
+    rows = np.concatenate([np.zeros((most, 1), int), np.cumsum(held, axis=1)], axis=1)  # [depth - 1, j]: k kept
+    gained = 1.0 + np.concatenate([np.zeros((most, 1)), np.cumsum(held * p[None, :], axis=1)], axis=1)
+    value = gained / (seconds[rows] + drafting[:most, None])
+    at = int(np.argmax(value))  # (row-major: the shallowest depth, then the fewest nodes, on ties)
+    best, best_k = at // value.shape[1] + 1, int(rows.flat[at])
     if best_k == 0:
         return 1
     return best + 1 if best < len(drafting) and drafting[best] - drafting[best - 1] <= free else best
