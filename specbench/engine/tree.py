@@ -10,6 +10,7 @@ Example: chains ``[5, 6, 7]`` and ``[5, 8]`` merge into tokens ``[5, 6, 7, 8]`` 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Sequence
 
 import numpy as np
@@ -72,26 +73,36 @@ class DraftTree:
         >>> t.sibling_ranks(), t.subtree([0, 3]).sibling_ranks()  # the kept 8 stays the root's third guess
         ([0, 0, 1, 2], [0, 2])
         """
+        return list(self._sibling_ranks)
+
+    @cached_property
+    def _sibling_ranks(self) -> tuple[int, ...]:  # (once per tree, as ``_depths``)
         if self.ranks is not None:
-            return list(self.ranks)
+            return self.ranks
         seen: dict[int, int] = {}
         ranks = []
         for p in self.parents:
             ranks.append(seen.get(p, 0))
             seen[p] = ranks[-1] + 1
-        return ranks
+        return tuple(ranks)
 
     @property
     def depth(self) -> int:
         """The deepest node's depth (0: no node)."""
-        return max(self.depths(), default=0)
+        return max(self._depths, default=0)
 
     def depths(self) -> list[int]:
         """Depth of each node (children of the root have depth 1)."""
+        return list(self._depths)
+
+    @cached_property
+    def _depths(self) -> tuple[int, ...]:
+        # computed once per tree: ``budget=auto`` asks a tree's depths several times a step, and its deepest draft's
+        # on every step after (a Python pass over the nodes each time, on the timed path)
         depth: list[int] = []
         for p in self.parents:
             depth.append(1 if p < 0 else depth[p] + 1)
-        return depth
+        return tuple(depth)
 
     def truncated(self, max_depth: int, max_nodes: int | None = None) -> "DraftTree":
         """Drop nodes deeper than ``max_depth`` (and beyond ``max_nodes``), keeping parents valid."""
