@@ -51,3 +51,19 @@ def test_speedup_is_ratio_of_token_rates_over_paired_questions():
     assert s["x"]["Overall"].lossless == {EXACT: 1, TIE: 1, MISMATCH: 1}
     text = render(run)
     assert "2.00x" in text and "0.50x" in text and "MISMATCH" in text
+
+
+def test_a_twin_ar_row_states_the_runs_noise_floor_under_the_speedup_table():
+    # ar@twin: AR's loop timed again; its cells 0.80x (GSM8K) and 1.25x (WMT) bound what this run can show
+    records = [
+        rec("ar", "gsm8k", "GSM8K", "1", 10, 2.0, [1] * 10),
+        rec("ar@twin", "gsm8k", "GSM8K", "1", 10, 2.5, [1] * 10, EXACT),
+        rec("x", "gsm8k", "GSM8K", "1", 10, 1.0, [1, 3, 3, 3], EXACT),
+        rec("ar", "wmt", "WMT", "9", 10, 2.5, [1] * 10),
+        rec("ar@twin", "wmt", "WMT", "9", 10, 2.0, [1] * 10, EXACT),
+    ]
+    text = render(Run(Path("r"), {}, records))
+    speedup, _, rest = text.partition("### Mean tokens per forward pass")
+    assert "Noise floor: `ar@twin`" in speedup and "reads 0.80x to 1.25x" in speedup
+    assert "Noise floor" not in rest
+    assert "Noise floor" not in render(Run(Path("r"), {}, [r for r in records if r.method != "ar@twin"]))

@@ -16,6 +16,17 @@ def test_chain_and_trie_merge():
     assert m.depths() == [1, 2, 3, 2, 1]
 
 
+def test_depths_and_ranks_computed_once_stay_the_trees_own():
+    # (cached per tree: a caller that edits the list it got must not change what the tree answers next)
+    m = DraftTree.from_chains([[5, 6, 7], [5, 8], [9]])
+    got, ranks = m.depths(), m.sibling_ranks()
+    got.append(99), ranks.append(99)
+    got[0] = ranks[0] = 7
+    assert m.depths() == [1, 2, 3, 2, 1] and m.depth == 3
+    assert m.sibling_ranks() == [0, 0, 0, 1, 1]
+    assert m.subtree([0, 3]).depths() == [1, 2] and m.subtree([0, 3]).sibling_ranks() == [0, 1]
+
+
 def test_invalid_parent_rejected():
     with pytest.raises(ValueError):
         DraftTree((1, 2), (-1, 1))

@@ -29,6 +29,7 @@ from specbench.reports.budget_report import auto_vs_default_table, prediction_ta
 from specbench.reports.labels import backend_label, checked_precision, ran_on_cpu
 from specbench.reports.long_context import length_prediction_table, length_tables
 from specbench.reports.long_context_plot import PLOT_FILE, write_length_figure
+from specbench.reports.noise_floor import noise_floor_note
 from specbench.reports.numfmt import fmt_num
 from specbench.reports.spec_bench_section import spec_bench_section
 from specbench.reports.summary import (SUMMARY_CSV, SUMMARY_JSON, build_summary, method_overhead, summary_csv,
@@ -125,6 +126,9 @@ def render(run: Run, fmt: str = "github", stats: dict[str, dict[str, Cell]] | No
     for title, cell_text in tables:
         rows = [[m] + [cell_text(stats[m][c]) if c in stats[m] else "-" for c in cols] for m in methods]
         parts.append(f"### {title}\n\n" + tabulate(rows, headers=["method"] + cols, tablefmt=fmt))
+        floor = noise_floor_note(stats) if cell_text is Cell.speedup_text else None  # (``ar@twin`` rows only)
+        if floor:
+            parts.append(floor)
     parts += spec_bench_section(run, fmt)  # --preset spec-bench only: the published leaderboard's definition
     rows = []
     for m in methods:
