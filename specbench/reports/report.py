@@ -126,9 +126,9 @@ def render(run: Run, fmt: str = "github", stats: dict[str, dict[str, Cell]] | No
     for title, cell_text in tables:
         rows = [[m] + [cell_text(stats[m][c]) if c in stats[m] else "-" for c in cols] for m in methods]
         parts.append(f"### {title}\n\n" + tabulate(rows, headers=["method"] + cols, tablefmt=fmt))
-        floor = noise_floor_note(stats) if cell_text is Cell.speedup_text else None  # (``ar@twin`` rows only)
-        if floor:
-            parts.append(floor)
+    floor = noise_floor_note(stats)  # (a run with an ``ar@twin`` row: under the speedup table, the first)
+    if floor:
+        parts.insert(len(parts) - len(tables) + 1, floor)
     parts += spec_bench_section(run, fmt)  # --preset spec-bench only: the published leaderboard's definition
     rows = []
     for m in methods:
