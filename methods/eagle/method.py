@@ -24,8 +24,8 @@ from methods.eagle.layer import DraftCache, EagleLayer, LayerShape, causal_chunk
 from methods.eagle.train import RECIPES, TRAIN_S_PER_POSITION, train_eagle
 from methods.eagle.tree import EAGLE1_TREE, dynamic_tree, static_tree
 from specbench.api import (BaseDrafter, ConfigError, DEFAULT_CORPORA, DTYPES, DraftContext, DraftTree, MethodEnv,
-                           check_recipe, draft_dtype, find_or_train, pack_for_inference,
-                           record_checkpoint, register_method)
+                           check_recipe, choose_draft_vocab, draft_dtype, find_or_train, pack_for_inference,
+                           parse_vocab, record_checkpoint, register_method)
 
 TREES = ("dynamic", "static")
 
@@ -38,7 +38,10 @@ class EagleConfig:
     reference's defaults are 10, 5 and 60 with the root, i.e. 59 draft nodes); ``tree=static`` is EAGLE-1's
     25-node tree. ``dtype`` of the draft's weights: ``auto`` = bfloat16 on a CPU with oneDNN bf16 kernels
     (the draft only proposes, so its rounding cannot change the output), else the target's dtype. ``recipe``
-    of the default layer: ``quick`` (first use, minutes) or ``full`` (``train.RECIPES``; about an hour)."""
+    of the default layer: ``quick`` (first use, minutes) or ``full`` (``train.RECIPES``; about an hour). ``vocab``
+    the draft head scores: ``trained`` (the checkpoint's own: ours keeps 8192 tokens, a published one the whole
+    vocabulary), ``full``, or FR-Spec's ``fr:N`` (the N most frequent tokens of a corpus,
+    ``specbench/drafting/frequency_vocab.py``)."""
 
     checkpoint: str = "default"
     tree: str = "dynamic"
@@ -47,9 +50,11 @@ class EagleConfig:
     total_tokens: int = 16
     dtype: str = "auto"
     recipe: str = "quick"
+    vocab: str = "trained"
 
     def validate(self) -> None:
         check_recipe("eagle", self.recipe, RECIPES)
+        parse_vocab(self.vocab)
         if self.tree not in TREES:
             raise ConfigError(f"eagle: tree must be one of {', '.join(TREES)}")
         if self.dtype != "auto" and self.dtype not in DTYPES:
@@ -160,7 +165,8 @@ def trained_layer(config: EagleConfig, env: MethodEnv) -> tuple[EagleLayer, np.n
 @register_method("eagle", EagleConfig)
 def build_eagle(config: EagleConfig, env: MethodEnv) -> EagleDrafter:
     """EAGLE's draft layer over the target's features, drafting EAGLE-2's dynamic or EAGLE-1's static tree."""
-    layer, vocab = trained_layer(config, env)
+    layer, trained = trained_layer(config, env)
+    vocab = choose_draft_vocab(config.vocab, trained, env)  # FR-Spec's ``fr:N``: the N most frequent tokens
     env.declare_overhead(parameters=layer.parameter_count())
     dtype = draft_dtype(config.dtype, env.model)
     head = DraftHead(env.model.get_output_embeddings(), vocab).to(dtype)
