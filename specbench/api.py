@@ -70,7 +70,7 @@ from specbench.models.loading import load_model, stop_token_ids
 from specbench.drafting.layers import (PREFILL_ROWS, MLP, Attention, DecoderLayer, DraftCache, LayerShape, RMSNorm,
                                        causal_chunks)
 from specbench.drafting.rope import RopeScaling
-from specbench.drafting.frequency_vocab import VOCAB_CHOICES, choose_draft_vocab, parse_vocab  # FR-Spec's option
+from specbench.drafting.frequency_vocab import VOCAB_CHOICES, choose_draft_vocab, kept_columns, parse_vocab  # FR-Spec
 from specbench.drafting.trees import MC_SIM_7B_63, Expand, dynamic_tree, select_best, static_tree
 
 # datastores and corpora
@@ -118,7 +118,7 @@ __all__ = [
     "resolve_backend", "PreallocatedCache", "draft_dtype", "pack_for_inference", "DTYPES", "is_hub_id",
     "resolve_checkpoint", "load_model", "stop_token_ids", "embedded_tokenizer",
     "PREFILL_ROWS", "MLP", "Attention", "DecoderLayer", "DraftCache", "LayerShape", "RMSNorm", "causal_chunks",
-    "RopeScaling", "VOCAB_CHOICES", "choose_draft_vocab", "parse_vocab", "MC_SIM_7B_63", "Expand", "dynamic_tree", "select_best", "static_tree",
+    "RopeScaling", "VOCAB_CHOICES", "choose_draft_vocab", "kept_columns", "parse_vocab", "MC_SIM_7B_63", "Expand", "dynamic_tree", "select_best", "static_tree",
     "build_lock", "build_rest_datastore", "cached_rest_datastore", "cached_rest_path", "datastore_built", "parse_corpora",
     "datastore_artifacts", "open_rest_datastore", "PAIR_LOADERS", "iter_pairs",
     "read_gz_jsonl", "sharegpt_conversations", "prompt_probes", "test_prompts", "NGRAM_STORE_FILE",

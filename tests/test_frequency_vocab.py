@@ -14,7 +14,10 @@ from methods.eagle.method import DraftHead, EagleConfig, EagleDrafter
 from specbench.drafting import frequency_vocab as fv
 from specbench.engine.loop import Engine
 from specbench.errors import ConfigError
+from specbench.models.loading import load_model, stop_token_ids
 from specbench.plugins.registry import CORPORA
+from specbench.run.method_env import MethodEnv
+from specbench.run.methods_factory import build_drafter
 from test_engine_exact import greedy_reference
 from test_golden import char_tokenizer
 from test_sps_distill import tied_tiny_target
@@ -99,3 +102,59 @@ def _kept(tree, sink: list[int]):
     if tree is not None:
         sink.extend(tree.tokens)
     return tree
+
+
+@pytest.mark.parametrize("family", ["llama", "qwen2", "gpt2", "neox"])
+@pytest.mark.parametrize("method", ["eagle", "eagle3", "medusa", "hydra", "sps"])
+def test_every_head_restricted_by_fr_drafts_the_kept_tokens_alone(method: str, family: str, tmp_path,
+                                                                  monkeypatch) -> None:
+    monkeypatch.setattr(fv, "FR_CORPORA", (CORPUS,))
+    target, tok = make_tiny_model(family).eval(), char_tokenizer()
+    if method == "sps":  # the draft: the target itself, saved with its tokenizer (SpS checks they match)
+        target.save_pretrained(tmp_path / "draft")
+        tok.save_pretrained(tmp_path / "draft")
+        tok = load_model(str(tmp_path / "draft")).tokenizer  # (as the family's loader reads it back)
+    env = MethodEnv(model=target, tokenizer=tok, model_id="tiny", device=torch.device("cpu"), data_dir=None,
+                    cache_dir=tmp_path)
+    options = {"draft_model": str(tmp_path / "draft")} if method == "sps" else {"checkpoint": "random"}
+    drafter, _ = build_drafter(method, {**options, "vocab": "fr:12"}, env)
+    keep = fv.frequency_vocab(fv.corpus_counts(tmp_path, tok, None, (CORPUS,), fv.FR_MAX_TOKENS), 12,
+                              stop_token_ids(tok, target))
+    assert env.artifacts["fr_vocab"]["size"] == 12
+    drafted: list[int] = []
+    propose = drafter.propose
+    drafter.propose = lambda ctx: _kept(propose(ctx), drafted)  # type: ignore[method-assign]
+    prompt = [5, 9, 12, 5, 9, 12, 5]
+    gen = Engine(target, stop_ids=set()).generate(prompt, drafter, 24)
+    assert gen.output_ids == greedy_reference(target, prompt, 24)
+    assert drafted and set(drafted) <= set(keep.tolist())
+
+
+def test_sampled_drafts_from_the_kept_tokens_are_spread_onto_the_targets_vocabulary(tmp_path, monkeypatch) -> None:
+    """SpS at T > 0: the draft's distribution over the kept tokens, placed at their target ids (what the engine's
+    acceptance rule reads), sums to one and is zero elsewhere."""
+    from methods.sps.draft_runner import DraftRunner
+
+    target = make_tiny_model("llama").eval()
+    keep = np.array([3, 7, 20, 41])
+    runner = DraftRunner(target, vocab=None, target_vocab=64, keep=keep)
+    sampler = SimpleNamespace(probs=lambda logits: torch.softmax(logits.float(), -1),
+                              sample=lambda q: int(torch.argmax(q)))
+    draft, rows = runner.draft_sampled([5, 9, 12], 3, sampler)
+    assert rows.shape == (len(draft), 64) and set(draft) <= set(keep.tolist())
+    assert torch.allclose(rows.sum(-1), torch.ones(len(draft)))
+    assert (rows[:, [i for i in range(64) if i not in keep]] == 0).all()
+    full = target(torch.tensor([[5, 9, 12]])).logits[0, -1]
+    assert draft[0] == int(keep[full[keep].argmax()])  # the best of the kept tokens, not of all
+
+
+def test_a_reduced_draft_vocabulary_is_cut_to_the_kept_tokens_it_holds() -> None:
+    """A draft whose ids are not the target's (the distilled SpS draft: draft id i -> target id ``vocab[i]``, slot
+    0 "any other token"): the kept target ids it holds stay, mapped back to target ids; slot 0 never does."""
+    from methods.sps.draft_runner import DraftRunner
+
+    target = make_tiny_model("llama").eval()
+    vocab = np.concatenate([[0], np.arange(63, 0, -1)])  # draft id i -> target id 64 - i
+    runner = DraftRunner(target, vocab=vocab, target_vocab=64, keep=np.array([0, 3, 7, 20]))
+    assert runner.out_ids.tolist() == [20, 7, 3]  # draft ids 44, 57, 61; target id 0 is not in the draft's ids
+    assert set(runner.draft([5, 9, 12], 4)) <= {3, 7, 20}

@@ -131,6 +131,25 @@ def test_every_method_reproduces_golden(tiny, method: str) -> None:
     print(f"{method}: {result.accepted[method]}/{result.drafted[method]} draft tokens accepted")
 
 
+@pytest.mark.parametrize("method", ["eagle", "eagle3", "medusa", "hydra", "sps"])
+def test_fr_spec_vocabularies_reproduce_golden(tiny, method: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each drafter with a head over the vocabulary, restricted to FR-Spec's most frequent tokens (``vocab=fr:N``,
+    counted in the echo corpus): the output is AR's, and drafts still reach verification."""
+    from specbench.drafting import frequency_vocab
+
+    monkeypatch.setattr(frequency_vocab, "FR_CORPORA", (ECHO_CORPUS,))
+    model, tok, golden, cache = tiny
+
+    def env_for(task: str) -> MethodEnv:
+        return MethodEnv(model, tok, "tiny-llama-seed3", torch.device("cpu"), default_data_dir(), cache, task)
+
+    label = f"{method}@fr"
+    options = {label: {**TINY_OPTIONS.get(method, {}), "vocab": "fr:24"}}
+    result = verify_golden(golden, model, env_for, [label], options)
+    assert result.ok, "\n".join(result.failures[label])
+    assert result.passed[label] == len(golden["entries"]) and result.drafted[label] > 0
+
+
 def test_verify_detects_a_corrupted_golden(tiny) -> None:
     model, tok, golden, cache = tiny
     bad = json.loads(json.dumps(golden))

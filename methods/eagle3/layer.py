@@ -18,11 +18,12 @@ from __future__ import annotations
 import math
 from typing import Callable
 
+import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import nn
 
-from specbench.api import MLP, DraftCache, LayerShape, RMSNorm
+from specbench.api import MLP, DraftCache, LayerShape, RMSNorm, kept_columns
 
 Attend = Callable[[torch.Tensor, torch.Tensor, torch.Tensor], torch.Tensor]
 """``attend(q [.., H, n, d], k [.., KV, n, d], v [.., KV, n, d]) -> [.., H, n, d]``: where the keys come from
@@ -158,6 +159,18 @@ class Eagle3Layer(nn.Module):
     def to_target(self, draft_ids: torch.Tensor) -> torch.Tensor:
         """Draft ids -> target ids (``id + d2t[id]``)."""
         return draft_ids + self.d2t[draft_ids]
+
+    def restrict(self, keep: np.ndarray) -> None:
+        """Score only the target ids in ``keep`` that the draft vocabulary holds (FR-Spec's ``vocab=fr:N``): the
+        head keeps their rows, ``d2t`` / ``t2d`` describe the smaller vocabulary."""
+        dev = self.d2t.device
+        columns = self.to_target(torch.arange(self.lm_head.out_features, device=dev))
+        rows = torch.as_tensor(kept_columns(columns.cpu().numpy(), keep), device=dev)
+        kept, weight = columns[rows], self.lm_head.weight.detach()
+        self.lm_head = nn.Linear(weight.shape[1], len(rows), bias=False).to(weight.device, weight.dtype)
+        self.lm_head.weight = nn.Parameter(weight[rows.to(weight.device)].clone(), requires_grad=False)
+        self.d2t = kept - torch.arange(len(rows), device=dev)
+        self.t2d = torch.zeros_like(self.t2d).index_fill_(0, kept, True)
 
     def parameter_count(self) -> int:
         return sum(p.numel() for n, p in self.named_parameters() if not n.startswith("embed_tokens"))

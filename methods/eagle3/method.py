@@ -25,8 +25,8 @@ from methods.eagle3.init import new_draft
 from methods.eagle3.layer import Eagle3Layer, reference_layers
 from methods.eagle3.train import RECIPES, TRAIN_S_PER_POSITION, train_eagle3
 from specbench.api import (BaseDrafter, ConfigError, DEFAULT_CORPORA, DTYPES, DraftContext, DraftTree, MethodEnv,
-                           check_recipe, draft_dtype, find_or_train, pack_for_inference,
-                           record_checkpoint, register_method)
+                           check_recipe, choose_draft_vocab, draft_dtype, find_or_train, pack_for_inference,
+                           parse_vocab, record_checkpoint, register_method)
 
 
 @dataclass(frozen=True)
@@ -36,7 +36,9 @@ class Eagle3Config:
     EAGLE-2's: ``top_k`` nodes expanded per level for ``depth`` levels after the first, the best
     ``total_tokens`` kept (Spec-Bench ran 10, 5 and 60 with the root, i.e. 59 draft nodes). ``dtype`` of the
     draft's weights: ``auto`` = bfloat16 on a CPU with oneDNN bf16 kernels, else the target's dtype.
-    ``recipe`` of the default draft: ``quick`` (first use, minutes) or ``full`` (``train.RECIPES``)."""
+    ``recipe`` of the default draft: ``quick`` (first use, minutes) or ``full`` (``train.RECIPES``). ``vocab``: the
+    tokens its head scores, ``trained`` = ``full`` (EAGLE-3's head is its own, over its draft vocabulary) or
+    FR-Spec's ``fr:N`` (the N most frequent tokens of a corpus, within its draft vocabulary)."""
 
     checkpoint: str = "default"
     top_k: int = 6
@@ -44,9 +46,11 @@ class Eagle3Config:
     total_tokens: int = 16
     dtype: str = "auto"
     recipe: str = "quick"
+    vocab: str = "trained"
 
     def validate(self) -> None:
         check_recipe("eagle3", self.recipe, RECIPES)
+        parse_vocab(self.vocab)
         if self.dtype != "auto" and self.dtype not in DTYPES:
             raise ConfigError(f"eagle3: dtype must be auto or one of {', '.join(DTYPES)}")
         if min(self.top_k, self.total_tokens) < 1 or self.depth < 0:
@@ -136,6 +140,9 @@ def build_eagle3(config: Eagle3Config, env: MethodEnv) -> Eagle3Drafter:
     """EAGLE-3's draft over fused low / middle / high target features, drafting EAGLE-2's dynamic tree."""
     layer, layers = trained_draft(config, env)
     env.declare_overhead(parameters=layer.parameter_count())
+    keep = choose_draft_vocab(config.vocab, None, env)  # FR-Spec's ``fr:N``: the N most frequent tokens
+    if keep is not None:
+        layer.restrict(keep)
     layer = layer.to(draft_dtype(config.dtype, env.model))
     pack_for_inference(layer)
     return Eagle3Drafter(layer, layers, config)

@@ -27,7 +27,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from specbench.api import LayerShape
+from specbench.api import LayerShape, kept_columns
 from methods.hydra.prefix import PrefixLayer
 
 
@@ -93,6 +93,14 @@ class SubHead(nn.Module):
         """Draft vocabulary ids -> the target's ids."""
         return draft_ids if self.ids is None else self.ids[draft_ids]
 
+    def keep_rows(self, rows: torch.Tensor) -> None:
+        """Only the rows ``rows`` of this head stay (FR-Spec's ``vocab=fr:N``), their target ids with them."""
+        rows = rows.to(self.linear.weight.device)
+        weight = self.linear.weight.detach()[rows].clone()
+        self.ids = self.to_target(rows)
+        self.linear = nn.Linear(weight.shape[1], weight.shape[0], bias=False).to(weight.device, weight.dtype)
+        self.linear.weight = nn.Parameter(weight, requires_grad=False)
+
 
 class HydraHeads(nn.Module):
     """``num_heads`` sequentially dependent heads, Hydra++'s prefix layer when ``prefix`` is given, and their LM
@@ -114,6 +122,7 @@ class HydraHeads(nn.Module):
         self.own = nn.ModuleList(nn.Linear(hidden, own_vocab) for _ in range(num_heads)) if own_vocab > 0 else None
         self.bias = nn.Parameter(torch.zeros(num_heads, head.size)) if head is not None else None
         self._head = [head]  # a list: the shared head is rebuilt from the target at load, not saved
+        self.own_ids: torch.Tensor | None = None  # own heads' columns' target ids after ``restrict``; None: all
 
     @property
     def shared(self) -> SubHead | None:
@@ -141,7 +150,28 @@ class HydraHeads(nn.Module):
         return self.shared(feats) + self.bias[k].to(feats.dtype)
 
     def to_target(self, draft_ids: torch.Tensor) -> torch.Tensor:
-        return draft_ids if self.shared is None else self.shared.to_target(draft_ids)
+        if self.shared is None:
+            return draft_ids if self.own_ids is None else self.own_ids[draft_ids]
+        return self.shared.to_target(draft_ids)
+
+    def restrict(self, keep: np.ndarray) -> None:
+        """Score only the target ids in ``keep`` that the heads score now (FR-Spec's ``vocab=fr:N``): the shared
+        head's rows and each head's bias for them, or each own head's rows; ``to_target`` maps back."""
+        if self.shared is not None:
+            rows = torch.as_tensor(kept_columns(None if self.shared.ids is None else self.shared.ids.cpu().numpy(), keep))
+            self.shared.keep_rows(rows)
+            self.bias = nn.Parameter(self.bias.detach()[:, rows.to(self.bias.device)].clone(), requires_grad=False)
+            return
+        assert self.own is not None
+        rows = torch.as_tensor(kept_columns(None, keep))
+        subs = []
+        for head in self.own:
+            sub = nn.Linear(head.in_features, len(rows)).to(head.weight.device, head.weight.dtype)
+            sub.weight.data = head.weight.detach()[rows.to(head.weight.device)].clone()
+            sub.bias.data = head.bias.detach()[rows.to(head.weight.device)].clone()
+            subs.append(sub.requires_grad_(False))
+        self.own = nn.ModuleList(subs)
+        self.own_ids = rows.to(head.weight.device)
 
     def parameter_count(self) -> int:
         """The heads' own parameters (the shared head's rows are the target's, not counted)."""

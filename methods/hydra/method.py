@@ -22,6 +22,7 @@ from methods.hydra.heads import HydraHeads, SubHead
 from methods.hydra.train import RECIPES, TRAIN_S_PER_POSITION, recipe_for, train_hydra
 from methods.hydra.tree import TREES, Path, plan, walk
 from specbench.api import (BaseDrafter, ConfigError, DEFAULT_CORPORA, DTYPES, DraftContext, DraftTree, MethodEnv,
+                           choose_draft_vocab, parse_vocab,
                            check_recipe, draft_dtype, find_or_train, pack_for_inference,
                            record_checkpoint, register_method)
 
@@ -33,7 +34,10 @@ class HydraConfig:
     whose ``config.json`` names its head). ``head`` (for ``default`` and ``random``): ``prefix-mlp`` = Hydra++
     (the published checkpoints' head), ``mlp`` = the paper's base Hydra heads. ``dtype`` of the heads' weights:
     ``auto`` = bfloat16 on a CPU with oneDNN bf16 kernels (a draft only proposes), else the target's.
-    ``recipe`` of the default heads: ``quick`` (first use, minutes) or ``full`` (``train.recipe_for``)."""
+    ``recipe`` of the default heads: ``quick`` (first use, minutes) or ``full`` (``train.recipe_for``). ``vocab``: the
+    tokens the heads score, ``trained`` (the checkpoint's own; ours a reduced one), ``full`` = ``trained`` for Hydra
+    (its heads score only what they were trained on), or FR-Spec's ``fr:N`` (the N most frequent tokens of a corpus,
+    within what the heads score)."""
 
     checkpoint: str = "default"
     head: str = "prefix-mlp"
@@ -41,9 +45,11 @@ class HydraConfig:
     tree_size: int = 0  # > 0: only the tree's first N choices (listed best first)
     dtype: str = "auto"
     recipe: str = "quick"
+    vocab: str = "trained"
 
     def validate(self) -> None:
         check_recipe("hydra", self.recipe, RECIPES)
+        parse_vocab(self.vocab)
         if self.head not in ARCHS:
             raise ConfigError(f"hydra: head must be one of {', '.join(ARCHS)}")
         if self.tree not in TREES:
@@ -121,6 +127,9 @@ def build_hydra(config: HydraConfig, env: MethodEnv) -> HydraDrafter:
     """Hydra's sequentially dependent heads (Hydra++ by default) drafting the reference's tree."""
     heads = trained_heads(config, env)
     env.declare_overhead(parameters=heads.parameter_count())
+    keep = choose_draft_vocab(config.vocab, None, env)  # FR-Spec's ``fr:N``: the N most frequent tokens
+    if keep is not None:
+        heads.restrict(keep)
     dtype = draft_dtype(config.dtype, env.model)
     heads = heads.to(dtype)
     if heads.shared is not None:

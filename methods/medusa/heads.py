@@ -33,6 +33,23 @@ class MedusaHeads(nn.Module):
         self.blocks = nn.ModuleList(nn.Sequential(*[ResBlock(hidden) for _ in range(num_layers)]) for _ in range(num_heads))
         self.own_heads = nn.ModuleList(nn.Linear(hidden, vocab, bias=False) for _ in range(num_heads)) if lm_head is None else None
         self._shared = [lm_head]  # a list: the target's head is not a submodule (not saved, not trained)
+        self.ids: torch.Tensor | None = None  # the target ids of the logits' columns; None: all, in order
+
+    def restrict(self, ids: torch.Tensor) -> None:
+        """Score only the target ids ``ids`` (FR-Spec's ``vocab=fr:N``): each head keeps its rows for them, so a
+        step multiplies by ``len(ids)`` rows instead of V; ``forward``'s column j is then target id ``ids[j]``."""
+        ids = ids.to(torch.long)
+        heads = list(self.own_heads) if self.own_heads is not None else [self._shared[0]]
+        subs = []
+        for head in heads:
+            sub = nn.Linear(head.weight.shape[1], len(ids), bias=False).to(head.weight.device, head.weight.dtype)
+            sub.weight.data = head.weight.detach()[ids.to(head.weight.device)].clone()
+            subs.append(sub.requires_grad_(False))
+        if self.own_heads is not None:
+            self.own_heads = nn.ModuleList(subs)
+        else:
+            self._shared = subs
+        self.ids = ids
 
     def forward(self, hidden: torch.Tensor) -> torch.Tensor:
         feats = [blocks(hidden) for blocks in self.blocks]  # K x [B, h]

@@ -14,7 +14,7 @@ from methods.medusa.heads import MedusaHeads
 from methods.medusa.train import RECIPES, TRAIN_S_PER_POSITION, train_medusa
 from methods.medusa.tree import TREES, max_rank, tree_from_choices
 from specbench.api import (BaseDrafter, ConfigError, DEFAULT_CORPORA, DraftContext, DraftTree, MethodEnv, check_recipe,
-                           find_or_train, record_checkpoint, register_method)
+                           choose_draft_vocab, find_or_train, parse_vocab, record_checkpoint, register_method)
 
 # the heads draft in float32 whatever the target's dtype (the reference: the target's); no dtype option
 HEADS_DTYPE = torch.float32
@@ -25,15 +25,18 @@ class MedusaConfig:
     """``checkpoint``: ``default`` (self-distilled from the target on first use, cached), ``random``
     (untrained heads: each repeats the target's own prediction; for tests) or a folder (ours or a
     published Medusa checkpoint). ``recipe`` of the default heads: ``quick`` (first use, minutes) or ``full``
-    (``train.RECIPES``; about an hour)."""
+    (``train.RECIPES``; about an hour). ``vocab``: the tokens the heads score, ``trained`` = ``full`` (Medusa's heads
+    score the whole vocabulary) or FR-Spec's ``fr:N`` (the N most frequent tokens of a corpus)."""
 
     checkpoint: str = "default"
     tree: str = "mc_sim_7b_63"
     tree_size: int = 0  # > 0: only the tree's first N choices (the reference lists them best first)
     recipe: str = "quick"
+    vocab: str = "trained"
 
     def validate(self) -> None:
         check_recipe("medusa", self.recipe, RECIPES)
+        parse_vocab(self.vocab)
         if self.tree not in TREES:
             raise ConfigError(f"medusa: tree must be one of {', '.join(TREES)}")
         if self.tree_size < 0:
@@ -49,7 +52,10 @@ class MedusaDrafter(BaseDrafter):
     @torch.inference_mode()
     def propose(self, ctx: DraftContext) -> DraftTree | None:
         logits = self.heads(ctx.hidden.unsqueeze(0).to(HEADS_DTYPE))[0]  # [K, V]
-        top = logits.topk(self.topk, dim=-1).indices.tolist()  # [K, topk]
+        top = logits.topk(min(self.topk, logits.shape[-1]), dim=-1).indices  # [K, topk]
+        if self.heads.ids is not None:  # (vocab=fr:N: columns are the kept ids)
+            top = self.heads.ids[top]
+        top = top.tolist()
         tree = tree_from_choices(top, self.choices)
         return tree if len(tree) else None
 
@@ -75,4 +81,8 @@ def trained_heads(config: MedusaConfig, env: MethodEnv) -> MedusaHeads:
 def build_medusa(config: MedusaConfig, env: MethodEnv) -> MedusaDrafter:
     """Medusa-1 heads on the target's last hidden state, top-k per head in the reference's sparse tree."""
     choices = TREES[config.tree]
-    return MedusaDrafter(trained_heads(config, env), choices[: config.tree_size] if config.tree_size else choices)
+    heads = trained_heads(config, env)
+    vocab = choose_draft_vocab(config.vocab, None, env)  # FR-Spec's ``fr:N``: the N most frequent tokens
+    if vocab is not None:
+        heads.restrict(torch.as_tensor(vocab))
+    return MedusaDrafter(heads, choices[: config.tree_size] if config.tree_size else choices)

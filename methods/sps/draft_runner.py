@@ -15,19 +15,23 @@ from typing import Any
 
 import numpy as np
 import torch
+from torch import nn
 
-from specbench.api import PreallocatedCache
+from specbench.api import PreallocatedCache, kept_columns
 
 
 class DraftRunner:
     """Owns the draft model's cache for one generation at a time.
 
     ``vocab`` (draft id -> target id; id 0 = any other token, never proposed) for a draft with a reduced
-    vocabulary, such as the distilled default; ``None`` when the draft shares the target's ids.
+    vocabulary, such as the distilled default; ``None`` when the draft shares the target's ids. ``keep`` (target
+    ids; FR-Spec's ``vocab=fr:N``): the draft scores only those of them it can propose, through a copy of its
+    head's rows for them run on its base model's last hidden state; the draft model itself is left as it is
+    (another method may share it).
     """
 
     def __init__(self, model: Any, capacity: int = 1024, vocab: np.ndarray | None = None, target_vocab: int = 0,
-                 stop_ids: frozenset[int] = frozenset()) -> None:
+                 stop_ids: frozenset[int] = frozenset(), keep: np.ndarray | None = None) -> None:
         self.model = model
         # as transformers' assistant (its eos is the target's): a draft ends at a stop token, since the
         # target would end the sequence there and nothing after it could be used
@@ -43,6 +47,25 @@ class DraftRunner:
         self.capacity = capacity
         self.cache = PreallocatedCache(capacity)
         self.fed = 0
+        self.target_vocab = target_vocab
+        self.head: nn.Linear | None = None
+        self.out_ids: np.ndarray | None = None  # with ``keep``: the head's column -> target id
+        if keep is not None:
+            self._restrict(keep)
+
+    def _restrict(self, keep: np.ndarray) -> None:
+        full = self.model.get_output_embeddings()
+        columns = np.arange(full.weight.shape[0]) if self.to_target is None else self.to_target.astype(np.int64)
+        if self.to_target is not None:
+            columns = np.concatenate([[-1], columns[1:]])  # "any other token" is never kept
+        rows = torch.as_tensor(kept_columns(columns, keep), device=full.weight.device)
+        self.head = nn.Linear(full.weight.shape[1], len(rows), bias=getattr(full, "bias", None) is not None)
+        self.head = self.head.to(full.weight.device, full.weight.dtype).requires_grad_(False)
+        self.head.weight.copy_(full.weight.detach()[rows])
+        if self.head.bias is not None:
+            self.head.bias.copy_(full.bias.detach()[rows])
+        self.out_ids = columns[rows.cpu().numpy()]
+        self.target_vocab = max(self.target_vocab, int(self.out_ids.max()) + 1)
 
     def reset(self) -> None:
         self.cache = PreallocatedCache(self.capacity)
@@ -52,6 +75,10 @@ class DraftRunner:
     def _next_logits(self, new_tokens: list[int]) -> torch.Tensor:
         mapped = new_tokens if self.to_draft is None else self.to_draft[new_tokens].tolist()
         ids = torch.tensor([mapped], dtype=torch.long, device=self.device)
+        if self.head is not None:  # (vocab=fr:N: the kept rows of the head, on the final hidden state)
+            states = self.model.base_model(input_ids=ids, past_key_values=self.cache, use_cache=True)
+            self.fed += len(new_tokens)
+            return self.head(states.last_hidden_state[0, -1])
         out = self.model(input_ids=ids, past_key_values=self.cache, use_cache=True, logits_to_keep=1)
         self.fed += len(new_tokens)
         logits = out.logits[0, -1]  # [v]
@@ -93,14 +120,23 @@ class DraftRunner:
                 rows.append(self._on_target_vocab(q))
             if self.record_probs:
                 self.last_probs.append(prob)
-            target_tok = tok if self.to_target is None else int(self.to_target[tok])
+            target_tok = self._target_id(tok)
             out.append(target_tok)
             if len(out) == gamma or prob < min_confidence or target_tok in self.stop_ids:
                 return out, rows
             logits = self._next_logits([target_tok])
 
+    def _target_id(self, column: int) -> int:
+        if self.out_ids is not None:
+            return int(self.out_ids[column])
+        return column if self.to_target is None else int(self.to_target[column])
+
     def _on_target_vocab(self, q: torch.Tensor) -> torch.Tensor:
         """A draft-vocabulary distribution spread onto the target's ids (slot 0 has probability 0)."""
+        if self.out_ids is not None:
+            full = torch.zeros(self.target_vocab, dtype=q.dtype, device=q.device)
+            full[torch.as_tensor(self.out_ids, device=q.device)] = q
+            return full
         if self.to_target is None:
             return q
         full = torch.zeros(len(self.to_draft), dtype=q.dtype, device=q.device)

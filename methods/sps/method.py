@@ -18,8 +18,8 @@ import torch
 
 from specbench.api import (
     DEFAULT_CORPORA, BaseDrafter, ConfigError, DraftContext, DraftTree, FeatureOptions, MethodEnv, Proposal, StepResult,
-    check_recipe, eta_minutes, is_hub_id, keyed_dir, load_or_train, register_method, resolve_checkpoint,
-    stop_token_ids)
+    check_recipe, choose_draft_vocab, eta_minutes, is_hub_id, keyed_dir, load_or_train, parse_vocab, register_method,
+    resolve_checkpoint, stop_token_ids)
 
 from methods.sps.adaptive import AdaptiveThreshold, require_sklearn
 from methods.sps.distill import (META_FILE, RECIPES, TRAIN_S_PER_POSITION, VOCAB_FILE, DistillConfig, distill_draft,
@@ -36,16 +36,20 @@ class SpSConfig:
     ``gamma``. ``min_confidence`` stops a draft early after a token the draft itself doubts (transformers
     5 uses 0.4 with a constant 20); ``adaptive`` re-fits it after every step as transformers does with
     scikit-learn installed (``adaptive.py``). A draft also ends at a stop token, as transformers' does.
-    ``recipe`` of the distilled draft: ``quick`` (first use, minutes) or ``full`` (``distill.RECIPES``)."""
+    ``recipe`` of the distilled draft: ``quick`` (first use, minutes) or ``full`` (``distill.RECIPES``). ``vocab``: the
+    tokens the draft scores, ``trained`` = ``full`` (the draft's own vocabulary; the distilled one's is reduced) or
+    FR-Spec's ``fr:N`` (the N most frequent tokens of a corpus, within the draft's vocabulary)."""
 
     draft_model: str = "distilled"  # "distilled" (trained from the target on first use), an HF id or a local directory
     gamma: int = 5
     schedule: str = "heuristic"
     min_confidence: float | str = 0.0  # a probability in [0, 1), or "adaptive"
     recipe: str = "quick"
+    vocab: str = "trained"
 
     def validate(self) -> None:
         check_recipe("sps", self.recipe, RECIPES)
+        parse_vocab(self.vocab)
         if self.gamma < 1:
             raise ConfigError("sps: gamma must be >= 1")
         if self.schedule not in SCHEDULES:
@@ -63,9 +67,9 @@ class SpSDrafter(BaseDrafter):
     reads_hidden_states = False  # drafts from tokens alone (a backend may skip the target's hidden states)
 
     def __init__(self, config: SpSConfig, draft_model: Any, vocab: np.ndarray | None = None, target_vocab: int = 0,
-                 stop_ids: frozenset[int] = frozenset()) -> None:
+                 stop_ids: frozenset[int] = frozenset(), keep: np.ndarray | None = None) -> None:
         self.config = config
-        self.runner = DraftRunner(draft_model, vocab=vocab, target_vocab=target_vocab, stop_ids=stop_ids)
+        self.runner = DraftRunner(draft_model, vocab=vocab, target_vocab=target_vocab, stop_ids=stop_ids, keep=keep)
         self.gamma = config.gamma
         self.adaptive: AdaptiveThreshold | None = None
         if config.min_confidence == "adaptive":
@@ -191,4 +195,5 @@ def build_sps(config: SpSConfig, env: MethodEnv) -> SpSDrafter:
     if config.draft_model in _SOURCES:
         env.artifacts["draft_source"] = _SOURCES[config.draft_model]
     stops = frozenset(stop_token_ids(env.tokenizer, env.model)) if env.tokenizer is not None else frozenset()
-    return SpSDrafter(config, draft, vocab, int(env.model.config.vocab_size), stops)
+    keep = choose_draft_vocab(config.vocab, None, env)  # FR-Spec's ``fr:N``: the N most frequent tokens
+    return SpSDrafter(config, draft, vocab, int(env.model.config.vocab_size), stops, keep)

@@ -58,6 +58,18 @@ def frequency_vocab(counts: np.ndarray, size: int, keep: Iterable[int] = ()) -> 
     return np.sort(ranked.numpy()).astype(np.int64)
 
 
+def kept_columns(columns: np.ndarray | None, keep: np.ndarray) -> np.ndarray:
+    """The positions of a head's rows whose target id is in ``keep``: ``columns`` maps each row to its target id
+    (None: row i is id i). A head over a reduced vocabulary keeps only what both vocabularies hold.
+
+    >>> kept_columns(None, np.array([2, 5])).tolist(), kept_columns(np.array([1, 2, 4, 5]), np.array([2, 5, 7])).tolist()
+    ([2, 5], [1, 3])
+    """
+    if columns is None:
+        return np.asarray(keep, dtype=np.int64)
+    return np.flatnonzero(np.isin(np.asarray(columns), keep)).astype(np.int64)
+
+
 def counts_dir(cache_root: Path, tokenizer: Any, corpora: tuple[str, ...], max_tokens: int) -> Path:
     """Where the counts of (tokenizer, corpora, cap) are kept."""
     return Path(cache_root) / "token-counts" / tokenizer_hash(tokenizer) / f"{'+'.join(corpora)}-max{max_tokens}"
