@@ -158,3 +158,31 @@ def test_a_reduced_draft_vocabulary_is_cut_to_the_kept_tokens_it_holds() -> None
     runner = DraftRunner(target, vocab=vocab, target_vocab=64, keep=np.array([0, 3, 7, 20]))
     assert runner.out_ids.tolist() == [20, 7, 3]  # draft ids 44, 57, 61; target id 0 is not in the draft's ids
     assert set(runner.draft([5, 9, 12], 4)) <= {3, 7, 20}
+
+
+def test_a_head_over_a_trained_draft_vocabulary_keeps_what_both_hold() -> None:
+    """Hydra's shared head over its trained draft vocabulary (ids 10..19) cut by FR's kept ids: the rows and biases
+    of the ids both hold stay, in order, and the logits of those ids do not change; EAGLE-3's head likewise."""
+    from methods.eagle3.layer import Eagle3Layer
+    from methods.eagle3.vocab import DraftVocab
+    from methods.hydra.heads import HydraHeads, SubHead
+
+    target = make_tiny_model("llama").eval()
+    heads = HydraHeads(32, 2, 1, head=SubHead(target.get_output_embeddings(), np.arange(10, 20)))
+    torch.nn.init.normal_(heads.bias)
+    x = torch.randn(3, 3 * 32)
+    before = heads.logits(1, x)  # [3, 10]
+    heads.restrict(np.array([3, 12, 15, 40]))
+    assert heads.to_target(torch.arange(2)).tolist() == [12, 15]
+    assert torch.allclose(heads.logits(1, x), before[:, [2, 5]])
+
+    layer = Eagle3Layer(LayerShape.from_config(target.config), 32, 64, 10, target.get_input_embeddings())
+    vocab = DraftVocab.from_ids(list(range(10, 20)), 64)
+    layer.d2t.copy_(vocab.d2t())
+    layer.t2d.copy_(vocab.mask())
+    feats = torch.randn(2, 32)
+    before = layer.logits(feats)
+    layer.restrict(np.array([3, 12, 15, 40]))
+    assert layer.to_target(torch.arange(2)).tolist() == [12, 15]
+    assert layer.t2d.nonzero().flatten().tolist() == [12, 15]
+    assert torch.allclose(layer.logits(feats), before[:, [2, 5]])
