@@ -14,7 +14,7 @@ from methods.eagle.method import DraftHead, EagleConfig, EagleDrafter
 from specbench.drafting import frequency_vocab as fv
 from specbench.engine.loop import Engine
 from specbench.errors import ConfigError
-from specbench.models.loading import load_model, stop_token_ids
+from specbench.models.loading import load_model
 from specbench.plugins.registry import CORPORA
 from specbench.run.method_env import MethodEnv
 from specbench.run.methods_factory import build_drafter
@@ -118,8 +118,8 @@ def test_every_head_restricted_by_fr_drafts_the_kept_tokens_alone(method: str, f
                     cache_dir=tmp_path)
     options = {"draft_model": str(tmp_path / "draft")} if method == "sps" else {"checkpoint": "random"}
     drafter, _ = build_drafter(method, {**options, "vocab": "fr:12"}, env)
-    keep = fv.frequency_vocab(fv.corpus_counts(tmp_path, tok, None, (CORPUS,), fv.FR_MAX_TOKENS), 12,
-                              stop_token_ids(tok, target))
+    keep = fv.choose_draft_vocab("fr:12", None, SimpleNamespace(cache_dir=tmp_path, tokenizer=tok, data_dir=None,
+                                                                model=target, artifacts={}))
     assert env.artifacts["fr_vocab"]["size"] == 12
     drafted: list[int] = []
     propose = drafter.propose
@@ -186,3 +186,42 @@ def test_a_head_over_a_trained_draft_vocabulary_keeps_what_both_hold() -> None:
     assert layer.to_target(torch.arange(2)).tolist() == [12, 15]
     assert layer.t2d.nonzero().flatten().tolist() == [12, 15]
     assert torch.allclose(layer.logits(feats), before[:, [2, 5]])
+
+
+@pytest.mark.parametrize("shared", [True, False])
+def test_medusa_heads_cut_to_kept_ids_score_them_as_before(shared: bool) -> None:
+    """Column j of the restricted heads is target id ``ids[j]``: its score is the whole head's score of that id."""
+    from methods.medusa.heads import MedusaHeads
+
+    target = make_tiny_model("llama").eval()
+    torch.manual_seed(2)
+    heads = MedusaHeads(32, 64, 3, 1, target.get_output_embeddings() if shared else None).eval()
+    for block in heads.blocks:
+        torch.nn.init.normal_(block[0].linear.weight, std=0.1)
+    h = torch.randn(2, 32)
+    before = heads(h)  # [2, 3, 64]
+    ids = torch.tensor([4, 9, 33, 60])
+    heads.restrict(ids)
+    assert torch.allclose(heads(h), before[:, :, ids], atol=1e-5)
+    assert heads.ids.tolist() == ids.tolist() and heads.ids.device == next(heads.parameters()).device
+
+
+def test_hydra_own_heads_cut_to_kept_ids_map_back() -> None:
+    from methods.hydra.heads import HydraHeads
+
+    heads = HydraHeads(32, 2, 1, own_vocab=64)
+    x = torch.randn(3, 2 * 32)
+    before = heads.logits(0, x)
+    heads.restrict(np.array([7, 2, 50]))
+    assert heads.to_target(torch.arange(3)).tolist() == [7, 2, 50]  # (in the order given)
+    assert torch.allclose(heads.logits(0, x), before[:, [7, 2, 50]])
+
+
+def test_a_cut_that_keeps_nothing_and_ids_beyond_the_head_are_handled(tmp_path, monkeypatch) -> None:
+    with pytest.raises(ConfigError, match="keeps none of the tokens"):
+        fv.kept_columns(np.array([1, 2, 3]), np.array([7, 8]))
+    monkeypatch.setattr(fv, "FR_CORPORA", (CORPUS,))
+    tok = char_tokenizer()  # 64 ids; a target whose head has 40 rows never outputs ids 40..63
+    target = make_tiny_model("llama", vocab=40)
+    env = SimpleNamespace(cache_dir=tmp_path, tokenizer=tok, data_dir=None, model=target, artifacts={})
+    assert fv.choose_draft_vocab("fr:64", None, env).tolist() == list(range(40))

@@ -72,7 +72,8 @@ def walk(levels: Sequence[Level], root_input: torch.Tensor, score: Callable[[int
     out_parents: list[int] = []
     for k, level in enumerate(levels):
         x = torch.stack([inputs[p] for p in level.parents])  # [P, (k + 2) h]
-        top = score(k, x).topk(level.topk, dim=-1).indices.tolist()  # [P, topk]
+        logits = score(k, x)
+        top = logits.topk(min(level.topk, logits.shape[-1]), dim=-1).indices.tolist()  # [P, topk]
         for node, (row, rank) in zip(level.nodes, level.picks):
             tokens[node] = int(top[row][rank])
             index[node] = len(out_tokens)

@@ -11,6 +11,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from specbench.api import pack_for_inference
+
 
 class ResBlock(nn.Module):
     def __init__(self, hidden: int) -> None:
@@ -33,7 +35,8 @@ class MedusaHeads(nn.Module):
         self.blocks = nn.ModuleList(nn.Sequential(*[ResBlock(hidden) for _ in range(num_layers)]) for _ in range(num_heads))
         self.own_heads = nn.ModuleList(nn.Linear(hidden, vocab, bias=False) for _ in range(num_heads)) if lm_head is None else None
         self._shared = [lm_head]  # a list: the target's head is not a submodule (not saved, not trained)
-        self.ids: torch.Tensor | None = None  # the target ids of the logits' columns; None: all, in order
+        # the target ids of the logits' columns after ``restrict`` (None: all, in order); a buffer: it moves with .to()
+        self.register_buffer("ids", None, persistent=False)
 
     def restrict(self, ids: torch.Tensor) -> None:
         """Score only the target ids ``ids`` (FR-Spec's ``vocab=fr:N``): each head keeps its rows for them, so a
@@ -48,8 +51,10 @@ class MedusaHeads(nn.Module):
         if self.own_heads is not None:
             self.own_heads = nn.ModuleList(subs)
         else:
-            self._shared = subs
-        self.ids = ids
+            holder = nn.Sequential(subs[0])  # (packed like the target's head it replaces: a module to pack in)
+            pack_for_inference(holder)
+            self._shared = [holder[0]]
+        self.ids = ids.to(next(self.blocks.parameters()).device)
 
     def forward(self, hidden: torch.Tensor) -> torch.Tensor:
         feats = [blocks(hidden) for blocks in self.blocks]  # K x [B, h]

@@ -17,7 +17,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from specbench.api import PreallocatedCache, kept_columns
+from specbench.api import PreallocatedCache, kept_columns, pack_for_inference
 
 
 class DraftRunner:
@@ -48,7 +48,7 @@ class DraftRunner:
         self.cache = PreallocatedCache(capacity)
         self.fed = 0
         self.target_vocab = target_vocab
-        self.head: nn.Linear | None = None
+        self.head: nn.Sequential | None = None
         self.out_ids: np.ndarray | None = None  # with ``keep``: the head's column -> target id
         if keep is not None:
             self._restrict(keep)
@@ -59,11 +59,13 @@ class DraftRunner:
         if self.to_target is not None:
             columns = np.concatenate([[-1], columns[1:]])  # "any other token" is never kept
         rows = torch.as_tensor(kept_columns(columns, keep), device=full.weight.device)
-        self.head = nn.Linear(full.weight.shape[1], len(rows), bias=getattr(full, "bias", None) is not None)
-        self.head = self.head.to(full.weight.device, full.weight.dtype).requires_grad_(False)
-        self.head.weight.copy_(full.weight.detach()[rows])
-        if self.head.bias is not None:
-            self.head.bias.copy_(full.bias.detach()[rows])
+        head = nn.Linear(full.weight.shape[1], len(rows), bias=getattr(full, "bias", None) is not None)
+        head = head.to(full.weight.device, full.weight.dtype).requires_grad_(False)
+        head.weight.copy_(full.weight.detach()[rows])
+        if head.bias is not None:
+            head.bias.copy_(full.bias.detach()[rows])
+        self.head = nn.Sequential(head)  # (a module to pack the linear in, as the draft's own head is)
+        pack_for_inference(self.head)
         self.out_ids = columns[rows.cpu().numpy()]
         self.target_vocab = max(self.target_vocab, int(self.out_ids.max()) + 1)
 

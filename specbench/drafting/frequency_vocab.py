@@ -65,9 +65,10 @@ def kept_columns(columns: np.ndarray | None, keep: np.ndarray) -> np.ndarray:
     >>> kept_columns(None, np.array([2, 5])).tolist(), kept_columns(np.array([1, 2, 4, 5]), np.array([2, 5, 7])).tolist()
     ([2, 5], [1, 3])
     """
-    if columns is None:
-        return np.asarray(keep, dtype=np.int64)
-    return np.flatnonzero(np.isin(np.asarray(columns), keep)).astype(np.int64)
+    rows = np.asarray(keep, dtype=np.int64) if columns is None else np.flatnonzero(np.isin(np.asarray(columns), keep))
+    if not len(rows):
+        raise ConfigError("vocab=fr:N keeps none of the tokens this drafter's head scores: choose a larger N")
+    return rows.astype(np.int64)
 
 
 def counts_dir(cache_root: Path, tokenizer: Any, corpora: tuple[str, ...], max_tokens: int) -> Path:
@@ -120,7 +121,9 @@ def choose_draft_vocab(spec: str, trained: np.ndarray | None, env: Any) -> np.nd
     from specbench.models.loading import stop_token_ids
 
     counts = corpus_counts(env.cache_dir, env.tokenizer, env.data_dir, FR_CORPORA, FR_MAX_TOKENS)
-    vocab = frequency_vocab(counts, int(choice), stop_token_ids(env.tokenizer, env.model))
+    rows = int(env.model.get_output_embeddings().weight.shape[0])
+    counts = counts[:rows]  # (a tokenizer may hold more ids than the head has rows: those are never output)
+    vocab = frequency_vocab(counts, int(choice), {i for i in stop_token_ids(env.tokenizer, env.model) if i < rows})
     covered = float(counts[vocab].sum() / max(1, counts.sum()))
     env.artifacts["fr_vocab"] = {"size": len(vocab), "corpora": list(FR_CORPORA), "max_tokens": FR_MAX_TOKENS,
                                  "corpus_share": round(covered, 4)}
