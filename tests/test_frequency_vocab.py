@@ -121,6 +121,7 @@ def test_every_head_restricted_by_fr_drafts_the_kept_tokens_alone(method: str, f
     keep = fv.choose_draft_vocab("fr:12", None, SimpleNamespace(cache_dir=tmp_path, tokenizer=tok, data_dir=None,
                                                                 model=target, artifacts={}))
     assert env.artifacts["fr_vocab"]["size"] == 12
+    assert 0 < env.artifacts["fr_vocab"]["head_rows"] <= 12  # (sps's own ids: those of the 12 its head holds)
     drafted: list[int] = []
     propose = drafter.propose
     drafter.propose = lambda ctx: _kept(propose(ctx), drafted)  # type: ignore[method-assign]

@@ -25,7 +25,7 @@ from methods.eagle.train import RECIPES, TRAIN_S_PER_POSITION, train_eagle
 from methods.eagle.tree import EAGLE1_TREE, dynamic_tree, static_tree
 from specbench.api import (BaseDrafter, ConfigError, DEFAULT_CORPORA, DTYPES, DraftContext, DraftTree, MethodEnv,
                            check_recipe, choose_draft_vocab, draft_dtype, find_or_train, pack_for_inference,
-                           parse_vocab, record_checkpoint, register_method)
+                           parse_vocab, record_checkpoint, record_head_rows, register_method)
 
 TREES = ("dynamic", "static")
 
@@ -170,6 +170,7 @@ def build_eagle(config: EagleConfig, env: MethodEnv) -> EagleDrafter:
     env.declare_overhead(parameters=layer.parameter_count())
     dtype = draft_dtype(config.dtype, env.model)
     head = DraftHead(env.model.get_output_embeddings(), vocab).to(dtype)
+    record_head_rows(env, len(vocab) if vocab is not None else 0)
     layer = layer.to(dtype)
     pack_for_inference(layer)
     if head.sub is not None:

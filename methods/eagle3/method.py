@@ -26,7 +26,7 @@ from methods.eagle3.layer import Eagle3Layer, reference_layers
 from methods.eagle3.train import RECIPES, TRAIN_S_PER_POSITION, train_eagle3
 from specbench.api import (BaseDrafter, ConfigError, DEFAULT_CORPORA, DTYPES, DraftContext, DraftTree, MethodEnv,
                            check_recipe, choose_draft_vocab, draft_dtype, find_or_train, pack_for_inference,
-                           parse_vocab, record_checkpoint, register_method)
+                           parse_vocab, record_checkpoint, record_head_rows, register_method)
 
 
 @dataclass(frozen=True)
@@ -143,6 +143,7 @@ def build_eagle3(config: Eagle3Config, env: MethodEnv) -> Eagle3Drafter:
     keep = choose_draft_vocab(config.vocab, None, env)  # FR-Spec's ``fr:N``: the N most frequent tokens
     if keep is not None:
         layer.restrict(keep)
+        record_head_rows(env, layer.lm_head.out_features)
     layer = layer.to(draft_dtype(config.dtype, env.model))
     pack_for_inference(layer)
     return Eagle3Drafter(layer, layers, config)

@@ -22,7 +22,7 @@ from methods.hydra.heads import HydraHeads, SubHead
 from methods.hydra.train import RECIPES, TRAIN_S_PER_POSITION, recipe_for, train_hydra
 from methods.hydra.tree import TREES, Path, plan, walk
 from specbench.api import (BaseDrafter, ConfigError, DEFAULT_CORPORA, DTYPES, DraftContext, DraftTree, MethodEnv,
-                           choose_draft_vocab, parse_vocab,
+                           choose_draft_vocab, parse_vocab, record_head_rows,
                            check_recipe, draft_dtype, find_or_train, pack_for_inference,
                            record_checkpoint, register_method)
 
@@ -130,6 +130,7 @@ def build_hydra(config: HydraConfig, env: MethodEnv) -> HydraDrafter:
     keep = choose_draft_vocab(config.vocab, None, env)  # FR-Spec's ``fr:N``: the N most frequent tokens
     if keep is not None:
         heads.restrict(keep)
+        record_head_rows(env, heads.shared.size if heads.shared is not None else len(heads.own_ids))
     dtype = draft_dtype(config.dtype, env.model)
     heads = heads.to(dtype)
     if heads.shared is not None:

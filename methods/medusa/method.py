@@ -14,7 +14,8 @@ from methods.medusa.heads import MedusaHeads
 from methods.medusa.train import RECIPES, TRAIN_S_PER_POSITION, train_medusa
 from methods.medusa.tree import TREES, max_rank, tree_from_choices
 from specbench.api import (BaseDrafter, ConfigError, DEFAULT_CORPORA, DraftContext, DraftTree, MethodEnv, check_recipe,
-                           choose_draft_vocab, find_or_train, parse_vocab, record_checkpoint, register_method)
+                           choose_draft_vocab, find_or_train, parse_vocab, record_checkpoint, record_head_rows,
+                           register_method)
 
 # the heads draft in float32 whatever the target's dtype (the reference: the target's); no dtype option
 HEADS_DTYPE = torch.float32
@@ -85,4 +86,5 @@ def build_medusa(config: MedusaConfig, env: MethodEnv) -> MedusaDrafter:
     vocab = choose_draft_vocab(config.vocab, None, env)  # FR-Spec's ``fr:N``: the N most frequent tokens
     if vocab is not None:
         heads.restrict(torch.as_tensor(vocab))
+        record_head_rows(env, len(vocab))
     return MedusaDrafter(heads, choices[: config.tree_size] if config.tree_size else choices)

@@ -18,8 +18,8 @@ import torch
 
 from specbench.api import (
     DEFAULT_CORPORA, BaseDrafter, ConfigError, DraftContext, DraftTree, FeatureOptions, MethodEnv, Proposal, StepResult,
-    check_recipe, choose_draft_vocab, eta_minutes, is_hub_id, keyed_dir, load_or_train, parse_vocab, register_method,
-    resolve_checkpoint, stop_token_ids)
+    check_recipe, choose_draft_vocab, eta_minutes, is_hub_id, keyed_dir, load_or_train, parse_vocab, record_head_rows,
+    register_method, resolve_checkpoint, stop_token_ids)
 
 from methods.sps.adaptive import AdaptiveThreshold, require_sklearn
 from methods.sps.distill import (META_FILE, RECIPES, TRAIN_S_PER_POSITION, VOCAB_FILE, DistillConfig, distill_draft,
@@ -196,4 +196,7 @@ def build_sps(config: SpSConfig, env: MethodEnv) -> SpSDrafter:
         env.artifacts["draft_source"] = _SOURCES[config.draft_model]
     stops = frozenset(stop_token_ids(env.tokenizer, env.model)) if env.tokenizer is not None else frozenset()
     keep = choose_draft_vocab(config.vocab, None, env)  # FR-Spec's ``fr:N``: the N most frequent tokens
-    return SpSDrafter(config, draft, vocab, int(env.model.config.vocab_size), stops, keep)
+    drafter = SpSDrafter(config, draft, vocab, int(env.model.config.vocab_size), stops, keep)
+    if drafter.runner.out_ids is not None:
+        record_head_rows(env, len(drafter.runner.out_ids))
+    return drafter

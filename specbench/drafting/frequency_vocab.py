@@ -71,6 +71,13 @@ def kept_columns(columns: np.ndarray | None, keep: np.ndarray) -> np.ndarray:
     return rows.astype(np.int64)
 
 
+def record_head_rows(env: Any, rows: int) -> None:
+    """Record in ``env``'s artifacts how many rows the drafter's head kept after ``vocab=fr:N`` (fewer than N when
+    its trained vocabulary holds only some of the N); nothing without ``fr:N``."""
+    if "fr_vocab" in env.artifacts:
+        env.artifacts["fr_vocab"]["head_rows"] = int(rows)
+
+
 def counts_dir(cache_root: Path, tokenizer: Any, corpora: tuple[str, ...], max_tokens: int) -> Path:
     """Where the counts of (tokenizer, corpora, cap) are kept."""
     return Path(cache_root) / "token-counts" / tokenizer_hash(tokenizer) / f"{'+'.join(corpora)}-max{max_tokens}"
