@@ -70,8 +70,8 @@ from specbench.models.loading import load_model, stop_token_ids
 from specbench.drafting.layers import (PREFILL_ROWS, MLP, Attention, DecoderLayer, DraftCache, LayerShape, RMSNorm,
                                        causal_chunks)
 from specbench.drafting.rope import RopeScaling
-from specbench.drafting.frequency_vocab import (VOCAB_CHOICES, choose_draft_vocab, kept_columns, parse_vocab,  # FR-Spec
-                                                record_head_rows)
+from specbench.drafting.frequency_vocab import (VOCAB_CHOICES, choose_draft_vocab, frozen_rows, kept_columns,  # FR-Spec
+                                                parse_vocab, record_head_rows)
 from specbench.drafting.trees import MC_SIM_7B_63, Expand, dynamic_tree, select_best, static_tree
 
 # datastores and corpora
@@ -120,7 +120,7 @@ __all__ = [
     "resolve_checkpoint", "load_model", "stop_token_ids", "embedded_tokenizer",
     "PREFILL_ROWS", "MLP", "Attention", "DecoderLayer", "DraftCache", "LayerShape", "RMSNorm", "causal_chunks",
     "RopeScaling", "MC_SIM_7B_63",
-    "VOCAB_CHOICES", "choose_draft_vocab", "kept_columns", "parse_vocab", "record_head_rows",
+    "VOCAB_CHOICES", "choose_draft_vocab", "frozen_rows", "kept_columns", "parse_vocab", "record_head_rows",
     "Expand", "dynamic_tree", "select_best", "static_tree",
     "build_lock", "build_rest_datastore", "cached_rest_datastore", "cached_rest_path", "datastore_built", "parse_corpora",
     "datastore_artifacts", "open_rest_datastore", "PAIR_LOADERS", "iter_pairs",

@@ -89,19 +89,26 @@ def test_drafts_from_the_frequent_tokens_alone_stay_lossless(family: str) -> Non
     layer = EagleLayer(LayerShape.from_config(target.config), target.get_input_embeddings())
     vocab = np.arange(0, 64, 3)  # every third id: a sub-vocabulary unrelated to what the target prefers
     drafter = EagleDrafter(layer, DraftHead(target.get_output_embeddings(), vocab), EagleConfig(top_k=3, depth=2))
+    drafted = _decode_exactly(target, drafter)
+    assert drafted and drafted <= set(vocab.tolist())
+
+
+def _decode_exactly(target, drafter) -> set[int]:
+    """Decode a fixed prompt with ``drafter``, check the output is AR's, and return every token it drafted."""
     drafted: list[int] = []
     propose = drafter.propose
-    drafter.propose = lambda ctx: _kept(propose(ctx), drafted)  # type: ignore[method-assign]
+
+    def recording(ctx):
+        tree = propose(ctx)
+        if tree is not None:
+            drafted.extend(tree.tokens)
+        return tree
+
+    drafter.propose = recording  # type: ignore[method-assign]
     prompt = [5, 9, 12, 5, 9, 12, 5]
     gen = Engine(target, stop_ids=set()).generate(prompt, drafter, 24)
     assert gen.output_ids == greedy_reference(target, prompt, 24)
-    assert drafted and set(drafted) <= set(vocab.tolist())
-
-
-def _kept(tree, sink: list[int]):
-    if tree is not None:
-        sink.extend(tree.tokens)
-    return tree
+    return set(drafted)
 
 
 @pytest.mark.parametrize("family", ["llama", "qwen2", "gpt2", "neox"])
@@ -122,13 +129,8 @@ def test_every_head_restricted_by_fr_drafts_the_kept_tokens_alone(method: str, f
                                                                 model=target, artifacts={}))
     assert env.artifacts["fr_vocab"]["size"] == 12
     assert 0 < env.artifacts["fr_vocab"]["head_rows"] <= 12  # (sps's own ids: those of the 12 its head holds)
-    drafted: list[int] = []
-    propose = drafter.propose
-    drafter.propose = lambda ctx: _kept(propose(ctx), drafted)  # type: ignore[method-assign]
-    prompt = [5, 9, 12, 5, 9, 12, 5]
-    gen = Engine(target, stop_ids=set()).generate(prompt, drafter, 24)
-    assert gen.output_ids == greedy_reference(target, prompt, 24)
-    assert drafted and set(drafted) <= set(keep.tolist())
+    drafted = _decode_exactly(target, drafter)
+    assert drafted and drafted <= set(keep.tolist())
 
 
 def test_sampled_drafts_from_the_kept_tokens_are_spread_onto_the_targets_vocabulary(tmp_path, monkeypatch) -> None:

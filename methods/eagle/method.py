@@ -25,7 +25,7 @@ from methods.eagle.train import RECIPES, TRAIN_S_PER_POSITION, train_eagle
 from methods.eagle.tree import EAGLE1_TREE, dynamic_tree, static_tree
 from specbench.api import (BaseDrafter, ConfigError, DEFAULT_CORPORA, DTYPES, DraftContext, DraftTree, MethodEnv,
                            check_recipe, choose_draft_vocab, draft_dtype, find_or_train, pack_for_inference,
-                           parse_vocab, record_checkpoint, record_head_rows, register_method)
+                           frozen_rows, parse_vocab, record_checkpoint, record_head_rows, register_method)
 
 TREES = ("dynamic", "static")
 
@@ -71,8 +71,7 @@ class DraftHead(nn.Module):
         self.ids = None if vocab is None else torch.as_tensor(vocab, device=target_head.weight.device)
         self.sub = None
         if self.ids is not None:
-            self.sub = nn.Linear(target_head.weight.shape[1], len(vocab), bias=False)
-            self.sub.weight.data = target_head.weight.detach()[self.ids].float().clone()
+            self.sub = frozen_rows(target_head, self.ids)
         self._full = [target_head]  # the target's head: not a submodule
 
     def forward(self, feats: torch.Tensor) -> torch.Tensor:
@@ -170,7 +169,8 @@ def build_eagle(config: EagleConfig, env: MethodEnv) -> EagleDrafter:
     env.declare_overhead(parameters=layer.parameter_count())
     dtype = draft_dtype(config.dtype, env.model)
     head = DraftHead(env.model.get_output_embeddings(), vocab).to(dtype)
-    record_head_rows(env, len(vocab) if vocab is not None else 0)
+    if vocab is not None:
+        record_head_rows(env, len(vocab))
     layer = layer.to(dtype)
     pack_for_inference(layer)
     if head.sub is not None:

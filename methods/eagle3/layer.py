@@ -23,7 +23,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from specbench.api import MLP, DraftCache, LayerShape, RMSNorm, kept_columns
+from specbench.api import MLP, DraftCache, LayerShape, RMSNorm, frozen_rows, kept_columns
 
 Attend = Callable[[torch.Tensor, torch.Tensor, torch.Tensor], torch.Tensor]
 """``attend(q [.., H, n, d], k [.., KV, n, d], v [.., KV, n, d]) -> [.., H, n, d]``: where the keys come from
@@ -166,9 +166,8 @@ class Eagle3Layer(nn.Module):
         dev = self.d2t.device
         columns = self.to_target(torch.arange(self.lm_head.out_features, device=dev))
         rows = torch.as_tensor(kept_columns(columns.cpu().numpy(), keep), device=dev)
-        kept, weight = columns[rows], self.lm_head.weight.detach()
-        self.lm_head = nn.Linear(weight.shape[1], len(rows), bias=False).to(weight.device, weight.dtype)
-        self.lm_head.weight = nn.Parameter(weight[rows.to(weight.device)].clone(), requires_grad=False)
+        kept = columns[rows]
+        self.lm_head = frozen_rows(self.lm_head, rows)
         self.d2t = kept - torch.arange(len(rows), device=dev)
         self.t2d = torch.zeros_like(self.t2d).index_fill_(0, kept, True)
 

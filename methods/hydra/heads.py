@@ -27,7 +27,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from specbench.api import LayerShape, kept_columns
+from specbench.api import LayerShape, frozen_rows, kept_columns
 from methods.hydra.prefix import PrefixLayer
 
 
@@ -96,10 +96,8 @@ class SubHead(nn.Module):
     def keep_rows(self, rows: torch.Tensor) -> None:
         """Only the rows ``rows`` of this head stay (FR-Spec's ``vocab=fr:N``), their target ids with them."""
         rows = rows.to(self.linear.weight.device)
-        weight = self.linear.weight.detach()[rows].clone()
         self.ids = self.to_target(rows)
-        self.linear = nn.Linear(weight.shape[1], weight.shape[0], bias=False).to(weight.device, weight.dtype)
-        self.linear.weight = nn.Parameter(weight, requires_grad=False)
+        self.linear = frozen_rows(self.linear, rows)
 
 
 class HydraHeads(nn.Module):
@@ -158,20 +156,15 @@ class HydraHeads(nn.Module):
         """Score only the target ids in ``keep`` that the heads score now (FR-Spec's ``vocab=fr:N``): the shared
         head's rows and each head's bias for them, or each own head's rows; ``to_target`` maps back."""
         if self.shared is not None:
-            rows = torch.as_tensor(kept_columns(None if self.shared.ids is None else self.shared.ids.cpu().numpy(), keep))
+            columns = None if self.shared.ids is None else self.shared.ids.cpu().numpy()
+            rows = torch.as_tensor(kept_columns(columns, keep))
             self.shared.keep_rows(rows)
             self.bias = nn.Parameter(self.bias.detach()[:, rows.to(self.bias.device)].clone(), requires_grad=False)
             return
         assert self.own is not None
-        rows = torch.as_tensor(kept_columns(None, keep))
-        subs = []
-        for head in self.own:
-            sub = nn.Linear(head.in_features, len(rows)).to(head.weight.device, head.weight.dtype)
-            sub.weight.data = head.weight.detach()[rows.to(head.weight.device)].clone()
-            sub.bias.data = head.bias.detach()[rows.to(head.weight.device)].clone()
-            subs.append(sub.requires_grad_(False))
-        self.own = nn.ModuleList(subs)
-        self.own_ids = rows.to(head.weight.device)
+        rows = torch.as_tensor(kept_columns(None, keep), device=self.own[0].weight.device)
+        self.own = nn.ModuleList(frozen_rows(head, rows) for head in self.own)
+        self.own_ids = rows
 
     def parameter_count(self) -> int:
         """The heads' own parameters (the shared head's rows are the target's, not counted)."""

@@ -11,7 +11,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from specbench.api import pack_for_inference
+from specbench.api import frozen_rows, pack_for_inference
 
 
 class ResBlock(nn.Module):
@@ -42,16 +42,10 @@ class MedusaHeads(nn.Module):
         """Score only the target ids ``ids`` (FR-Spec's ``vocab=fr:N``): each head keeps its rows for them, so a
         step multiplies by ``len(ids)`` rows instead of V; ``forward``'s column j is then target id ``ids[j]``."""
         ids = ids.to(torch.long)
-        heads = list(self.own_heads) if self.own_heads is not None else [self._shared[0]]
-        subs = []
-        for head in heads:
-            sub = nn.Linear(head.weight.shape[1], len(ids), bias=False).to(head.weight.device, head.weight.dtype)
-            sub.weight.data = head.weight.detach()[ids.to(head.weight.device)].clone()
-            subs.append(sub.requires_grad_(False))
         if self.own_heads is not None:
-            self.own_heads = nn.ModuleList(subs)
+            self.own_heads = nn.ModuleList(frozen_rows(head, ids) for head in self.own_heads)
         else:
-            holder = nn.Sequential(subs[0])  # (packed like the target's head it replaces: a module to pack in)
+            holder = nn.Sequential(frozen_rows(self._shared[0], ids))  # (packed like the target's head it replaces)
             pack_for_inference(holder)
             self._shared = [holder[0]]
         self.ids = ids.to(next(self.blocks.parameters()).device)

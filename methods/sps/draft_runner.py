@@ -17,7 +17,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from specbench.api import PreallocatedCache, kept_columns, pack_for_inference
+from specbench.api import PreallocatedCache, frozen_rows, kept_columns, pack_for_inference
 
 
 class DraftRunner:
@@ -58,15 +58,10 @@ class DraftRunner:
         columns = np.arange(full.weight.shape[0]) if self.to_target is None else self.to_target.astype(np.int64)
         if self.to_target is not None:
             columns = np.concatenate([[-1], columns[1:]])  # "any other token" is never kept
-        rows = torch.as_tensor(kept_columns(columns, keep), device=full.weight.device)
-        head = nn.Linear(full.weight.shape[1], len(rows), bias=getattr(full, "bias", None) is not None)
-        head = head.to(full.weight.device, full.weight.dtype).requires_grad_(False)
-        head.weight.copy_(full.weight.detach()[rows])
-        if head.bias is not None:
-            head.bias.copy_(full.bias.detach()[rows])
-        self.head = nn.Sequential(head)  # (a module to pack the linear in, as the draft's own head is)
+        rows = kept_columns(columns, keep)
+        self.head = nn.Sequential(frozen_rows(full, rows))  # (a module to pack the linear in, as the draft's head is)
         pack_for_inference(self.head)
-        self.out_ids = columns[rows.cpu().numpy()]
+        self.out_ids = columns[rows]
         self.target_vocab = max(self.target_vocab, int(self.out_ids.max()) + 1)
 
     def reset(self) -> None:

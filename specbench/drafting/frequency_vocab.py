@@ -25,6 +25,8 @@ from pathlib import Path
 from typing import Any, Iterable
 
 import numpy as np
+import torch
+from torch import nn
 
 from specbench.datastore.tokenize_corpus import corpus_texts, tokenize_entries, tokenizer_hash
 from specbench.errors import ConfigError
@@ -52,8 +54,6 @@ def parse_vocab(spec: str) -> int | str:
 
 def frequency_vocab(counts: np.ndarray, size: int, keep: Iterable[int] = ()) -> np.ndarray:
     """The sorted ids of the ``size`` most frequent tokens (``keep`` first, ties by the smaller id)."""
-    import torch
-
     ranked = rank_by_count(torch.as_tensor(np.asarray(counts)), min(size, len(counts)), keep)
     return np.sort(ranked.numpy()).astype(np.int64)
 
@@ -69,6 +69,23 @@ def kept_columns(columns: np.ndarray | None, keep: np.ndarray) -> np.ndarray:
     if not len(rows):
         raise ConfigError("vocab=fr:N keeps none of the tokens this drafter's head scores: choose a larger N")
     return rows.astype(np.int64)
+
+
+def frozen_rows(linear: nn.Module, rows: Any) -> nn.Linear:
+    """A frozen ``nn.Linear`` holding only the output rows ``rows`` of ``linear`` (a copy, on its device and in its
+    dtype, bias rows too): a head cut to the kept ids, so each forward multiplies by ``len(rows)`` rows.
+
+    >>> cut = frozen_rows(torch.nn.Linear(2, 4), torch.tensor([3, 0]))
+    >>> cut.out_features, cut.weight.requires_grad
+    (2, False)
+    """
+    weight, bias = linear.weight.detach(), getattr(linear, "bias", None)
+    index = torch.as_tensor(rows, dtype=torch.long, device=weight.device)
+    cut = nn.Linear(weight.shape[1], len(index), bias=bias is not None).to(weight.device, weight.dtype)
+    cut.weight = nn.Parameter(weight[index].clone(), requires_grad=False)
+    if bias is not None:
+        cut.bias = nn.Parameter(bias.detach()[index].clone(), requires_grad=False)
+    return cut
 
 
 def record_head_rows(env: Any, rows: int) -> None:
