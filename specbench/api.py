@@ -35,6 +35,7 @@ from __future__ import annotations
 # the drafter contract: methods only propose (engine/drafter.py has the glossary)
 from specbench.engine.aux_rows import AuxRows
 from specbench.engine.drafter import BaseDrafter, DraftContext, Drafter, Proposal, StepResult
+from specbench.engine.layer_skip import SkipSet  # a self-drafting method's skipped sub-layers (DraftContext.target_draft)
 from specbench.engine.tree import DraftTree
 from specbench.run.method_env import MethodEnv
 from specbench.run.methods_factory import build_drafter  # a method composing another by name (SAMD's auxiliary)

@@ -28,21 +28,21 @@ from transformers import (  # noqa: E402
 TINY_VOCAB = 64
 
 
-def make_tiny_model(family: str = "llama", seed: int = 0, vocab: int = TINY_VOCAB) -> torch.nn.Module:
-    """A 2-layer randomly initialised causal LM of ``family`` (llama, qwen2, gpt2, neox) in fp32."""
+def make_tiny_model(family: str = "llama", seed: int = 0, vocab: int = TINY_VOCAB, layers: int = 2) -> torch.nn.Module:
+    """A randomly initialised causal LM of ``family`` (llama, qwen2, gpt2, neox) in fp32, 2 layers by default."""
     torch.manual_seed(seed)
     common = dict(vocab_size=vocab, max_position_embeddings=1024, bos_token_id=None, eos_token_id=None, pad_token_id=None)
     if family == "llama":
-        cfg = LlamaConfig(hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2, **common)
+        cfg = LlamaConfig(hidden_size=32, intermediate_size=64, num_hidden_layers=layers, num_attention_heads=4, num_key_value_heads=2, **common)
         model = LlamaForCausalLM(cfg)
     elif family == "qwen2":
-        cfg = Qwen2Config(hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2, **common)
+        cfg = Qwen2Config(hidden_size=32, intermediate_size=64, num_hidden_layers=layers, num_attention_heads=4, num_key_value_heads=2, **common)
         model = Qwen2ForCausalLM(cfg)
     elif family == "gpt2":
-        cfg = GPT2Config(vocab_size=vocab, n_embd=32, n_layer=2, n_head=4, n_positions=1024, bos_token_id=None, eos_token_id=None)
+        cfg = GPT2Config(vocab_size=vocab, n_embd=32, n_layer=layers, n_head=4, n_positions=1024, bos_token_id=None, eos_token_id=None)
         model = GPT2LMHeadModel(cfg)
     elif family == "neox":
-        cfg = GPTNeoXConfig(hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=4, **common)
+        cfg = GPTNeoXConfig(hidden_size=32, intermediate_size=64, num_hidden_layers=layers, num_attention_heads=4, **common)
         model = GPTNeoXForCausalLM(cfg)
     else:
         raise ValueError(family)

@@ -167,6 +167,7 @@ class BatchDecoder:
         """Slot ``b`` is done: it takes the next waiting request, else the last active slot moves into it."""
         if slots[b].seq is not None:
             slots[b].st.gen.add_budget_summary(slots[b].seq)
+        slots[b].st.gen.add_drafter_state(slots[b].drafter)
         self._free.append(slots[b].drafter)
         if waiting:
             self._admit(requests, waiting.popleft(), slots, cache, gens, slot=b)
@@ -198,10 +199,11 @@ class BatchDecoder:
             for b, go in zip(candidates, budget.plan([slots[b].seq for b in candidates], context - 1, a)):
                 drafting[b], skipped[b] = go, not go
         drafts, draft_s = [], []
-        for slot, room, drafted in zip(slots, rooms, drafting):  # 1. draft, each slot for itself (serially)
+        for b, (slot, room, drafted) in enumerate(zip(slots, rooms, drafting)):  # 1. draft, each slot for itself
             t = now()
+            view = step.self_draft(target, slot.drafter, cache, cache.lengths[b], slot=b) if drafted else None
             drafts.append(step.draft(slot.st, slot.drafter, engine.model, room, budget, t, select=a == 1,
-                                     depth_cap=self.max_draft_depth) if drafted else Draft())
+                                     depth_cap=self.max_draft_depth, target_draft=view) if drafted else Draft())
             draft_s.append(now() - t if drafted else 0.0)
         if budget is not None and a > 1 and any(d.tree is not None for d in drafts):
             keeps = budget.select_batch([d.tree for d in drafts], [d.aux_rows for d in drafts],

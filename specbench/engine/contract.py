@@ -9,7 +9,9 @@ configuration ask instead of testing the backend's name:
 - ``intermediate_layers``: ``run(..., layers=...)`` returns chosen layers' states (EAGLE-3, Hydra++'s prefix);
 - ``prompt_states_cost``: a prompt's final hidden states cost more than its logits (llama.cpp outputs every
   prompt row's logits with them), so ``budget=auto`` prices them (``draft_or_skip.fetch_prompt_states``);
-- ``tree_masks``: a pass may verify a token tree (an ancestor mask), not only a chain.
+- ``tree_masks``: a pass may verify a token tree (an ancestor mask), not only a chain;
+- ``skips_layers``: ``run_skipping`` runs the target with chosen decoder sub-layers skipped (``layer_skip.py``),
+  the draft of a drafter that ``drafts_with_target`` (SWIFT; the engine hands it a ``self_draft.SelfDraft``).
 
 A cache that keeps the accepted rows itself declares ``trim`` (``TrimsRows``); a transformers cache without it is
 trimmed by gathering its tensors (``kv_cache.trim_cache``).
@@ -19,8 +21,8 @@ runs, how reports label it and what its lossless check compared at, and a factor
 when a run uses it, so ``--help`` and reports never load llama.cpp).
 
 Example: ``TargetModel(model).caps`` -> ``TargetCaps(batching=True, intermediate_layers=True,
-prompt_states_cost=False, tree_masks=True)``; the llama.cpp target declares ``batching=False,
-intermediate_layers=False, prompt_states_cost=True``.
+prompt_states_cost=False, tree_masks=True, skips_layers=True)``; the llama.cpp target declares ``batching=False,
+intermediate_layers=False, prompt_states_cost=True, skips_layers=False``.
 """
 from __future__ import annotations
 
@@ -40,6 +42,7 @@ class TargetCaps:
     intermediate_layers: bool = True
     prompt_states_cost: bool = False
     tree_masks: bool = True
+    skips_layers: bool = True
 
 
 class Forward(NamedTuple):

@@ -48,6 +48,10 @@ class DraftContext:
     in the declared order (layer indices as ``engine/target.py``'s ``TargetModel``: 0 the embeddings, ``i``
     the input of decoder layer ``i``, ``L`` the final-norm state). Example: ``feature_layers = (2, 15, 27)``
     on a 30-layer target, prompt of 40 tokens -> ``[40, 3, h]`` at the first step; None for other drafters.
+
+    ``target_draft`` (only for a drafter that declares ``drafts_with_target``): the generation's target and KV
+    cache as a draft model with chosen sub-layers skipped (``engine/self_draft.py``); the engine cuts the cache
+    back after ``propose``. None for other drafters.
     """
 
     tokens: list[int]
@@ -58,6 +62,7 @@ class DraftContext:
     hidden_states: torch.Tensor | None = None  # [k, hidden_size]
     sampler: Any = None
     layer_states: torch.Tensor | None = None  # [k, len(feature_layers), hidden_size]
+    target_draft: Any = None  # engine/self_draft.SelfDraft, for a drafter that drafts_with_target
 
 
 @dataclass(frozen=True)
@@ -109,9 +114,10 @@ class StepResult:
 class Drafter(Protocol):
     """A drafting method. ``propose`` returns a ``DraftTree`` (a chain is a tree), a ``Proposal``
     (tree + auxiliary rows) or ``None``. Its capabilities are declared, never probed: ``feature_layers``,
-    ``reads_hidden_states``, ``row_topk``, ``keeps_state_across_generations`` and ``learn`` (``BaseDrafter``
-    documents them and declares them all off but ``reads_hidden_states``; a drafter is built on it)."""
+    ``reads_hidden_states``, ``row_topk``, ``keeps_state_across_generations``, ``drafts_with_target`` and ``learn``
+    (``BaseDrafter`` documents them and declares them all off but ``reads_hidden_states``; a drafter is built on it)."""
 
+    drafts_with_target: bool
     feature_layers: tuple[int, ...]
     keeps_state_across_generations: bool
     observes_plain_steps: bool
@@ -130,6 +136,9 @@ class Drafter(Protocol):
     def learn(self, prompt_ids: list[int], output_ids: list[int]) -> None:
         """Called after each timed generation of the drafter's (method, task) (``BaseDrafter``)."""
 
+    def report(self) -> dict[str, Any] | None:
+        """What the drafter says of itself at a generation's end, kept in its record (``BaseDrafter``)."""
+
 
 class BaseDrafter:
     """Convenience base with no-op ``begin``/``observe``/``learn``; subclasses implement ``propose``.
@@ -141,6 +150,9 @@ class BaseDrafter:
     - ``reads_hidden_states`` (default True): whether the drafter reads ``DraftContext.hidden`` /
       ``hidden_states``. A drafter that never does may set it False: a backend for which they cost extra
       (llama.cpp outputs them only with every row's logits) then skips them and hands zero-width ``[k, 0]`` ones.
+    - ``drafts_with_target`` (default False): the drafter's draft model is the target itself with sub-layers
+      skipped (SWIFT): each ``DraftContext`` then carries ``target_draft`` (``engine/self_draft.py``); a backend
+      whose target cannot skip layers (``TargetCaps.skips_layers``: llama.cpp) refuses it in one line.
     - ``row_topk`` (int, 0 = off): how many top token ids of each verified row ``StepResult.row_topk``
       carries (the engine computes them only for a drafter that sets it).
     - ``observes_plain_steps`` (default False): ``observe`` is also called after a step ``budget=auto`` ran
@@ -152,6 +164,8 @@ class BaseDrafter:
       records in plan order. A drafter whose state across generations comes only from ``learn`` (not from
       what it saw inside generations) therefore gives a resumed run the same records as an uninterrupted one.
       Warm-up generations run on separate instances and are never learned from.
+    - ``report()`` (default None): a small JSON object the engine asks for at the end of each generation and
+      the record keeps as ``drafter_state`` (SWIFT: the layer set it drafted with and its search's progress).
     - ``keeps_state_across_generations`` (default False): whether what the drafter does in a generation depends
       on earlier ones (what ``learn`` gave it, or what it kept from inside them, as Token Recycling's matrix;
       not a per-generation cache that ``begin`` resets). A drafter that overrides ``learn`` or carries anything
@@ -161,6 +175,7 @@ class BaseDrafter:
       ``suffix`` sets it (its index of earlier answers), ``eagle`` does not (its draft cache is per generation).
     """
 
+    drafts_with_target: bool = False
     feature_layers: tuple[int, ...] = ()
     keeps_state_across_generations: bool = False
     observes_plain_steps: bool = False
@@ -177,4 +192,7 @@ class BaseDrafter:
         return None
 
     def learn(self, prompt_ids: list[int], output_ids: list[int]) -> None:
+        return None
+
+    def report(self) -> dict[str, Any] | None:
         return None

@@ -45,6 +45,7 @@ class Generation:
     skipped_steps: int | None = None
     predicted_s: float | None = None
     predicted_ar_s: float | None = None
+    drafter_state: dict[str, Any] | None = None  # what the drafter reports of itself at the end (Drafter.report)
 
     @property
     def forward_passes(self) -> int:
@@ -63,6 +64,10 @@ class Generation:
         self.drafted_steps, self.skipped_steps = seq.drafted_steps, seq.skipped_steps
         self.predicted_s, self.predicted_ar_s = seq.predicted_s, seq.predicted_ar_s
         return self
+
+    def add_drafter_state(self, drafter: Any) -> None:
+        """Keep what ``drafter`` reports of itself at the generation's end (``BaseDrafter.report``; None for AR)."""
+        self.drafter_state = None if drafter is None else drafter.report()
 
     def token_margins(self) -> list[float] | None:
         """Per emitted token, the relative top-2 margin of the logits that chose it; None unless the

@@ -86,7 +86,8 @@ class Engine:
             drafting = drafter is not None and room > 1 and (  # budget=auto: draft only when it pays
                 seq is None or draft_budget.plan([step.ready(seq, st, room, layers or hidden)], len(st.tokens) - 1)[0])
             # 1. draft
-            draft = step.draft(st, drafter, self.model, room, draft_budget, t_step, depth_cap=max_draft_depth) \
+            draft = step.draft(st, drafter, self.model, room, draft_budget, t_step, depth_cap=max_draft_depth,
+                               target_draft=step.self_draft(target, drafter, cache, len(st.tokens) - 1)) \
                 if drafting else Draft()
             sync()
             t_draft = now() - t_step
@@ -113,6 +114,7 @@ class Engine:
             gen.step_times_s.append(now() - t_step)  # (budget=auto's bookkeeping included)
             if emitted[-1] in self.stop_ids:
                 break
+        gen.add_drafter_state(drafter)
         return gen if seq is None else gen.add_budget_summary(seq)
 
     def _begin(self, drafter: Drafter | None, prompt_ids: list[int],
@@ -123,6 +125,7 @@ class Engine:
         without them (``DraftBudget.prompt_states``): its steps are then plain (``SequenceState.blind``)."""
         layers = step.feature_layers(drafter)
         self.target.check_layers(layers)
+        step.check_self_draft(self.target, drafter)
         if drafter is not None:
             drafter.begin(list(prompt_ids))
         hidden, seq = step.reads_hidden(drafter), None

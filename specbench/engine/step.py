@@ -29,6 +29,8 @@ from specbench.engine.draft_or_skip import SequenceState
 from specbench.engine.draft_step import Draft, draft_step
 from specbench.engine.drafter import DraftContext, Drafter, StepResult
 from specbench.engine.generation import Generation
+from specbench.engine.self_draft import SelfDraft
+from specbench.errors import ConfigError
 from specbench.engine.sampling import Sampler, accept_sampled, first_token
 from specbench.engine.tree import CompiledTree, DraftTree
 from specbench.engine.verify import Verification, accept_greedy
@@ -82,9 +84,10 @@ def start(prompt_ids: list[int], root: int, logprob: float | None, logits: torch
 
 
 def draft(st: Decoding, drafter: Drafter, model: Any, room: int, budget: DraftBudget | None, started: float,
-          select: bool = True, depth_cap: int | None = None) -> Draft:
+          select: bool = True, depth_cap: int | None = None, target_draft: SelfDraft | None = None) -> Draft:
     """Step 1: the drafter proposes from the context it may read (``draft_step.py`` shapes the proposal).
-    ``depth_cap`` (a fixed budget K): the draft is cut to depth K as if only K + 1 tokens were left."""
+    ``depth_cap`` (a fixed budget K): the draft is cut to depth K as if only K + 1 tokens were left.
+    ``target_draft``: the target as the draft of a drafter that ``drafts_with_target``, rewound after ``propose``."""
     if depth_cap is not None:
         room = min(room, depth_cap + 1)
     unseen = st.fresh[0] if len(st.fresh) == 1 else torch.cat(st.fresh)
@@ -94,8 +97,12 @@ def draft(st: Decoding, drafter: Drafter, model: Any, room: int, budget: DraftBu
     st.fresh, st.fresh_layers, st.fresh_rows = [], [], 0
     max_depth = room - 1 if budget is None else min(room - 1, budget.depth_hint(len(st.tokens), st.hot))
     ctx = DraftContext(st.tokens, st.prompt_len, st.last_hidden, model, max_depth, unseen, sampler=st.sampler,
-                       layer_states=unseen_layers)
-    out = draft_step(drafter, ctx, room, budget, started, select)
+                       layer_states=unseen_layers, target_draft=target_draft)
+    try:
+        out = draft_step(drafter, ctx, room, budget, started, select)
+    finally:
+        if target_draft is not None:  # verification writes where the draft's rows were
+            target_draft.rewind()
     out.asked_depth = max_depth
     return out
 
@@ -164,6 +171,20 @@ def row_topk(drafter: Drafter | None, logits: torch.Tensor, tree_rows: int) -> t
     if not k:
         return None
     return logits[:tree_rows].topk(min(int(k), logits.shape[-1]), dim=-1).indices
+
+
+def self_draft(target: Any, drafter: Drafter | None, cache: Any, n_ctx: int, slot: int | None = None) -> SelfDraft | None:
+    """The target as ``drafter``'s draft model this step (``BaseDrafter.drafts_with_target``); None for the others."""
+    if drafter is None or not drafter.drafts_with_target:
+        return None
+    return SelfDraft(target, cache, n_ctx, slot)
+
+
+def check_self_draft(target: Any, drafter: Drafter | None) -> None:
+    """One-line ``ConfigError`` for a drafter that drafts with the target on a backend that cannot skip layers."""
+    if drafter is not None and drafter.drafts_with_target and not target.caps.skips_layers:
+        raise ConfigError("this method drafts with the target's own layers skipped, which this backend cannot run "
+                          "(llama.cpp runs its graph whole); use --backend fast")
 
 
 def feature_layers(drafter: Drafter | None) -> tuple[int, ...]:

@@ -6,6 +6,7 @@ import torch
 from transformers import DynamicCache
 
 from specbench.engine.contract import Forward, TargetCaps
+from specbench.engine.layer_skip import SkipSet, skipping
 
 
 class TargetModel:
@@ -20,7 +21,7 @@ class TargetModel:
     holding the inputs of layers 2, 15 and 27 (EAGLE-3's low, middle and high features).
     """
 
-    caps = TargetCaps()  # batching, intermediate layers, tree masks; a prompt's hidden states come for free
+    caps = TargetCaps()  # batching, intermediate layers, tree masks, skipped layers; a prompt's states come for free
 
     def __init__(self, model: torch.nn.Module) -> None:
         self.model = model
@@ -96,6 +97,20 @@ class TargetModel:
         hidden = out.last_hidden_state[0]
         states = torch.stack([out.hidden_states[i][0] for i in layers], 1) if layers else None  # [n, m, h]
         return Forward(hidden, self.head(hidden[-1:] if last_logits_only else hidden), states)
+
+    def run_skipping(self, input_ids: torch.Tensor, cache: object, positions: torch.Tensor, visible: torch.Tensor,
+                     skip: SkipSet) -> torch.Tensor:
+        """Logits ``[n, V]`` of ``input_ids`` ``[1, n]`` at ``positions`` ``[n]`` with the sub-layers of ``skip``
+        skipped (``layer_skip.py``). ``visible`` ``[n, columns]`` (bool): which of the columns each row attends to,
+        the ``columns - n`` a kept layer holds before the forward and the ``n`` it writes (``self_draft.py`` builds
+        both and keeps the cache consistent). Example: 3 cached columns, 2 new rows, causal: ``visible`` =
+        ``[[1, 1, 1, 1, 0], [1, 1, 1, 1, 1]]``."""
+        mask = torch.zeros(1, 1, *visible.shape, dtype=self.dtype, device=self.device)
+        mask[0, 0].masked_fill_(~visible, self._min)
+        with skipping(self.model, skip):
+            out = self.base(input_ids=input_ids, attention_mask=mask, position_ids=positions.unsqueeze(0),
+                            past_key_values=cache, use_cache=True)
+        return self.head(out.last_hidden_state[0])
 
     def forward_batch(self, input_ids: torch.Tensor, cache: object, positions: torch.Tensor,
                       mask: torch.Tensor) -> torch.Tensor:

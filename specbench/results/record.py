@@ -4,7 +4,7 @@ A ``Unit`` is the unit of work every part of specbench pairs on: (task, question
 turns 1-based, repeats 0-based, ``batch`` the batch size it was decoded at (1 unless ``--batch-size``). A ``Record`` is what the runner writes per (method, unit); ``stats``,
 ``check``, ``merge`` and the tests read the same type back.
 
-Fields (``SCHEMA_VERSION`` 8):
+Fields (``SCHEMA_VERSION`` 9):
 - identity: ``method, task, subtask, task_version, question_id, category, turn, repeat``
 - work: ``prompt_tokens, new_tokens, output_ids``
 - timing: ``wall_time_s`` (whole generation incl. prefill, tokenisation excluded), ``draft_time_s``,
@@ -36,6 +36,9 @@ Fields (``SCHEMA_VERSION`` 8):
   that drafted and that the budget ran plain without calling the drafter (``engine/draft_or_skip.py``), and
   ``predicted_s`` / ``predicted_ar_s``, the budget's calibrated price of the decode steps (each priced before its
   step ran; at batch size above 1 the sequence's share) and of the same tokens as plain steps
+- ``drafter_state`` (schema 9; null for drafters that report nothing): what the drafter said of itself at the
+  generation's end (``BaseDrafter.report``), e.g. SWIFT's layer set ``{"skip": {"attention": [...], "mlp": [...]},
+  "matchness": ..., "search_iterations": ...}``
 - memory: ``peak_memory_bytes`` and ``peak_memory_kind`` (``specbench.profiling.memory``: CUDA max allocated, or the
   CPU peak RSS), reset before each generation
 
@@ -44,7 +47,8 @@ optional per-pass depths and verify / step times and the prefill time (null when
 ``-`` for the latency and per-position figures of such records); 4 -> 5 only the optional sampling fields
 (null when absent: greedy); 5 -> 6 only the optional ``config_digest`` (null when absent: not checked); 6 -> 7
 only the optional ``context_length`` (null when absent: a task without an input length) and the batching
-fields (null when absent: batch size 1); 7 -> 8 only the optional ``budget=auto`` fields (null when absent).
+fields (null when absent: batch size 1); 7 -> 8 only the optional ``budget=auto`` fields (null when absent); 8 -> 9
+only the optional ``drafter_state`` (null when absent).
 
 Schema 1 (before the typed record) allowed an integer ``question_id`` and left ``repeat``,
 ``forward_passes``, the time sums and ``subtask`` optional; ``from_json`` fills them as the readers of
@@ -66,8 +70,8 @@ from typing import Any, Sequence
 
 from specbench.catalog import task_label
 
-SCHEMA_VERSION = 8
-READABLE_VERSIONS = (1, 2, 3, 4, 5, 6, 7, 8)  # 2 to 7 read as is: every field they lack is optional
+SCHEMA_VERSION = 9
+READABLE_VERSIONS = (1, 2, 3, 4, 5, 6, 7, 8, 9)  # 2 to 8 read as is: every field they lack is optional
 
 
 @dataclass(frozen=True, order=True)
@@ -152,6 +156,7 @@ class Record:
     skipped_steps: int | None = None
     predicted_s: float | None = None
     predicted_ar_s: float | None = None
+    drafter_state: dict[str, Any] | None = None
 
     @property
     def unit(self) -> Unit:
@@ -207,6 +212,7 @@ class Record:
             drafted_steps=gen.drafted_steps, skipped_steps=gen.skipped_steps,
             predicted_s=None if gen.predicted_s is None else round(gen.predicted_s, 7),
             predicted_ar_s=None if gen.predicted_ar_s is None else round(gen.predicted_ar_s, 7),
+            drafter_state=gen.drafter_state,
         )
 
     def to_json(self) -> dict[str, Any]:

@@ -33,6 +33,6 @@ def precision(backend: dict[str, Any]) -> str:
 LLAMACPP = BackendSpec(
     NAME, "llama.cpp on a GGUF file: --model embedded or PATH.gguf; the extra specbench[llamacpp]",
     "specbench.engine.llamacpp.backend:create",
-    caps=TargetCaps(batching=False, intermediate_layers=False, prompt_states_cost=True),
+    caps=TargetCaps(batching=False, intermediate_layers=False, prompt_states_cost=True, skips_layers=False),
     dtypes=LLAMACPP_DTYPES, batch_refusal="the batched loop keeps its own padded KV cache", torch_forward=False,
     label=label, precision=precision, loader="specbench.engine.llamacpp.loading:load")
