@@ -104,6 +104,8 @@ class SamdDrafter(BaseDrafter):
         self.reads_hidden_states = aux is not None and bool(aux.reads_hidden_states)
         # both automata are per generation or fixed: what outlives a generation is the auxiliary's alone
         self.keeps_state_across_generations = aux is not None and bool(aux.keeps_state_across_generations)
+        # an auxiliary that drafts with the target itself (SWIFT) needs the engine's view of it on its steps
+        self.drafts_with_target = aux is not None and bool(aux.drafts_with_target)
         self._reset()
 
     def _reset(self) -> None:

@@ -120,8 +120,10 @@ class SwiftDrafter(BaseDrafter):
             self.search = LayerSearch(view.num_layers, c.skip_ratio, c.bayes_interval, c.max_opt_iter,
                                       c.max_tolerance_iter, c.max_score, c.seed, c.optimize, self.fixed)
         self._steps += 1
-        generated = len(ctx.tokens) - ctx.prompt_len
-        if self.search.active and generated > c.context_window + 1 and (self._steps - 1) % c.opt_interval == 0:
+        # the reference counts the tokens verified so far (the root is not yet) and scores after verification idx
+        # (0-based), i.e. before this generation's draft number idx + 2
+        verified = len(ctx.tokens) - ctx.prompt_len - 1
+        if self.search.active and verified > c.context_window + 1 and (self._steps - 2) % c.opt_interval == 0:
             self._score_candidate(ctx, view)
         depth = min(c.max_step_draft, ctx.max_depth)
         if depth < 1:

@@ -11,7 +11,7 @@ residual included); the swap is undone on exit, even after an error.
 
 Example: on a 4-layer model ``SkipSet(attention=(1,), mlp=(1, 2))`` runs layer 0 and layer 3 whole, layer 1 as
 the identity (both sub-layers skipped) and layer 2 as its attention alone; the logits equal those of a copy whose
-layer-1 attention and layer-1/2 MLP output projections are zero (``tests/test_layer_skip.py`` checks exactly that).
+layer-1 attention and layer-1/2 MLP output projections are zero (``tests/test_swift.py`` checks exactly that).
 """
 from __future__ import annotations
 
@@ -45,10 +45,6 @@ class SkipSet:
     def count(self) -> int:
         """How many sub-layers are skipped."""
         return len(self.attention) + len(self.mlp)
-
-    def record(self) -> dict[str, list[int]]:
-        """The JSON form records and reports keep: ``{"attention": [...], "mlp": [...]}``."""
-        return {"attention": list(self.attention), "mlp": list(self.mlp)}
 
 
 def decoder_layers(model: nn.Module) -> nn.ModuleList:
@@ -92,14 +88,17 @@ def skipping(model: nn.Module, skip: SkipSet) -> Iterator[None]:
     """Within the block, ``model``'s forward skips the sub-layers of ``skip`` (module docstring)."""
     layers = decoder_layers(model)
     check_skip(skip, len(layers))
-    swapped = [sublayer(layers[i], ATTENTION_NAMES, "attention") for i in skip.attention]
-    swapped_mlp = [sublayer(layers[i], MLP_NAMES, "MLP") for i in skip.mlp]
+    swapped = [(sublayer(layers[i], ATTENTION_NAMES, "attention"), _zero_attention) for i in skip.attention]
+    swapped += [(sublayer(layers[i], MLP_NAMES, "MLP"), _zero_mlp) for i in skip.mlp]
+    # a forward already set on the instance (accelerate's offload hooks wrap modules that way) comes back on exit
+    before = [module.__dict__.get("forward") for module, _ in swapped]
     try:
-        for module in swapped:
-            module.forward = _zero_attention  # (an instance attribute shadows the class's forward)
-        for module in swapped_mlp:
-            module.forward = _zero_mlp
+        for module, zero in swapped:
+            module.forward = zero  # (an instance attribute shadows the class's forward)
         yield
     finally:
-        for module in swapped + swapped_mlp:
-            module.__dict__.pop("forward", None)
+        for (module, _), previous in zip(swapped, before):
+            if previous is None:
+                module.__dict__.pop("forward", None)
+            else:
+                module.forward = previous

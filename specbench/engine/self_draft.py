@@ -12,8 +12,8 @@ only way it reaches them, and it keeps the cache the engine's:
 - ``rewind()``: the engine's, after ``propose``: every layer is cut back to the context, so verification writes
   its rows where the draft's were.
 
-On the batched loop's cache (``batch_cache.py``) the view writes one slot's columns past its length, which the
-slot's next verification overwrites; its length is never moved.
+On the batched loop's cache (``batch_cache.py``) the view writes one slot's columns past its length and never moves
+that length: what it wrote there stays behind the slot's valid columns, masked, until later rows overwrite it.
 
 Example: context of 10 positions, root 7: ``extend([7], s)`` -> logits ``[1, V]`` of position 10, the draft's
 guess ``d1``; ``extend([d1], s)`` -> position 11; the engine's ``rewind()`` leaves 10 positions again.
@@ -45,6 +45,7 @@ class SelfDraft:
         self.drafted = 0  # rows ``extend`` wrote after the context this step
         self.skip: SkipSet | None = None  # the skip set those rows were written with
         self.forwards = 0  # draft forwards run through this view (extend and score)
+        self._dirty = False  # ``extend`` wrote rows that ``rewind`` must cut
 
     def extend(self, ids: list[int], skip: SkipSet) -> torch.Tensor:
         """Logits ``[len(ids), V]`` of ``ids`` after the context and the rows drafted so far, under ``skip``."""
@@ -52,6 +53,7 @@ class SelfDraft:
             raise ValueError("a draft step keeps one skip set: the skipped layers' caches lag behind the others")
         start, n = self.n_ctx + self.drafted, len(ids)
         visible = torch.ones(n, start + n, dtype=torch.bool, device=self.target.device).tril(start)
+        self._dirty = True  # (a forward that fails halfway has still written some layers' rows: rewind cuts them)
         logits = self._run(ids, start, visible, start, skip)
         self.drafted += n
         self.skip = skip
@@ -79,9 +81,9 @@ class SelfDraft:
 
     def rewind(self) -> None:
         """Every layer back to the context (the engine calls it after ``propose``)."""
-        if self.drafted:
+        if self._dirty:
             self._cut()
-        self.drafted, self.skip = 0, None
+        self.drafted, self.skip, self._dirty = 0, None, False
 
     def _run(self, ids: list[int], position: int, visible: torch.Tensor, column: int, skip: SkipSet) -> torch.Tensor:
         """The forward of ``ids`` at positions ``position..``, written at columns ``column..`` of the cache."""

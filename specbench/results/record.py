@@ -37,8 +37,8 @@ Fields (``SCHEMA_VERSION`` 9):
   ``predicted_s`` / ``predicted_ar_s``, the budget's calibrated price of the decode steps (each priced before its
   step ran; at batch size above 1 the sequence's share) and of the same tokens as plain steps
 - ``drafter_state`` (schema 9; null for drafters that report nothing): what the drafter said of itself at the
-  generation's end (``BaseDrafter.report``), e.g. SWIFT's layer set ``{"skip": {"attention": [...], "mlp": [...]},
-  "matchness": ..., "search_iterations": ...}``
+  generation's end (``BaseDrafter.report``), e.g. SWIFT's layer set and search ``{"skip": "attn:3,4/mlp:5",
+  "skipped": 3, "matchness": 0.36, "search_iterations": 77, "searching": true, "stopped": null}``
 - memory: ``peak_memory_bytes`` and ``peak_memory_kind`` (``specbench.profiling.memory``: CUDA max allocated, or the
   CPU peak RSS), reset before each generation
 
