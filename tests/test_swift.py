@@ -307,3 +307,21 @@ def test_doctests() -> None:
     for module in (layer_search, method, layer_skip):
         assert doctest.testmod(module).failed == 0, module.__name__
     assert doctest.testmod(layer_search).attempted >= 5
+
+
+def test_report_shows_each_subtasks_last_drafter_state(tmp_path) -> None:
+    """A run's report ends with the state each self-reporting drafter was left in, per subtask (the last record);
+    a run without one has no such section."""
+    import dataclasses
+
+    from test_stats import fake_record
+    from specbench.reports.report import render
+    from specbench.results.loaded_run import Run
+
+    ar = [fake_record("ar", "gsm8k", q, 1, 0, [5, 6], 0.2, [1, 1], [0, 0], None) for q in ("1", "2")]
+    sw = [dataclasses.replace(fake_record("swift", "gsm8k", q, 1, 0, [5, 6], 0.1, [1, 1], [0, 1], "exact"),
+                              drafter_state={"skip": f"attn:{q}/mlp:", "matchness": 0.1 * int(q)}) for q in ("1", "2")]
+    text = render(Run(tmp_path, {}, ar + sw))
+    assert "### Drafter state at the end of each subtask" in text
+    assert "| swift    | GSM8K     |             2 | attn:2/mlp: |         0.2 |" in text
+    assert "Drafter state" not in render(Run(tmp_path, {}, ar))

@@ -26,6 +26,7 @@ from specbench.reports.batch_report import batch_stats
 from specbench.reports import metric_tables as MT
 from specbench.reports.auto_report import auto_table
 from specbench.reports.budget_report import auto_vs_default_table, prediction_table
+from specbench.reports.drafter_state import drafter_state_table
 from specbench.reports.labels import backend_label, checked_precision, ran_on_cpu
 from specbench.reports.long_context import length_prediction_table, length_tables
 from specbench.reports.long_context_plot import PLOT_FILE, write_length_figure
@@ -155,6 +156,9 @@ def render(run: Run, fmt: str = "github", stats: dict[str, dict[str, Cell]] | No
     parts += _budget_sections(run, stats, fmt)
     parts += _length_sections(run, stats, fmt)
     parts += _metric_sections(run, stats, categories, fmt)
+    state = drafter_state_table(run.records)  # (drafters that report their own state: SWIFT's layer set)
+    if state is not None:
+        parts.append(f"### {state.title}\n\n" + tabulate(state.rows, headers=state.headers, tablefmt=fmt))
     return "\n\n".join(parts) + "\n"
 
 
