@@ -91,6 +91,10 @@ from specbench.datastore.trie import query_tree
 # training: the shared feature store, recipes, trainer steps, checkpoints trained on first use
 from specbench.training.checkpoints import default_dir, keyed_dir, load_or_train, trained_default_dir
 from specbench.training.distill_data import DEFAULT_CORPORA, DistillData, interleave, sequence_ids
+from specbench.training.draft_distill import (DISTILL_META_FILE, DISTILL_RECIPES, DISTILL_S_PER_POSITION,  # a small AR
+                                             DISTILL_VOCAB_FILE, DistillConfig, distill_draft, distilled_dir,  # draft LM
+                                             load_distilled, save_draft)
+from specbench.training.labelled_sequences import STORE_SEQ_LEN, LabelledSequence, select as select_labelled
 from specbench.training.feature_store import FeatureOptions, FeatureStore
 from specbench.training.recipes import FULL, QUICK, RECIPE_NAMES, check_recipe, eta_minutes, recipe_prefix
 from specbench.training.resume import EpochState
@@ -106,7 +110,7 @@ from specbench.prompts.task import DEFAULT_SPLIT, Question, Task, encode_prompt
 from specbench.plugins.registry import make_task  # a task instance by name (``gsm8k``, ``jsonl:PATH``)
 
 __all__ = [
-    "AuxRows", "BaseDrafter", "DraftContext", "Drafter", "Proposal", "StepResult", "DraftTree", "MethodEnv",
+    "AuxRows", "BaseDrafter", "DraftContext", "Drafter", "Proposal", "StepResult", "SkipSet", "DraftTree", "MethodEnv",
     "build_drafter",
     "DatastoreAction", "PluginCommand", "register_corpus", "register_datastore_action", "register_datastore_builder",
     "register_method", "register_task", "register_task_source", "register_trainer", "register_first_use_build",
@@ -129,7 +133,9 @@ __all__ = [
     "NGRAM_STORE_VERSION", "NgramStore", "write_ngram_store", "TokenDatastore",
     "DEFAULT_CHUNK_TOKENS", "dir_bytes", "tokenizer_hash", "query_tree",
     "default_dir", "keyed_dir", "trained_default_dir", "load_or_train", "DEFAULT_CORPORA", "DistillData", "interleave",
-    "sequence_ids", "FeatureOptions", "FeatureStore", "FULL", "QUICK", "RECIPE_NAMES", "recipe_prefix", "check_recipe",
+    "sequence_ids", "DISTILL_META_FILE", "DISTILL_RECIPES", "DISTILL_S_PER_POSITION", "DISTILL_VOCAB_FILE",
+    "DistillConfig", "distill_draft", "distilled_dir", "load_distilled", "save_draft", "STORE_SEQ_LEN",
+    "LabelledSequence", "select_labelled", "FeatureOptions", "FeatureStore", "FULL", "QUICK", "RECIPE_NAMES", "recipe_prefix", "check_recipe",
     "eta_minutes", "EpochState", "optimizer_step", "trainable", "TrainerSpec", "register_train_command",
     "choose_vocab", "rank_by_count", "lr_scale", "pack_runs", "runs", "sequence_lengths", "VOCAB", "read_vocab",
     "read_weights",

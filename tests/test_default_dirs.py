@@ -49,7 +49,7 @@ def _folder(method: str, recipe: str) -> str:
     env = _env(torch.bfloat16 if method.endswith("-bf16") else torch.float32)
     method = method.removesuffix("-bf16")
     if method == "sps":
-        from methods.sps.distill import RECIPES
+        from specbench.training.draft_distill import DISTILL_RECIPES as RECIPES
         from methods.sps.method import distilled_dir
         return distilled_dir(env, RECIPES[recipe], recipe).as_posix()
     if method == "redrafter":

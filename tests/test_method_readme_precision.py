@@ -47,7 +47,7 @@ TRAINERS = {
     "hydra": ("methods.hydra.train", lambda m: m.HydraTrainConfig()),
     "medusa": ("methods.medusa.train", lambda m: m.RECIPES["quick"]),
     "redrafter": ("methods.redrafter.train", lambda m: m.TrainConfig()),
-    "sps": ("methods.sps.distill", lambda m: m.RECIPES["quick"]),
+    "sps": ("specbench.training.draft_distill", lambda m: m.DISTILL_RECIPES["quick"]),
 }
 FIXED_DRAFTING = {"medusa": _medusa_heads, "sps": lambda: None}
 

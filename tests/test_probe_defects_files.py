@@ -150,7 +150,7 @@ def test_damaged_own_checkpoints_fail_in_one_line(tmp_path, method, damage) -> N
 
 
 def test_damaged_distilled_sps_draft_fails_in_one_line(tmp_path) -> None:
-    from methods.sps.distill import META_FILE, VOCAB_FILE, load_distilled
+    from specbench.training.draft_distill import DISTILL_META_FILE as META_FILE, DISTILL_VOCAB_FILE as VOCAB_FILE, load_distilled
 
     folder = tmp_path / "draft"
     make_tiny_model("llama").save_pretrained(folder)

@@ -8,7 +8,7 @@ import numpy as np
 import torch
 from transformers import LlamaConfig, LlamaForCausalLM
 
-from methods.sps.distill import DistillConfig, choose_vocab, distill_draft, LabelledSequence, load_distilled
+from specbench.training.draft_distill import DistillConfig, choose_vocab, distill_draft, LabelledSequence, load_distilled
 from methods.sps.method import SpSConfig, SpSDrafter
 from specbench.datastore import corpora
 from specbench.engine.loop import Engine

@@ -8,7 +8,6 @@ them in one forward of the target, and the draft's cache is cut back to what was
 """
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -18,12 +17,12 @@ import torch
 
 from specbench.api import (
     DEFAULT_CORPORA, BaseDrafter, ConfigError, DraftContext, DraftTree, FeatureOptions, MethodEnv, Proposal, StepResult,
-    check_recipe, choose_draft_vocab, eta_minutes, is_hub_id, keyed_dir, load_or_train, parse_vocab, record_head_rows,
+    check_recipe, choose_draft_vocab, eta_minutes, is_hub_id, load_or_train, parse_vocab, record_head_rows,
     register_method, resolve_checkpoint, stop_token_ids)
 
 from methods.sps.adaptive import AdaptiveThreshold, require_sklearn
-from methods.sps.distill import (META_FILE, RECIPES, TRAIN_S_PER_POSITION, VOCAB_FILE, DistillConfig, distill_draft,
-                                 load_distilled)
+from specbench.api import (DISTILL_META_FILE, DISTILL_RECIPES, DISTILL_S_PER_POSITION, DISTILL_VOCAB_FILE, distill_draft,
+                           distilled_dir, load_distilled)
 from methods.sps.draft_runner import DraftRunner
 
 SCHEDULES = ("constant", "heuristic")
@@ -36,7 +35,7 @@ class SpSConfig:
     ``gamma``. ``min_confidence`` stops a draft early after a token the draft itself doubts (transformers
     5 uses 0.4 with a constant 20); ``adaptive`` re-fits it after every step as transformers does with
     scikit-learn installed (``adaptive.py``). A draft also ends at a stop token, as transformers' does.
-    ``recipe`` of the distilled draft: ``quick`` (first use, minutes) or ``full`` (``distill.RECIPES``). ``vocab``: the
+    ``recipe`` of the distilled draft: ``quick`` (first use, minutes) or ``full`` (``DISTILL_RECIPES``, ``specbench/training/draft_distill.py``). ``vocab``: the
     tokens the draft scores, ``trained`` = ``full`` (the draft's own vocabulary; the distilled one's is reduced) or
     FR-Spec's ``fr:N`` (the N most frequent tokens of a corpus, within the draft's vocabulary)."""
 
@@ -48,7 +47,7 @@ class SpSConfig:
     vocab: str = "trained"
 
     def validate(self) -> None:
-        check_recipe("sps", self.recipe, RECIPES)
+        check_recipe("sps", self.recipe, DISTILL_RECIPES)
         parse_vocab(self.vocab)
         if self.gamma < 1:
             raise ConfigError("sps: gamma must be >= 1")
@@ -122,15 +121,6 @@ _LOADED: dict[tuple[str, str, str], tuple[Any, np.ndarray | None]] = {}
 _SOURCES: dict[str, dict[str, Any]] = {}  # hub drafts: repository, commit and hashes (for every manifest)
 
 
-def distilled_dir(env: MethodEnv, recipe: DistillConfig, name: str = "quick") -> Path:
-    """The cache folder of the default draft of this target, keyed by model, corpora and recipe (``quick``:
-    ``distilled-<hash>`` as before recipes had names; else ``distilled-<name>-<hash>``, the name in the key)."""
-    fields: dict[str, Any] = {"model": env.model_id, "corpora": DEFAULT_CORPORA, "recipe": dataclasses.asdict(recipe)}
-    if name != "quick":
-        fields["recipe_name"] = name
-    return keyed_dir(env, "sps", "distilled" if name == "quick" else f"distilled-{name}", fields)
-
-
 def load_draft(name: str, env: MethodEnv, recipe: str = "quick") -> tuple[Any, np.ndarray | None]:
     """(draft model on the target's device and dtype, its vocabulary map or None), loaded once per
     process; the distilled default (of ``recipe``) is trained on first use. One-line errors for bad drafts."""
@@ -139,10 +129,10 @@ def load_draft(name: str, env: MethodEnv, recipe: str = "quick") -> tuple[Any, n
     if key not in _LOADED:
         if name == "distilled":
             _LOADED[key] = _distilled(env, param, recipe)
-        elif (Path(name) / VOCAB_FILE).is_file():
+        elif (Path(name) / DISTILL_VOCAB_FILE).is_file():
             loaded = load_distilled(Path(name), param.device, param.dtype)
             if loaded is None:
-                raise ConfigError(f"sps: {name} is an incomplete distilled draft (no {META_FILE}); train it again")
+                raise ConfigError(f"sps: {name} is an incomplete distilled draft (no {DISTILL_META_FILE}); train it again")
             _LOADED[key] = loaded
         else:
             _LOADED[key] = (_pretrained(name, env, param), None)
@@ -154,15 +144,15 @@ def load_draft(name: str, env: MethodEnv, recipe: str = "quick") -> tuple[Any, n
 
 
 def _distilled(env: MethodEnv, param: torch.Tensor, name: str) -> tuple[Any, np.ndarray]:
-    recipe = RECIPES[name]
+    recipe = DISTILL_RECIPES[name]
     features = FeatureOptions(root=Path(env.cache_dir) / "features")
-    out = load_or_train(None, env, option="sps.draft_model", what="draft (distilled from the target)", done=META_FILE,
-                        recipe=name, minutes=eta_minutes(recipe.tokens, recipe.epochs, TRAIN_S_PER_POSITION),
+    out = load_or_train(None, env, option="sps.draft_model", what="draft (distilled from the target)", done=DISTILL_META_FILE,
+                        recipe=name, minutes=eta_minutes(recipe.tokens, recipe.epochs, DISTILL_S_PER_POSITION),
                         default=lambda: distilled_dir(env, recipe, name),
                         train=lambda out: distill_draft(env.model, env.tokenizer, DEFAULT_CORPORA, env.data_dir, out,
                                                         recipe, env.model_id, features=features, recipe=name))
     loaded = load_distilled(out, param.device, param.dtype)
-    assert loaded is not None  # complete: its META_FILE is written last
+    assert loaded is not None  # complete: its DISTILL_META_FILE is written last
     return loaded
 
 

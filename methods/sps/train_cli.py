@@ -8,18 +8,9 @@ the recipe) it fills the cache folder ``sps.draft_model=distilled`` with ``sps.r
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
-from typing import Any
 
-from methods.sps.distill import RECIPES, TRAIN_S_PER_POSITION, distill_draft
-from methods.sps.labels import STORE_SEQ_LEN
+from specbench.api import DISTILL_RECIPES, DISTILL_S_PER_POSITION, STORE_SEQ_LEN, distill_draft, distilled_dir
 from specbench.api import TrainerSpec, positive_int, register_train_command, trained_default_dir
-
-
-def _distilled_dir(env: Any, cfg: Any, name: str) -> Path:
-    from methods.sps.method import distilled_dir  # (late: method.py imports this module to register the command)
-
-    return distilled_dir(env, cfg, name)
 
 
 def _add_arguments(r: argparse.ArgumentParser) -> None:
@@ -29,7 +20,7 @@ def _add_arguments(r: argparse.ArgumentParser) -> None:
 
 
 register_train_command(TrainerSpec(
-    "draft", "distil a small draft LM for sps from the frozen target on CPU", lambda args: RECIPES, distill_draft,
-    trained_default_dir("sps", lambda name, cfg: RECIPES.get(name), _distilled_dir),
-    _add_arguments, TRAIN_S_PER_POSITION, metric="top1_all", option="sps.draft_model", method="sps",
+    "draft", "distil a small draft LM for sps from the frozen target on CPU", lambda args: DISTILL_RECIPES, distill_draft,
+    trained_default_dir("sps", lambda name, cfg: DISTILL_RECIPES.get(name), distilled_dir),
+    _add_arguments, DISTILL_S_PER_POSITION, metric="top1_all", option="sps.draft_model", method="sps",
     aliases=("sps",), store_shape=lambda target, cfg: (max(STORE_SEQ_LEN, cfg.seq_len), ())))

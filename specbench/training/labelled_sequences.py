@@ -1,4 +1,5 @@
-"""The SpS draft's training sequences, read from the shared feature store: ids and the target's greedy labels.
+"""A small draft LM's training sequences (``draft_distill.py``), read from the shared feature store: ids and the
+target's greedy labels.
 
 The store keeps sequences of up to 512 tokens (the other drafters' ``max_seq_len``); the draft trains on
 ``seq_len`` (256) of them, cut as ``sequence_ids`` cuts: a prompt that fills the window keeps its tail

@@ -1,6 +1,7 @@
-"""A small draft LM distilled from the target on CPU: the target's first layers, a reduced vocabulary.
+"""A small draft LM distilled from the target on CPU: the target's first layers, a reduced vocabulary (the default
+draft of ``sps``, and the AR draft PARD adapts; in the core so that both reach it through ``specbench.api``).
 
-Recipe (``DistillConfig``; ``RECIPES`` names the quick first-use one and the full one):
+Recipe (``DistillConfig``; ``DISTILL_RECIPES`` names the quick first-use one and the full one):
 1. Read the frozen target's greedy next token at every answer position of chat-formatted corpus sequences
    (the benchmark's own prompt format) from the shared feature store: the labels (``labels.py``).
 2. Vocabulary: the ``vocab - 1`` target tokens most frequent among inputs and labels, plus one slot for
@@ -30,14 +31,21 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from methods.sps.labels import STORE_SEQ_LEN, LabelledSequence, select
-from specbench.api import (ConfigError, EpochState, FeatureOptions, FeatureStore, checkpoint_errors, file_sha256,
-                           optimizer_step, rank_by_count, read_config, trainable, verify_checkpoint)
+from specbench.errors import ConfigError
+from specbench.files.checkpoint_files import checkpoint_errors, read_config
+from specbench.files.content_hash import file_sha256, verify_checkpoint
+from specbench.training.checkpoints import keyed_dir
+from specbench.training.distill_data import DEFAULT_CORPORA
+from specbench.training.draft_vocab import rank_by_count
+from specbench.training.feature_store import FeatureOptions, FeatureStore
+from specbench.training.labelled_sequences import STORE_SEQ_LEN, LabelledSequence, select
+from specbench.training.resume import EpochState
+from specbench.training.steps import optimizer_step, trainable
 
-__all__ = ["DistillConfig", "LabelledSequence", "RECIPES", "choose_vocab", "distill_draft", "load_distilled"]
+__all__ = ["DISTILL_RECIPES", "DistillConfig", "LabelledSequence", "choose_vocab", "distill_draft", "distilled_dir", "load_distilled"]
 
-VOCAB_FILE = "vocab.npy"
-META_FILE = "distill.json"
+DISTILL_VOCAB_FILE = "vocab.npy"
+DISTILL_META_FILE = "distill.json"
 
 
 @dataclass(frozen=True)
@@ -62,10 +70,10 @@ class DistillConfig:
             raise ConfigError("draft distillation: vocab must be >= 2 and seq_len >= 8")
 
 
-TRAIN_S_PER_POSITION = 0.0012  # s per answer position and epoch, 2 cores: docs/training.md
+DISTILL_S_PER_POSITION = 0.0012  # s per answer position and epoch, 2 cores: docs/training.md
 FULL_EPOCHS = 5
 # quick: the first-use default (60k answer positions, minutes); full: 300k positions, resumable
-RECIPES = {"quick": DistillConfig(), "full": DistillConfig(tokens=300_000, epochs=FULL_EPOCHS)}
+DISTILL_RECIPES = {"quick": DistillConfig(), "full": DistillConfig(tokens=300_000, epochs=FULL_EPOCHS)}
 
 
 def collect_labels(model: torch.nn.Module, tokenizer: Any, corpora: Sequence[str], data_dir: Path | None,
@@ -161,7 +169,7 @@ def distill_draft(target: torch.nn.Module, tokenizer: Any, corpora: Sequence[str
     it in ``out``; returns the metrics."""
     from tqdm import tqdm
 
-    from specbench.api import stop_token_ids
+    from specbench.models.loading import stop_token_ids
 
     cfg.validate()
     t0 = time.perf_counter()
@@ -198,30 +206,40 @@ def distill_draft(target: torch.nn.Module, tokenizer: Any, corpora: Sequence[str
     state.clear()  # before the folder's files are hashed
     save_draft(draft, vocab, out, {"model_id": model_id, "corpora": list(corpora), "recipe": dataclasses.asdict(cfg),
                                    "recipe_name": recipe, "features": store.describe(), "metrics": metrics})
-    print(f"[sps] distilled draft: held-out top-1 agreement with the target {metrics.get('top1_all')} "
+    print(f"[draft] distilled draft: held-out top-1 agreement with the target {metrics.get('top1_all')} "
           f"(in-vocabulary labels {metrics.get('top1_in_vocab')}); -> {out}", file=sys.stderr)
     return metrics
+
+
+def distilled_dir(env: Any, recipe: DistillConfig, name: str = "quick") -> Path:
+    """The cache folder of the target's distilled draft, keyed by model, corpora and recipe (``quick``:
+    ``<cache>/sps/distilled-<hash>`` as before recipes had names; else ``distilled-<name>-<hash>``, the name in the
+    key). ``sps`` trains it there on first use; PARD adapts the same one."""
+    fields: dict[str, Any] = {"model": env.model_id, "corpora": DEFAULT_CORPORA, "recipe": dataclasses.asdict(recipe)}
+    if name != "quick":
+        fields["recipe_name"] = name
+    return keyed_dir(env, "sps", "distilled" if name == "quick" else f"distilled-{name}", fields)
 
 
 def save_draft(draft: torch.nn.Module, vocab: np.ndarray, out: Path, meta: dict[str, Any]) -> None:
     """Write the folder atomically enough: the metadata file, written last, marks it complete."""
     out.mkdir(parents=True, exist_ok=True)
     draft.save_pretrained(out)
-    np.save(out / VOCAB_FILE, vocab)
-    hashes = {f.name: file_sha256(f) for f in (*sorted(out.glob("*.safetensors")), out / VOCAB_FILE)}
-    (out / META_FILE).write_text(json.dumps({**meta, "files_sha256": hashes}, indent=1), encoding="utf-8")
+    np.save(out / DISTILL_VOCAB_FILE, vocab)
+    hashes = {f.name: file_sha256(f) for f in (*sorted(out.glob("*.safetensors")), out / DISTILL_VOCAB_FILE)}
+    (out / DISTILL_META_FILE).write_text(json.dumps({**meta, "files_sha256": hashes}, indent=1), encoding="utf-8")
 
 
 def load_distilled(out: Path, device: torch.device, dtype: torch.dtype) -> tuple[torch.nn.Module, np.ndarray] | None:
     """(draft model, draft id -> target id) from a complete folder, else None."""
     from transformers import AutoModelForCausalLM
 
-    if not (out / META_FILE).is_file():
+    if not (out / DISTILL_META_FILE).is_file():
         return None
     with checkpoint_errors("sps", out, f"delete {out} to distill it again"):
-        meta = read_config(out, "sps", "a distilled draft", META_FILE)
+        meta = read_config(out, "sps", "a distilled draft", DISTILL_META_FILE)
         for name, expected in (meta.get("files_sha256") or {}).items():  # drafts distilled before it: nothing to check
-            verify_checkpoint(out / name, expected, "sps", f"{META_FILE}'s files_sha256")
-        vocab = np.load(out / VOCAB_FILE, allow_pickle=False)
+            verify_checkpoint(out / name, expected, "sps", f"{DISTILL_META_FILE}'s files_sha256")
+        vocab = np.load(out / DISTILL_VOCAB_FILE, allow_pickle=False)
         draft = AutoModelForCausalLM.from_pretrained(str(out), dtype=dtype).to(device).eval()
     return draft, vocab
