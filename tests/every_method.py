@@ -34,5 +34,26 @@ OPTIONS: dict[str, dict[str, str]] = {
 
 
 def every_method_options(model_dir: str) -> dict[str, dict[str, str]]:
-    """``OPTIONS`` plus sps drafting with the target at ``model_dir`` (a copy: callers may edit it)."""
-    return {**{k: dict(v) for k, v in OPTIONS.items()}, "sps": {"draft_model": str(model_dir)}}
+    """``OPTIONS`` plus sps drafting with the target at ``model_dir`` and pard with a PARD-layout copy of it
+    (``pard_copy``; a copy of the options: callers may edit it)."""
+    return {**{k: dict(v) for k, v in OPTIONS.items()}, "sps": {"draft_model": str(model_dir)},
+            "pard": {"draft_model": pard_copy(str(model_dir))}}
+
+
+def pard_copy(model_dir: str) -> str:
+    """``<model_dir>-pard``: the model saved at ``model_dir`` with a mask token added (a PARD checkpoint's layout:
+    its first parallel row is the target's own token), written once when ``model_dir`` holds a model."""
+    from pathlib import Path
+
+    out = Path(f"{model_dir}-pard")
+    if (Path(model_dir) / "config.json").is_file() and not (out / "config.json").is_file():
+        from transformers import AutoModelForCausalLM, AutoTokenizer
+
+        from methods.pard.adapt import add_mask_token
+
+        model = AutoModelForCausalLM.from_pretrained(model_dir)
+        add_mask_token(model)
+        model.save_pretrained(out)
+        if (Path(model_dir) / "tokenizer.json").is_file():
+            AutoTokenizer.from_pretrained(model_dir).save_pretrained(out)
+    return str(out)

@@ -22,6 +22,7 @@ from specbench.engine.loop import Engine
 from specbench.run.golden import Prompt, load_golden, make_golden, record_outputs, save_golden, verify_golden
 from specbench.run.method_env import MethodEnv
 from specbench.plugins.registry import CORPORA, METHODS, register_corpus
+from every_method import pard_copy
 from test_stats import write_fake_run
 
 CHARS = " etaoinshrdlcumwfgypbvkjxqz0123456789.,:;!?'\"()[]{}=+-*/<>_#%&\n"
@@ -80,6 +81,7 @@ def tiny(tmp_path_factory: pytest.TempPathFactory):
     model.save_pretrained(draft_dir)
     tok.save_pretrained(draft_dir)
     TINY_OPTIONS["sps"] = {"draft_model": str(draft_dir)}
+    TINY_OPTIONS["pard"] = {"draft_model": pard_copy(str(draft_dir))}  # (the target with a mask token)
     stop = {tok.convert_tokens_to_ids("#")}
     prompts = [Prompt("synthetic", str(i), 1, tok(t, add_special_tokens=False)["input_ids"]) for i, t in enumerate(PROMPT_TEXTS)]
     # a prompt made of the model's own greedy output makes copy-based drafters accept a lot

@@ -1,3 +1,3 @@
-"""PARD (parallel draft models, AMD-AIG-AIMA/PARD): a small draft trained to predict K tokens in one forward with
-mask tokens. Being built (issue 48): ``parallel_batch.py`` lays out its training sequences; the method itself is
-not registered yet."""
+"""``pard``: PARD (parallel draft model adaptation, AMD-AIG-AIMA/PARD): a small draft adapted to guess K tokens in
+one forward with mask tokens. See ``README.md`` beside this file for the reference's settings and the deviations."""
+from methods.pard import method  # noqa: F401  (registration side effects)

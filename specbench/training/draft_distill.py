@@ -176,7 +176,8 @@ def distill_draft(target: torch.nn.Module, tokenizer: Any, corpora: Sequence[str
     train, held, store = collect_labels(target, tokenizer, corpora, data_dir, cfg, progress, model_id, features)
     t_collect = time.perf_counter() - t0
     vocab = choose_vocab(train, cfg.vocab, stop_token_ids(tokenizer, target))
-    to_draft = np.zeros(int(target.config.vocab_size), dtype=np.int64)
+    # (sized for the tokenizer's ids too: a tokenizer may name more tokens than the model's config counts)
+    to_draft = np.zeros(max(int(target.config.vocab_size), int(vocab.max()) + 1), dtype=np.int64)
     to_draft[vocab[1:]] = np.arange(1, len(vocab))
     torch.manual_seed(cfg.seed)
     draft = build_draft(target, vocab, cfg.layers)
