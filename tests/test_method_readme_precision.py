@@ -48,8 +48,9 @@ TRAINERS = {
     "medusa": ("methods.medusa.train", lambda m: m.RECIPES["quick"]),
     "redrafter": ("methods.redrafter.train", lambda m: m.TrainConfig()),
     "sps": ("specbench.training.draft_distill", lambda m: m.DISTILL_RECIPES["quick"]),
+    "pard": ("methods.pard.adapt", lambda m: m.RECIPES["quick"]),
 }
-FIXED_DRAFTING = {"medusa": _medusa_heads, "sps": lambda: None}
+FIXED_DRAFTING = {"medusa": _medusa_heads, "sps": lambda: None, "pard": lambda: None}
 
 
 @pytest.fixture
@@ -126,7 +127,7 @@ def test_dtypes_read_from_the_code(bf16_cpu: torch.nn.Module) -> None:
     """The derivation is not vacuous: the mixed-precision trainers and the bf16 drafters are told apart."""
     assert {m: trains_in(m, bf16_cpu) for m in TRAINERS} == {
         "eagle": "float32", "eagle3": "bfloat16 autocast", "hydra": "bfloat16 autocast", "medusa": "float32",
-        "redrafter": "float32", "sps": "float32"}
+        "redrafter": "float32", "sps": "float32", "pard": "float32"}
     assert {m: drafts_in(m, bf16_cpu) for m in TRAINERS} == {
         "eagle": "bfloat16", "eagle3": "bfloat16", "hydra": "bfloat16", "medusa": "float32",
-        "redrafter": "bfloat16", "sps": "the target's dtype"}
+        "redrafter": "bfloat16", "sps": "the target's dtype", "pard": "the target's dtype"}

@@ -30,7 +30,7 @@ import torch.nn.functional as F
 
 from methods.pard.parallel_batch import parallel_layout
 from specbench.api import (ConfigError, DistillConfig, EpochState, FeatureOptions, LabelledSequence, collect_labels,
-                           load_distilled, optimizer_step, save_draft, trainable)
+                           draft_ids, load_distilled, optimizer_step, save_draft, trainable)
 
 META_FILE = "pard.json"
 IGNORE = -100
@@ -140,8 +140,7 @@ def adapt_draft(distilled: Path, target: torch.nn.Module, tokenizer: Any, corpor
         raise ConfigError(f"pard: {distilled} holds no complete distilled draft to adapt")
     model, vocab = loaded
     model.train()
-    to_draft = np.zeros(max(int(target.config.vocab_size), int(vocab.max()) + 1), dtype=np.int64)
-    to_draft[vocab[1:]] = np.arange(1, len(vocab))
+    to_draft = draft_ids(vocab, int(target.config.vocab_size))
     mask_id = add_mask_token(model)
     opt = torch.optim.AdamW(model.parameters(), lr=cfg.lr, weight_decay=0.0)
     per_epoch = math.ceil(len(train) / cfg.batch_size)

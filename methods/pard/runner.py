@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from specbench.api import PreallocatedCache
+from specbench.api import PreallocatedCache, draft_ids
 
 
 class ParallelRunner:
@@ -29,8 +29,7 @@ class ParallelRunner:
         self.device = next(model.parameters()).device
         self.to_draft: np.ndarray | None = None
         if vocab is not None:
-            self.to_draft = np.zeros(max(target_vocab, int(vocab.max()) + 1), dtype=np.int64)
-            self.to_draft[vocab[1:]] = np.arange(1, len(vocab))
+            self.to_draft = draft_ids(vocab, target_vocab)
         self.capacity = capacity
         self.cache = PreallocatedCache(capacity)
         self.fed = 0

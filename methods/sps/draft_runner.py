@@ -17,7 +17,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from specbench.api import PreallocatedCache, frozen_rows, kept_columns, pack_for_inference
+from specbench.api import PreallocatedCache, draft_ids, frozen_rows, kept_columns, pack_for_inference
 
 
 class DraftRunner:
@@ -42,8 +42,7 @@ class DraftRunner:
         self.to_target = vocab
         self.to_draft: np.ndarray | None = None
         if vocab is not None:
-            self.to_draft = np.zeros(max(target_vocab, int(vocab.max()) + 1), dtype=np.int64)
-            self.to_draft[vocab[1:]] = np.arange(1, len(vocab))
+            self.to_draft = draft_ids(vocab, target_vocab)
         self.capacity = capacity
         self.cache = PreallocatedCache(capacity)
         self.fed = 0

@@ -99,6 +99,19 @@ def choose_vocab(seqs: list[LabelledSequence], size: int, keep: set[int]) -> np.
     return np.array([-1] + ranked.tolist(), dtype=np.int64)
 
 
+def draft_ids(vocab: np.ndarray, target_vocab: int) -> np.ndarray:
+    """Target id -> draft id of a reduced vocabulary ``vocab`` (draft id -> target id, slot 0 "any other token"):
+    0 for every target id it lacks. Sized for the vocabulary's ids too (a tokenizer may name more tokens than the
+    model's config counts).
+
+    >>> draft_ids(np.array([-1, 5, 2]), 4).tolist()
+    [0, 0, 2, 0, 0, 1]
+    """
+    out = np.zeros(max(target_vocab, int(vocab.max()) + 1), dtype=np.int64)
+    out[vocab[1:]] = np.arange(1, len(vocab))
+    return out
+
+
 def build_draft(target: torch.nn.Module, vocab: np.ndarray, layers: int) -> torch.nn.Module:
     """The target's architecture cut to ``layers`` layers and ``len(vocab)`` tokens, initialised from it."""
     from transformers import AutoModelForCausalLM
@@ -176,9 +189,7 @@ def distill_draft(target: torch.nn.Module, tokenizer: Any, corpora: Sequence[str
     train, held, store = collect_labels(target, tokenizer, corpora, data_dir, cfg, progress, model_id, features)
     t_collect = time.perf_counter() - t0
     vocab = choose_vocab(train, cfg.vocab, stop_token_ids(tokenizer, target))
-    # (sized for the tokenizer's ids too: a tokenizer may name more tokens than the model's config counts)
-    to_draft = np.zeros(max(int(target.config.vocab_size), int(vocab.max()) + 1), dtype=np.int64)
-    to_draft[vocab[1:]] = np.arange(1, len(vocab))
+    to_draft = draft_ids(vocab, int(target.config.vocab_size))
     torch.manual_seed(cfg.seed)
     draft = build_draft(target, vocab, cfg.layers)
     draft.train()
