@@ -27,9 +27,7 @@ class ParallelRunner:
                  stop_ids: frozenset[int] = frozenset(), capacity: int = 1024) -> None:
         self.model, self.mask_id, self.to_target, self.stop_ids = model, int(mask_id), vocab, stop_ids
         self.device = next(model.parameters()).device
-        self.to_draft: np.ndarray | None = None
-        if vocab is not None:
-            self.to_draft = draft_ids(vocab, target_vocab)
+        self.to_draft = None if vocab is None else draft_ids(vocab, target_vocab)  # target id -> draft id
         self.capacity = capacity
         self.cache = PreallocatedCache(capacity)
         self.fed = 0

@@ -40,9 +40,7 @@ class DraftRunner:
         self.last_probs: list[float] = []
         self.device = next(model.parameters()).device
         self.to_target = vocab
-        self.to_draft: np.ndarray | None = None
-        if vocab is not None:
-            self.to_draft = draft_ids(vocab, target_vocab)
+        self.to_draft = None if vocab is None else draft_ids(vocab, target_vocab)  # target id -> draft id
         self.capacity = capacity
         self.cache = PreallocatedCache(capacity)
         self.fed = 0
