@@ -38,7 +38,8 @@ class EagleConfig:
     reference's defaults are 10, 5 and 60 with the root, i.e. 59 draft nodes); ``tree=static`` is EAGLE-1's
     25-node tree. ``dtype`` of the draft's weights: ``auto`` = bfloat16 on a CPU with oneDNN bf16 kernels
     (the draft only proposes, so its rounding cannot change the output), else the target's dtype. ``recipe``
-    of the default layer: ``quick`` (first use, minutes) or ``full`` (``train.RECIPES``; about an hour). ``vocab``
+    of the default layer: ``quick`` (first use, minutes), ``full`` (``train.RECIPES``; about an hour) or ``hass``
+    (full's data with HASS's harmonized training, ``hass.py``; a few hours). ``vocab``
     the draft head scores: ``trained`` (the checkpoint's own: ours keeps 8192 tokens, a published one the whole
     vocabulary), ``full``, or FR-Spec's ``fr:N`` (the N most frequent tokens of a corpus,
     ``specbench/drafting/frequency_vocab.py``)."""
@@ -154,7 +155,8 @@ def trained_layer(config: EagleConfig, env: MethodEnv) -> tuple[EagleLayer, np.n
         return EagleLayer(LayerShape.from_config(target.config), target.get_input_embeddings()).to(param.device), None
     # any other checkpoint: a folder or a hub id (ORG/NAME[@REVISION]), e.g. yuhuili/EAGLE-Vicuna-7B-v1.3
     path = find_or_train("eagle", checkpoint, config.recipe, RECIPES[config.recipe], env, what="draft layer",
-                         train=train_eagle, seconds_per_position=TRAIN_S_PER_POSITION, corpora=DEFAULT_CORPORA)
+                         train=train_eagle, corpora=DEFAULT_CORPORA,
+                         seconds_per_position=TRAIN_S_PER_POSITION * RECIPES[config.recipe].cost_factor())
     layer, vocab, meta = load_layer(path, target)
     record_checkpoint(env, path, meta, checkpoint, config.recipe, metrics=meta.get("metrics"),
                       draft_vocab=None if vocab is None else len(vocab))
