@@ -1,4 +1,5 @@
-"""``specbench train eagle [--recipe quick|full] [--out DIR]``: self-distil an EAGLE draft layer on CPU.
+"""``specbench train eagle [--recipe quick|full|hass] [--out DIR]``: self-distil an EAGLE draft layer on CPU
+(``hass``: HASS's harmonized training, ``hass.py``).
 
 Example: ``specbench train eagle --recipe full`` fills the cache folder ``--method-opt eagle.recipe=full``
 reads; ``--curve 20k,100k,300k`` prints held-out top-1 against positions (``specbench.api.TrainerSpec``).

@@ -100,7 +100,8 @@ def add_common_arguments(r: argparse.ArgumentParser, recipes: Sequence[str] = ("
     """Flags every trainer shares."""
     r.add_argument("--recipe", default=QUICK, choices=tuple(recipes),
                    help="quick: the first-use default (minutes); full: more positions and epochs (about an hour, "
-                        "resumable); flags given on top change it")
+                        "resumable); a method may have its own (eagle: hass, HASS's training on full's data); flags "
+                        "given on top change it")
     r.add_argument("--out", help="output folder (default: the cache folder of the method's recipe option)")
     r.add_argument("--corpus", help=f"corpus name(s), comma-separated (default {','.join(DEFAULT_CORPORA)})")
     r.add_argument("--tokens", type=positive_int, help="positions to train on (default: the recipe's)")
