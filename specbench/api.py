@@ -96,7 +96,8 @@ from specbench.training.draft_distill import (DISTILL_META_FILE, DISTILL_RECIPES
                                              distilled_dir, draft_ids, load_distilled, save_draft)
 from specbench.training.labelled_sequences import STORE_SEQ_LEN, LabelledSequence, select as select_labelled
 from specbench.training.feature_store import FeatureOptions, FeatureStore
-from specbench.training.recipes import FULL, QUICK, RECIPE_NAMES, check_recipe, eta_minutes, recipe_prefix
+from specbench.training.recipes import (FULL, QUICK, RECIPE_NAMES, added_field, check_recipe, eta_minutes,
+                                       recipe_prefix)
 from specbench.training.resume import EpochState
 from specbench.training.steps import optimizer_step, trainable
 from specbench.training.trainer_args import TrainerSpec, register_train_command
@@ -136,7 +137,7 @@ __all__ = [
     "sequence_ids", "DISTILL_META_FILE", "DISTILL_RECIPES", "DISTILL_S_PER_POSITION", "DISTILL_VOCAB_FILE",
     "DistillConfig", "collect_labels", "distill_draft", "draft_ids", "distilled_dir", "load_distilled", "save_draft", "STORE_SEQ_LEN",
     "LabelledSequence", "select_labelled", "FeatureOptions", "FeatureStore", "FULL", "QUICK", "RECIPE_NAMES", "recipe_prefix", "check_recipe",
-    "eta_minutes", "EpochState", "optimizer_step", "trainable", "TrainerSpec", "register_train_command",
+    "eta_minutes", "added_field", "EpochState", "optimizer_step", "trainable", "TrainerSpec", "register_train_command",
     "choose_vocab", "rank_by_count", "lr_scale", "pack_runs", "runs", "sequence_lengths", "VOCAB", "read_vocab",
     "read_weights",
     "save_weights", "find_or_train", "record_checkpoint",

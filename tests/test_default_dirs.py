@@ -34,6 +34,7 @@ def _env(dtype: torch.dtype = torch.float32) -> SimpleNamespace:
 PINNED = {
     ("eagle", "quick"): "/c/eagle/default-8b8d6386a0fb",
     ("eagle", "full"): "/c/eagle/full-9c4a0d998c9f",
+    ("eagle", "hass"): "/c/eagle/hass-0f3d44e6de3c",  # (pinned when the recipe came, issue 48)
     ("medusa", "quick"): "/c/medusa/default-606603a627e5",
     ("hydra", "quick"): "/c/hydra/default-ccbe070ae326",
     ("eagle3", "quick"): "/c/eagle3/default-01c7323fcbd3",

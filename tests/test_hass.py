@@ -28,7 +28,10 @@ def _layer() -> EagleLayer:
 
 
 def test_doctests() -> None:
+    from methods.eagle import train
+
     assert doctest.testmod(hass).failed == 0 and doctest.testmod(hass).attempted >= 5
+    assert doctest.testmod(train).failed == 0 and doctest.testmod(train).attempted >= 1
 
 
 def test_one_stream_is_the_plain_forward() -> None:

@@ -25,8 +25,8 @@ import torch.nn.functional as F
 from methods.eagle.checkpoint import save_layer
 from methods.eagle.hass import align_mask, harmonized_forward, next_stream, topk_loss
 from methods.eagle.layer import EagleLayer, LayerShape
-from specbench.api import (ConfigError, DistillData, EpochState, FeatureOptions, choose_vocab, eta_minutes, lr_scale, optimizer_step,
-                           pack_runs, runs, sequence_lengths, stop_token_ids, trainable)
+from specbench.api import (ConfigError, DistillData, EpochState, FeatureOptions, added_field, choose_vocab, eta_minutes,
+                           lr_scale, optimizer_step, pack_runs, runs, sequence_lengths, stop_token_ids, trainable)
 
 
 @dataclass(frozen=True)
@@ -46,12 +46,13 @@ class EagleTrainConfig:
     heldout_every: int = 20
     seed: int = 0
     # HASS (hass.py): forwards per batch reading the draft's own features (1 = plain EAGLE; the reference's 3)
-    align_steps: int = 1
-    topk: int = 10  # HASS's top-k distillation: the target's k most likely tokens
-    topk_weight: float = 0.0  # its weight in the first epochs (the reference's first stage: 0)
-    tune_epochs: int = 0  # the last epochs of ``epochs`` as HASS's second stage: a fresh optimiser at
-    tune_lr: float = 3.3e-4  # this rate (the reference's 1e-5 after 3e-5: a third) with
-    tune_topk_weight: float = 1.0  # this top-k weight
+    # (added after the quick and full folders were keyed: out of their key while at these defaults)
+    align_steps: int = added_field(1)
+    topk: int = added_field(10)  # HASS's top-k distillation: the target's k most likely tokens
+    topk_weight: float = added_field(0.0)  # its weight in the first epochs (the reference's first stage: 0)
+    tune_epochs: int = added_field(0)  # the last epochs of ``epochs`` as HASS's second stage: a fresh optimiser at
+    tune_lr: float = added_field(3.3e-4)  # this rate (the reference's 1e-5 after 3e-5: a third) with
+    tune_topk_weight: float = added_field(1.0)  # this top-k weight
 
     def validate(self) -> None:
         if min(self.tokens, self.epochs, self.window, self.batch_size, self.align_steps, self.topk) < 1:

@@ -15,6 +15,10 @@ from specbench.api import TrainerSpec, int_at_least, register_train_command, tra
 def _add_arguments(r: argparse.ArgumentParser) -> None:
     r.add_argument("--draft-vocab", dest="draft_vocab", type=int_at_least(0),
                    help="tokens the draft scores (default 8192; 0 = the target's whole vocabulary)")
+    r.add_argument("--align-steps", dest="align_steps", type=int_at_least(1),
+                   help="HASS's aligned forwards per batch (1 = plain EAGLE; the hass recipe's 3)")
+    r.add_argument("--tune-epochs", dest="tune_epochs", type=int_at_least(0),
+                   help="the last epochs as HASS's second stage (top-k term, a third of the rate; the hass recipe's 4)")
 
 
 register_train_command(TrainerSpec(

@@ -11,7 +11,6 @@ Example: ``default_dir(env, "medusa", MedusaTrainConfig())`` ->
 """
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 import json
 import sys
@@ -21,7 +20,7 @@ from typing import Any, Callable, Sequence
 from specbench.models.hub import resolve_checkpoint
 from specbench.paths import writable_cache_dir
 from specbench.training.distill_data import DEFAULT_CORPORA
-from specbench.training.recipes import QUICK, recipe_prefix
+from specbench.training.recipes import QUICK, recipe_key, recipe_prefix
 
 DEFAULT = "default"
 
@@ -46,7 +45,7 @@ def default_dir(env: Any, kind: str, recipe: Any, name: str = QUICK) -> Path:
     new recipe or target trains a new default instead of reusing another's."""
     param = next(env.model.parameters())
     fields: dict[str, Any] = {"model": env.model_id, "dtype": str(param.dtype), "corpora": DEFAULT_CORPORA,
-                              "recipe": dataclasses.asdict(recipe)}
+                              "recipe": recipe_key(recipe)}
     if name != QUICK:
         fields["recipe_name"] = name
     return keyed_dir(env, kind, recipe_prefix(name), fields)

@@ -15,7 +15,8 @@ specbench.errors.ConfigError: eagle: recipe must be one of quick, full, got 'slo
 """
 from __future__ import annotations
 
-from typing import Iterable
+import dataclasses
+from typing import Any, Iterable
 
 from specbench.errors import ConfigError
 
@@ -44,3 +45,30 @@ def recipe_prefix(recipe: str) -> str:
     """The cache folder prefix of a recipe's default: ``default`` for quick (the folders trained before
     recipes existed stay valid), else the recipe's name."""
     return "default" if recipe == QUICK else recipe
+
+
+ADDED_LATER = "added_later"  # dataclass field metadata: see ``added_field``
+
+
+def added_field(default: Any) -> Any:
+    """A recipe field added after cache folders were keyed by the recipe: ``recipe_key`` leaves it out while it
+    holds ``default``, so the defaults trained before it existed stay found (``tests/test_default_dirs.py``)."""
+    return dataclasses.field(default=default, metadata={ADDED_LATER: True})
+
+
+def recipe_key(recipe: Any) -> dict[str, Any]:
+    """The recipe's fields as they key its cache folder: ``dataclasses.asdict`` without the ``added_field`` ones
+    at their default.
+
+    >>> @dataclasses.dataclass(frozen=True)
+    ... class R:
+    ...     tokens: int = 10
+    ...     steps: int = added_field(1)
+    >>> recipe_key(R()), recipe_key(R(steps=3))
+    ({'tokens': 10}, {'tokens': 10, 'steps': 3})
+    """
+    out = dataclasses.asdict(recipe)
+    for f in dataclasses.fields(recipe):
+        if f.metadata.get(ADDED_LATER) and getattr(recipe, f.name) == f.default:
+            del out[f.name]
+    return out
