@@ -2,7 +2,6 @@
 and the ``recipe`` option (validated, part of the cache key, recorded)."""
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 import json
 from pathlib import Path
@@ -18,6 +17,7 @@ from methods.medusa.train import MedusaTrainConfig, train_medusa
 from specbench.datastore import corpora
 from specbench.errors import ConfigError
 from specbench.training.checkpoints import default_dir
+from specbench.training.recipes import recipe_key
 from specbench.training.distill_data import DEFAULT_CORPORA
 from test_golden import char_tokenizer
 from test_sps_distill import tied_tiny_target
@@ -107,7 +107,8 @@ def test_quick_keeps_its_cache_folder_and_full_gets_its_own(tmp_path) -> None:
     env = SimpleNamespace(model=torch.nn.Linear(2, 2), model_id="m", cache_dir=tmp_path)
     quick, full = default_dir(env, "eagle", RECIPES["quick"]), default_dir(env, "eagle", RECIPES["full"], "full")
     legacy_key = json.dumps({"model": "m", "dtype": "torch.float32", "corpora": DEFAULT_CORPORA,
-                             "recipe": dataclasses.asdict(EagleTrainConfig())}, sort_keys=True)  # as before recipes
+                             "recipe": recipe_key(EagleTrainConfig())}, sort_keys=True)  # as before recipes
+    # (recipe_key: the fields as before HASS's were added; tests/test_default_dirs.py pins the names themselves)
     assert quick == Path(tmp_path) / "eagle" / f"default-{hashlib.sha256(legacy_key.encode()).hexdigest()[:12]}"
     assert full.name.startswith("full-") and full.parent == quick.parent
     assert RECIPES["quick"] == EagleTrainConfig() and RECIPES["full"].tokens == 300_000
