@@ -177,7 +177,8 @@ def train_eagle(target: torch.nn.Module, tokenizer: Any, corpora: Sequence[str],
         if epoch == first_tune:  # the reference's second run loads the weights only: fresh moments, own schedule
             opt = torch.optim.AdamW(layer.parameters(), lr=cfg.tune_lr)
         lr, weight = (cfg.tune_lr, cfg.tune_topk_weight) if tune else (cfg.lr, cfg.topk_weight)
-        stage_start, stage_steps = (first_tune * per_epoch, total - first_tune * per_epoch) if tune else (0, first_tune * per_epoch)
+        stage_start = first_tune * per_epoch if tune else 0  # each stage its own warm-up and decay
+        stage_steps = total - stage_start if tune else first_tune * per_epoch
         warmup = max(1, stage_steps // 20)
         order = torch.randperm(len(windows), generator=torch.Generator().manual_seed(cfg.seed + epoch)).tolist()
         for batch in pack_runs(windows, cfg.batch_size, order):
