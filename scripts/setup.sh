@@ -2,7 +2,8 @@
 # Create .venv with everything specbench needs (idempotent: a stamp skips work already done).
 # Env: PYTHON (default python3), TORCH_SPEC (default torch==2.13.0; e.g. "torch" for the newest build),
 #      SPECBENCH_BROWSER=1 also installs Debian's chromium for the HTML browser test (needs root/apt),
-#      SPECBENCH_LLAMACPP=1 also installs the llamacpp extra (`make test` sets it; `make bench` does not need it).
+#      SPECBENCH_LLAMACPP=1 also builds llama.cpp (the llamacpp extra's libraries and llama-server; `make test` sets
+#      it; `make bench` does not need it).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-python3}
@@ -21,20 +22,21 @@ if [ ! -f "$stamp" ]; then
   touch "$stamp"
 fi
 if [ "${SPECBENCH_LLAMACPP:-0}" = "1" ]; then
-  lstamp="$VENV/.specbench-llamacpp-$(sha256sum pyproject.toml scripts/setup.sh scripts/llamacpp-lean.cmake | sha256sum | cut -c1-12)"
-  if [ ! -f "$lstamp" ]; then
-    # llama-cpp-python has no wheel on PyPI: pip builds it from its sdist once and keeps the wheel in its cache
-    # (~/.cache/pip/wheels; a later install takes seconds). The lean build: this CPU's instructions only
-    # (GGML_NATIVE), no multimodal library (LLAVA_BUILD), no tests/tools/examples/server, and llama.cpp's
-    # "common" helpers left out (scripts/llamacpp-lean.cmake): about 4 minutes on 2 cores instead of 7 (under load).
-    export CMAKE_ARGS="${CMAKE_ARGS:-} -DGGML_NATIVE=ON -DLLAVA_BUILD=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_TOOLS=OFF \
--DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_SERVER=OFF -DCMAKE_PROJECT_llama.cpp_INCLUDE=$PWD/scripts/llamacpp-lean.cmake"
-    export CMAKE_BUILD_PARALLEL_LEVEL="${CMAKE_BUILD_PARALLEL_LEVEL:-$(nproc)}"
-    echo "[setup] installing the llamacpp extra (builds llama.cpp from source the first time: a few minutes)" >&2
-    if "$VENV/bin/python" -m pip install -q -e ".[llamacpp]"; then
-      touch "$lstamp"
+  LLAMACPP_VERSION=0.3.36  # llama-cpp-python's version: its bindings, and the llama.cpp source it vendors
+  lstamp="$VENV/.specbench-llamacpp-$(sha256sum pyproject.toml scripts/setup.sh scripts/build_llamacpp.sh | sha256sum | cut -c1-12)"
+  where='import importlib.util as u, os; s = u.find_spec("llama_cpp"); print(os.path.dirname(s.origin) if s else "")'
+  if [ ! -f "$lstamp" ] || [ ! -x "$("$VENV/bin/python" -c "$where")/lib/llama-server" ]; then
+    # llama-cpp-python has no wheel on PyPI, and its own build makes the libraries only: llama.cpp is built once
+    # here, libraries and llama-server together (scripts/build_llamacpp.sh, cached under $SPECBENCH_CACHE), then the
+    # bindings are installed without a build of their own and given those libraries
+    if built=$(bash scripts/build_llamacpp.sh "$VENV/bin/python" "$LLAMACPP_VERSION"); then
+      CMAKE_ARGS="-DLLAMA_BUILD=OFF -DLLAVA_BUILD=OFF" "$VENV/bin/python" -m pip install -q --no-deps --no-cache-dir \
+        --force-reinstall "$built/llama_cpp_python-$LLAMACPP_VERSION.tar.gz"
+      pkg=$("$VENV/bin/python" -c "$where")
+      mkdir -p "$pkg/lib" && cp -a "$built/lib/." "$pkg/lib/"
+      "$VENV/bin/python" -m pip install -q -e ".[llamacpp]" && touch "$lstamp"
     else
-      echo "[setup] could not build llama-cpp-python; the llama.cpp backend's tests will be skipped" >&2
+      echo "[setup] could not build llama.cpp; the llama.cpp backend's and llama-server's tests will be skipped" >&2
     fi
   fi
 fi

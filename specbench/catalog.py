@@ -17,6 +17,10 @@ from typing import Iterable
 
 BASELINE = "ar"
 OVERALL = "Overall"
+# engines under test (``--engine``): their rows are ``engine:SETTING``, each timed and checked against the same
+# engine with speculation off, ``engine:off``, as specbench's own methods are against ``ar``
+ENGINE_PREFIX = "engine:"
+ENGINE_BASELINE = "engine:off"
 OVERHEAD_KEY = "overhead"  # a method's artifacts entry for its declared storage / parameter overhead
 
 # (task name, report label) in Spec-Bench's column order; ``nq`` is registered but not in ``--tasks all``
@@ -46,6 +50,20 @@ def order_categories(names: Iterable[str]) -> list[str]:
     """
     names = set(names)
     return [c for c in MT_BENCH_CATEGORIES if c in names] + sorted(names - set(MT_BENCH_CATEGORIES))
+
+
+def reference_method(method: str) -> str:
+    """The baseline a method's row is timed and checked against: ``engine:off`` for an engine's rows, else ``ar``.
+
+    >>> reference_method("engine:ngram"), reference_method("pld"), reference_method("engine:off")
+    ('engine:off', 'ar', 'engine:off')
+    """
+    return ENGINE_BASELINE if method.startswith(ENGINE_PREFIX) else BASELINE
+
+
+def is_baseline(method: str) -> bool:
+    """Whether ``method`` is a baseline (``ar``, or an engine's ``engine:off``)."""
+    return method == reference_method(method)
 
 
 def task_label(task: str) -> str:

@@ -16,13 +16,12 @@ import numpy as np
 import torch
 
 from specbench.api import (
-    DEFAULT_CORPORA, BaseDrafter, ConfigError, DraftContext, DraftTree, FeatureOptions, MethodEnv, Proposal, StepResult,
-    check_recipe, choose_draft_vocab, eta_minutes, is_hub_id, load_or_train, parse_vocab, record_head_rows,
-    register_method, resolve_checkpoint, stop_token_ids)
+    BaseDrafter, ConfigError, DraftContext, DraftTree, MethodEnv, Proposal, StepResult, check_recipe,
+    choose_draft_vocab, is_hub_id, parse_vocab, record_head_rows, register_method, resolve_checkpoint, stop_token_ids)
 
 from methods.sps.adaptive import AdaptiveThreshold, require_sklearn
-from specbench.api import (DISTILL_META_FILE, DISTILL_RECIPES, DISTILL_S_PER_POSITION, DISTILL_VOCAB_FILE, distill_draft,
-                           distilled_dir, load_distilled)
+from specbench.api import (DISTILL_META_FILE, DISTILL_RECIPES, DISTILL_VOCAB_FILE, distilled_dir,  # noqa: F401
+                           distilled_draft_folder, load_distilled)  # (distilled_dir: tests read sps's folder there)
 from methods.sps.draft_runner import DraftRunner
 
 SCHEDULES = ("constant", "heuristic")
@@ -144,14 +143,7 @@ def load_draft(name: str, env: MethodEnv, recipe: str = "quick") -> tuple[Any, n
 
 
 def _distilled(env: MethodEnv, param: torch.Tensor, name: str) -> tuple[Any, np.ndarray]:
-    recipe = DISTILL_RECIPES[name]
-    features = FeatureOptions(root=Path(env.cache_dir) / "features")
-    out = load_or_train(None, env, option="sps.draft_model", what="draft (distilled from the target)", done=DISTILL_META_FILE,
-                        recipe=name, minutes=eta_minutes(recipe.tokens, recipe.epochs, DISTILL_S_PER_POSITION),
-                        default=lambda: distilled_dir(env, recipe, name),
-                        train=lambda out: distill_draft(env.model, env.tokenizer, DEFAULT_CORPORA, env.data_dir, out,
-                                                        recipe, env.model_id, features=features, recipe=name))
-    loaded = load_distilled(out, param.device, param.dtype)
+    loaded = load_distilled(distilled_draft_folder(env, name), param.device, param.dtype)
     assert loaded is not None  # complete: its DISTILL_META_FILE is written last
     return loaded
 

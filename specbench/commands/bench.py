@@ -19,7 +19,7 @@ def run_command(args: argparse.Namespace) -> int:
         require_quiet(config.threads)
     n_q = sum(len(q) for q in plan.questions.values())
     split = "" if config.split == "eval" else f" ({config.split} split)"
-    print(f"[specbench] {run_dir}: methods {','.join(plan.methods)}; {n_q} questions{split} over "
+    print(f"[specbench] {run_dir}: methods {','.join(plan.all_methods)}; {n_q} questions{split} over "
           f"{len(plan.tasks)} task(s); max_new_tokens {config.max_new_tokens}", file=sys.stderr)
     mismatches = Runner(plan, run_dir, progress=not args.no_progress).execute()
     print(write_report(run_dir))

@@ -12,8 +12,10 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from specbench.catalog import ENGINE_BASELINE, ENGINE_PREFIX
 from specbench.config.coerce import short_repr
 from specbench.config.context_length import MIN_LENGTH
+from specbench.config.engine_choice import parse_engine
 from specbench.engine.backend_registry import backend_choices, backend_spec, dtype_hint
 from specbench.engine.budget import RUN_BUDGETS
 from specbench.engine.sampling_config import SamplingConfig
@@ -66,6 +68,9 @@ class RunConfig:
     context_length: tuple[int, ...] = ()  # input lengths (tokens) of long-input tasks; () = their defaults (context_length.py)
     batch_size: tuple[int, ...] = (1,)  # sequences decoded together; several = each size side by side (batch_loop.py)
     refill: bool = False  # batches refilled from the queue as sequences finish (continuous batching), not static
+    engine: str | None = None  # an engine under test: llama-server, or openai:URL (specbench.serving)
+    engine_options: dict[str, str] = field(default_factory=dict)  # --engine-opt KEY=VALUE (timeouts, flags)
+    concurrency: tuple[int, ...] = (1,)  # requests in flight at once at the engine (each level side by side)
 
     def validate(self) -> None:
         if self.limit is not None and self.limit < 1:
@@ -115,7 +120,26 @@ class RunConfig:
                               f"use --backend fast")
         if self.refill and max(self.batch_size) == 1:
             raise ConfigError("--refill needs --batch-size above 1 (it refills a batch's finished slots)")
+        self._validate_engine()
         self.sampling.validate()
+
+    def _validate_engine(self) -> None:
+        engine_rows = [m for m in self.methods if m.strip().startswith(ENGINE_PREFIX)]
+        if self.engine is not None:
+            parse_engine(self.engine)
+            if not engine_rows:
+                raise ConfigError(f"--engine {self.engine}: name its speculation settings in --methods, e.g. "
+                                  f"{ENGINE_PREFIX}ngram (the baseline {ENGINE_BASELINE} is added)")
+        elif engine_rows:
+            raise ConfigError(f"--methods {engine_rows[0]}: engine rows need --engine (llama-server or openai:URL)")
+        if not self.concurrency or any(isinstance(c, bool) or not isinstance(c, int) or c < 1 for c in self.concurrency):
+            raise ConfigError(f"--concurrency must be positive integers, got {','.join(map(str, self.concurrency))}")
+        if len(set(self.concurrency)) != len(self.concurrency):
+            raise ConfigError(f"--concurrency lists a level twice: {','.join(map(str, self.concurrency))}")
+        if max(self.concurrency) > 1 and self.engine is None:
+            raise ConfigError("--concurrency above 1 sends requests to an engine under test: give --engine")
+        if not self.sampling.greedy and self.engine is not None:
+            raise ConfigError("--engine runs greedy decoding (--temperature 0): its lossless check compares token ids")
 
     @property
     def sampling(self) -> SamplingConfig:

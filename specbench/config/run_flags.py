@@ -93,6 +93,16 @@ def add_run_arguments(parser: argparse.ArgumentParser, omit: tuple[str, ...] = (
                    "method's speedup taken against AR at the same size")
     p.add_argument("--refill", action="store_true", help="with --batch-size: a finished sequence's slot takes the "
                    "next question at once (continuous batching) instead of waiting for its batch to finish")
+    p.add_argument("--engine", help="an engine under test, measured as a subject: llama-server (started by specbench, "
+                   "one server per setting) or openai:http://HOST:PORT (a vLLM / SGLang / llama.cpp server you started, "
+                   "speculation off); its rows are --methods engine:SETTING, each against the same engine without "
+                   "speculation (engine:off)")
+    p.add_argument("--engine-opt", action="append", metavar="KEY=VALUE",
+                   help="engine option (repeatable): ready_timeout_s (default 300), request_timeout_s (600), flags "
+                        "(extra llama-server flags for every setting), model (a GGUF file llama-server runs instead of "
+                        "the run's model converted)")
+    p.add_argument("--concurrency", metavar="C[,C...]", help="requests in flight at once at the engine (default 1); "
+                   "a list (1,4,16) measures every level, each engine row against engine:off at the same level")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
 
 
@@ -142,6 +152,8 @@ def config_from_args(args: argparse.Namespace) -> RunConfig:
         "chat_template": getattr(args, "chat_template", None),
         "context_length": parse_lengths(args.context_length) if getattr(args, "context_length", None) is not None else None,
         "batch_size": args.batch_size.split(",") if getattr(args, "batch_size", None) is not None else None,
+        "engine": getattr(args, "engine", None),
+        "concurrency": args.concurrency.split(",") if getattr(args, "concurrency", None) is not None else None,
     }
     values.update({k: v for k, v in flags.items() if v is not None})
     if args.allow_mismatch:
@@ -154,6 +166,13 @@ def config_from_args(args: argparse.Namespace) -> RunConfig:
     for method, kv in parse_method_opts(args.method_opt).items():
         opts.setdefault(method, {}).update(kv)
     values["method_options"] = opts
+    engine_opts = dict(values.get("engine_options") or {})
+    for item in getattr(args, "engine_opt", None) or []:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise ConfigError(f"--engine-opt expects KEY=VALUE, got {item!r}")
+        engine_opts[key.strip()] = value.strip()
+    values["engine_options"] = engine_opts
     preset = getattr(args, "preset", None) or values.get("preset")
     if preset:  # the preset fills what neither the YAML nor a flag set
         values = merge_preset(_preset_for(preset, values), values)

@@ -11,6 +11,7 @@ Example row: ``pld | 1.29x ±0.08 (1.57) | 0.93x ±0.05 (1.55)``: PLD's speedup 
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +27,28 @@ from specbench.results.stats import Cell, run_stats
 PLOT_FILE = "batch_speedup.png"
 
 
+@dataclass(frozen=True)
+class Axis:
+    """What the sizes of a run are: batch sizes of specbench's own loop, or an engine's concurrency levels
+    (requests in flight at once, ``--concurrency``), whose baseline is ``engine:off`` (the engine view's ``ar``)."""
+
+    name: str
+    short: str
+    plot_file: str
+    baseline: str
+    unit: str
+    title: str  # the report section's heading
+
+
+BATCH = Axis("batch size", "B", PLOT_FILE, "AR", "sequence", "Batch sizes")
+CONCURRENCY = Axis("concurrency", "C", "concurrency_speedup.png", "engine:off", "request", "Concurrency levels")
+
+
+def axis_of(run: Run) -> Axis:
+    """Concurrency for an engine's view of a run (``loaded_run.subject_view``), else batch size."""
+    return CONCURRENCY if run.manifest.get("view") == "engine" else BATCH
+
+
 def batch_stats(run: Run, **kwargs: Any) -> dict[int, dict[str, dict[str, Cell]]]:
     """``{batch size: run_stats at that size}`` for every size of the folder."""
     return {size: run_stats(run.at_batch(size), **kwargs) for size in run.batch_sizes()}
@@ -33,7 +56,7 @@ def batch_stats(run: Run, **kwargs: Any) -> dict[int, dict[str, dict[str, Cell]]
 
 def speedup_table(run: Run, by_size: dict[int, dict[str, dict[str, Cell]]]) -> Table:
     """Overall speedup ±CI (tau) of every method at every batch size; AR's row: its tokens/s."""
-    sizes = sorted(by_size)
+    sizes, axis = sorted(by_size), axis_of(run)
     rows, keys = [], []
     for m in run.methods():
         cells = [by_size[b].get(m, {}).get(OVERALL) for b in sizes]
@@ -42,13 +65,13 @@ def speedup_table(run: Run, by_size: dict[int, dict[str, dict[str, Cell]]]) -> T
         else:
             rows.append([m] + [f"{c.speedup_text()} ({c.tau:.2f})" if c and c.speedup is not None else "-" for c in cells])
         keys.append([None] + [c.speedup if c else None for c in cells])
-    return Table("Speedup vs batch size (Overall, 95% CI; tau in brackets; AR: its own tokens/s)",
-                 ["method"] + [f"B={b}" for b in sizes], rows, keys)
+    return Table(f"Speedup vs {axis.name} (Overall, 95% CI; tau in brackets; {axis.baseline}: its own tokens/s)",
+                 ["method"] + [f"{axis.short}={b}" for b in sizes], rows, keys)
 
 
 def latency_table(run: Run) -> Table:
     """Per-sequence TTFT and TPOT (medians) of every method at every batch size."""
-    sizes = run.batch_sizes()
+    sizes, axis = run.batch_sizes(), axis_of(run)
     rows = []
     for m in run.methods():
         row = [m]
@@ -59,13 +82,13 @@ def latency_table(run: Run) -> Table:
             row.append(f"{fmt_num(_median(ttft) * 1e3 if ttft else None, '{:.0f}')} / "
                        f"{fmt_num(_median(tpot) * 1e3 if tpot else None, '{:.1f}')}")
         rows.append(row)
-    return Table("Per-sequence latency vs batch size: TTFT ms / TPOT ms (medians; TTFT from the sequence's admission)",
-                 ["method"] + [f"B={b}" for b in sizes], rows, [[None] * len(row) for row in rows])
+    return Table(f"Per-{axis.unit} latency vs {axis.name}: TTFT ms / TPOT ms (medians; TTFT from the {axis.unit}'s "
+                 "admission)", ["method"] + [f"{axis.short}={b}" for b in sizes], rows, [[None] * len(row) for row in rows])
 
 
 def lossless_table(run: Run) -> Table:
     """Exact / tie / mismatch counts of every method (AR included) at every batch size, against AR alone."""
-    sizes = run.batch_sizes()
+    sizes, axis = run.batch_sizes(), axis_of(run)
     rows = []
     for m in run.methods():
         row = [m]
@@ -77,13 +100,14 @@ def lossless_table(run: Run) -> Table:
             counts = {k: sum(r.lossless_class == k for r in recs) for k in (EXACT, TIE, MISMATCH)}
             row.append(f"{counts[EXACT]} / {counts[TIE]} / {counts[MISMATCH]}" if recs else "-")
         rows.append(row)
-    return Table("Lossless vs AR decoded alone: exact / tie / MISMATCH", ["method"] + [f"B={b}" for b in sizes], rows,
-                 [[None] * len(row) for row in rows])
+    alone = "AR decoded alone" if axis is BATCH else f"{axis.baseline} at {axis.short}=1"
+    return Table(f"Lossless vs {alone}: exact / tie / MISMATCH", ["method"] + [f"{axis.short}={b}" for b in sizes],
+                 rows, [[None] * len(row) for row in rows])
 
 
 def write_plot(run: Run, by_size: dict[int, dict[str, dict[str, Cell]]], out: Path) -> bool:
-    """``batch_speedup.png``: Overall speedup (CI bars) against batch size, a line per method; False when
-    matplotlib cannot write it."""
+    """``batch_speedup.png`` (an engine's: ``concurrency_speedup.png``): Overall speedup (CI bars) against batch
+    size, a line per method; False when matplotlib cannot write it."""
     from specbench.reports.figures import pyplot
 
     plt = pyplot()
@@ -104,12 +128,13 @@ def write_plot(run: Run, by_size: dict[int, dict[str, dict[str, Cell]]], out: Pa
     ax.axhline(1.0, color="grey", linewidth=0.8, linestyle="--")
     ax.set_xscale("log", base=2)
     ax.set_xticks(sizes, [str(b) for b in sizes])
-    ax.set_xlabel("batch size")
-    ax.set_ylabel("speedup vs AR at the same batch size")
+    axis = axis_of(run)
+    ax.set_xlabel(axis.name)
+    ax.set_ylabel(f"speedup vs {axis.baseline} at the same {axis.name}")
     ax.legend(fontsize=8)
     fig.tight_layout()
     try:
-        fig.savefig(out / PLOT_FILE, dpi=120)
+        fig.savefig(out / axis.plot_file, dpi=120)
         return True
     except OSError:
         return False

@@ -27,20 +27,21 @@ from specbench.reports import metric_tables as MT
 from specbench.reports.auto_report import auto_table
 from specbench.reports.budget_report import auto_vs_default_table, prediction_table
 from specbench.reports.drafter_state import drafter_state_table
+from specbench.reports.engine_report import engine_counters, engine_section
 from specbench.reports.labels import backend_label, checked_precision, ran_on_cpu
 from specbench.reports.long_context import length_prediction_table, length_tables
 from specbench.reports.long_context_plot import PLOT_FILE, write_length_figure
 from specbench.reports.noise_floor import noise_floor_note
 from specbench.reports.numfmt import fmt_num
 from specbench.reports.spec_bench_section import spec_bench_section
-from specbench.reports.summary import (SUMMARY_CSV, SUMMARY_JSON, build_summary, method_overhead, summary_csv,
-                                       summary_text)
+from specbench.reports.summary import (SUMMARY_CSV, SUMMARY_JSON, build_summary, engine_json, method_overhead,
+                                       summary_csv, summary_text)
 from specbench.reports.table import Table
 from specbench.results.context_lengths import length_groups
 from specbench.results.logprob_check import logprob_stats, logprob_table_rows
 from specbench.results.lossless import EXACT, MISMATCH, TIE
 from specbench.results.progress import progress_of
-from specbench.results.loaded_run import Run, load_run
+from specbench.results.loaded_run import ENGINE, Run, load_run
 from specbench.results.run_folder import PROFILE_FILE
 from specbench.results.stats import Cell, category_stats, run_stats
 
@@ -106,7 +107,8 @@ def _sampling_text(manifest: dict[str, Any]) -> str:
 def render(run: Run, fmt: str = "github", stats: dict[str, dict[str, Cell]] | None = None,
            categories: dict[str, dict[str, Cell]] | None = None) -> str:
     """Markdown (``github``) tables: speedup ±CI, tau, tokens/s, acceptance, draft share, lossless counts,
-    then the metric tables (pass ``stats`` / ``categories`` already computed to reuse them)."""
+    then the metric tables (pass ``stats`` / ``categories`` already computed to reuse them). An engine's view
+    (``loaded_run.subject_view``) names its baseline ``engine:off`` and has no draft share (engines do not say)."""
     if not run.records:
         return "no records yet\n"
     stats = run_stats(run) if stats is None else stats
@@ -117,13 +119,15 @@ def render(run: Run, fmt: str = "github", stats: dict[str, dict[str, Cell]] | No
     progress = progress_of(run)
     if progress is not None and progress.partial:  # interrupted or still running: its tables are not the run's
         parts.append(f"**Partial run: {progress.text()}.** The tables cover only the records present.")
+    engine_view = run.manifest.get("view") == ENGINE
+    base = "engine:off" if engine_view else "AR"
     tables: list[tuple[str, Callable[[Cell], str]]] = [
-        ("Speedup vs AR (tokens/s ratio on the same questions, 95% bootstrap CI)", Cell.speedup_text),
+        (f"Speedup vs {base} (tokens/s ratio on the same questions, 95% bootstrap CI)", Cell.speedup_text),
         ("Mean tokens per forward pass (tau)", lambda c: fmt_num(c.tau, "{:.2f}")),
         ("Tokens per second", lambda c: fmt_num(c.tokens_per_s, "{:.1f}")),
         ("Acceptance rate (accepted / drafted tokens)", lambda c: fmt_num(c.acceptance_rate, "{:.2f}")),
         ("Share of time spent drafting", lambda c: fmt_num(c.draft_share, "{:.1%}")),
-    ]
+    ][: 4 if engine_view else 5]
     for title, cell_text in tables:
         rows = [[m] + [cell_text(stats[m][c]) if c in stats[m] else "-" for c in cols] for m in methods]
         parts.append(f"### {title}\n\n" + tabulate(rows, headers=["method"] + cols, tablefmt=fmt))
@@ -150,7 +154,7 @@ def render(run: Run, fmt: str = "github", stats: dict[str, dict[str, Cell]] | No
         )
     elif rows:
         parts.append(
-            f"### Lossless check vs AR ({checked_precision(run.manifest or {})} token ids)\n\n"
+            f"### Lossless check vs {base} ({checked_precision(run.manifest or {})} token ids)\n\n"
             + tabulate(rows, headers=["method", "exact", "numerical tie", "MISMATCH", "status"], tablefmt=fmt)
         )
     parts += _budget_sections(run, stats, fmt)
@@ -207,9 +211,9 @@ def _metric_sections(run: Run, stats: dict[str, dict[str, Cell]], categories: di
 
 def _batch_sections(run: Run, by_size: dict[int, dict[str, dict[str, Cell]]], fmt: str = "github") -> str:
     """The batch-size tables (``batch_report.py``) and, per batch size above 1, its speedup per subtask."""
-    base = run.base_batch()
-    parts = [f"## Batch sizes {', '.join(map(str, by_size))}\n\nThe tables above are at batch size {base}; here "
-             "every size, each method against AR at the same size."]
+    base, axis = run.base_batch(), BR.axis_of(run)
+    parts = [f"## {axis.title} {', '.join(map(str, by_size))}\n\nThe tables above are at {axis.name} "
+             f"{base}; here every level, each method against {axis.baseline} at the same level."]
     for t in (BR.speedup_table(run, by_size), BR.latency_table(run), BR.lossless_table(run)):
         parts.append(f"### {t.title}\n\n" + tabulate(t.rows, headers=t.headers, tablefmt=fmt))
     for size, stats in by_size.items():
@@ -218,10 +222,20 @@ def _batch_sections(run: Run, by_size: dict[int, dict[str, dict[str, Cell]]], fm
         view = run.at_batch(size)
         cols = view.subtasks() + [OVERALL]
         rows = [[m] + [stats[m][c].speedup_text() if c in stats.get(m, {}) else "-" for c in cols] for m in view.methods()]
-        parts.append(f"### Speedup at batch size {size}\n\n" + tabulate(rows, headers=["method"] + cols, tablefmt=fmt))
+        parts.append(f"### Speedup at {axis.name} {size}\n\n" + tabulate(rows, headers=["method"] + cols, tablefmt=fmt))
     if BR.write_plot(run, by_size, run.path):
-        parts.append(f"Plot: `{BR.PLOT_FILE}`.")
+        parts.append(f"Plot: `{axis.plot_file}`.")
     return "\n\n".join(parts) + "\n"
+
+
+def _engine_sections(own: Run, engine: Run, own_stats: dict[str, dict[str, Cell]]) -> str:
+    """The engine under test's section (``engine_report.py``): its view's tables, then its own tables."""
+    stats = run_stats(engine)
+    rendered = render(engine, stats=stats, categories=category_stats(engine))
+    rendered = rendered[rendered.find("### "):]  # (the run's header lines are the report's, above)
+    if engine.batch_sizes() != [1]:
+        rendered += "\n\n" + _batch_sections(engine, batch_stats(engine))
+    return engine_section(own, engine, stats, own_stats, rendered)
 
 
 FORMATS = ("md", "json", "csv")
@@ -240,6 +254,9 @@ def write_report(run_dir: str | Path, fmt: str = "md") -> str:
     by_size = batch_stats(run) if run.batch_sizes() != [1] else None
     if by_size:
         text += "\n" + _batch_sections(run, by_size)
+    engine = load_run(run_dir, subject=ENGINE) if run.manifest.get("engine") else None
+    if engine is not None and engine.records:
+        text += "\n" + _engine_sections(run, engine, stats)
     if not run.records:
         write_outputs(run.path, {REPORT_FILE: text})
         return text
@@ -247,6 +264,8 @@ def write_report(run_dir: str | Path, fmt: str = "md") -> str:
     if groups and run.path.is_dir():
         write_length_figure(run.path, groups, run.methods(), stats)
     summary = build_summary(run, stats=stats, categories=categories)
+    if engine is not None and engine.records:
+        summary["engine"] = engine_json(engine, engine_counters(engine))
     out = {"md": text, "json": summary_text(summary), "csv": summary_csv(summary)}
     write_outputs(run.path, {REPORT_FILE: text, SUMMARY_JSON: out["json"], SUMMARY_CSV: out["csv"]})
     return out[fmt]

@@ -21,11 +21,11 @@ import json
 from pathlib import Path
 from typing import Any
 
-from specbench.catalog import OVERALL, OVERHEAD_KEY
+from specbench.catalog import BASELINE, ENGINE_BASELINE, OVERALL, OVERHEAD_KEY
 from specbench.files.jsonfile import finite
 from specbench.reports.labels import backend_label, dtype_label, hardware_label, model_label
 from specbench.results.progress import progress_of
-from specbench.results.loaded_run import Run
+from specbench.results.loaded_run import Run, engine_label
 from specbench.results.stats import DEFAULT_BOOTSTRAP, DEFAULT_SEED, Cell, category_stats, lossless_status, run_stats
 
 SUMMARY_SCHEMA_VERSION = 1
@@ -117,6 +117,22 @@ def build_summary(run: Run, n_boot: int = DEFAULT_BOOTSTRAP, seed: int = DEFAULT
     return out
 
 
+def engine_json(engine: Run, counters: dict[str, Any], n_boot: int = DEFAULT_BOOTSTRAP,
+                seed: int = DEFAULT_SEED) -> dict[str, Any]:
+    """``summary.json``'s ``engine``: the engine view's rows (its baseline named ``engine:off`` again) at its base
+    level and, with several concurrency levels, at each (``by_concurrency``), and its counters."""
+    def rows(view: Run) -> list[dict]:
+        out = _methods_json(view, run_stats(view, n_boot, seed), category_stats(view, n_boot=n_boot, seed=seed))
+        for m in out:
+            m["method"] = ENGINE_BASELINE if m["method"] == BASELINE else m["method"]
+        return out
+
+    out: dict[str, Any] = {"label": engine_label(engine.manifest), "methods": rows(engine), "counters": counters}
+    if engine.batch_sizes() != [1]:
+        out["by_concurrency"] = {str(c): rows(engine.at_batch(c)) for c in engine.batch_sizes()}
+    return out
+
+
 def _methods_json(run: Run, stats: dict[str, dict[str, Cell]], categories: dict[str, dict[str, Cell]]) -> list[dict]:
     return [{"method": method, "lossless_status": lossless_status(cells, method),
              "overhead": method_overhead(run.manifest, method),
@@ -137,12 +153,13 @@ CSV_COLUMNS = (
 def summary_csv(summary: dict[str, Any]) -> str:
     """``summary.csv``: a row per method x scope (``subtask`` incl. Overall, or ``category``); empty = null.
 
-    The per-position acceptance and the histogram are lists: they are in ``summary.json`` only.
+    The per-position acceptance and the histogram are lists: they are in ``summary.json`` only. An engine's rows
+    (``engine:off``, ``engine:SETTING``) follow specbench's own.
     """
     buf = io.StringIO()
     w = csv.DictWriter(buf, fieldnames=CSV_COLUMNS, lineterminator="\n")
     w.writeheader()
-    for m in summary["methods"]:
+    for m in summary["methods"] + (summary.get("engine") or {}).get("methods", []):
         for scope, cells in (("subtask", m["subtasks"]), ("category", m["categories"])):
             for name, c in cells.items():
                 lat = c["token_latency_s"]

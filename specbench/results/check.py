@@ -17,14 +17,14 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from specbench.catalog import BASELINE
+from specbench.catalog import ENGINE_PREFIX, reference_method
 from specbench.engine.sampling_config import manifest_sampling
 from specbench.errors import UserError
 from specbench.results.logprob_check import logprob_stats, logprob_table_rows
 from specbench.results.lossless import EXACT, LOSSLESS_CLASSES, MISMATCH, TIE
-from specbench.results.record import Record, Unit
-from specbench.results.relabel import is_checked, rederived
-from specbench.results.loaded_run import load_run
+from specbench.results.record import Record
+from specbench.results.relabel import is_checked, rederived, references
+from specbench.results.loaded_run import ALL, load_run
 from specbench.results.run_folder import read_numbered_records
 from specbench.results.validation import missing_records, validate_records
 
@@ -69,9 +69,10 @@ def describe(rec: Record, ar: Record | None, tokenizer: Any | None) -> list[str]
         return lines
     a, m = ar.output_ids, rec.output_ids
     lo = max(0, pos - BEFORE)
-    lines.append(f"  common : {_show(a[lo:pos], tokenizer)}")
-    lines.append(f"  {BASELINE:<7}: {_show(a[pos:pos + AFTER], tokenizer)}")
-    lines.append(f"  {rec.method[:7]:<7}: {_show(m[pos:pos + AFTER], tokenizer)}")
+    width = max(7, len(ar.method), len(rec.method))
+    lines.append(f"  {'common':<{width}}: {_show(a[lo:pos], tokenizer)}")
+    lines.append(f"  {ar.method:<{width}}: {_show(a[pos:pos + AFTER], tokenizer)}")
+    lines.append(f"  {rec.method:<{width}}: {_show(m[pos:pos + AFTER], tokenizer)}")
     return lines
 
 
@@ -99,7 +100,7 @@ def check_run(run_dir: str | Path, strict: bool = False, decode: bool = True,
               partial: bool = False) -> tuple[int, list[str]]:
     """(exit code, report lines): 1 if any record is a mismatch (or a tie with ``strict``), or records the
     manifest expects are missing (unless ``partial``), else 0."""
-    run = load_run(run_dir, every_batch=True, stored_labels=True)  # (to say which stored labels are wrong)
+    run = load_run(run_dir, every_batch=True, stored_labels=True, subject=ALL)  # (to say which labels are wrong)
     if run.manifest.get("imported"):
         raise UserError(f"{run_dir}: {run.manifest['imported'].get('note')}")
     if not run.records:
@@ -113,7 +114,7 @@ def check_run(run_dir: str | Path, strict: bool = False, decode: bool = True,
             c, ls = check_sampled(run.at_batch(size), strict)
             code, lines = max(code, c), lines + ([f"batch {size}: {x}" for x in ls] if run.batch_sizes() != [1] else ls)
         return max(code, incomplete), _verdict_last(lines, missing_lines)
-    ar: dict[Unit, Record] = {r.unit: r for r in run.records if r.method == BASELINE and r.repeat == 0}
+    refs = references(run.records)
     records = rederived(run.records, run.manifest)  # (the classes every reader sees: ``load_run`` derives them too)
     lines = [f"RELABELLED {r.method} {r.unit}: stored {r.lossless_class}, output ids say "
              f"{d.lossless_class or 'unchecked (no AR reference)'}"
@@ -122,17 +123,19 @@ def check_run(run_dir: str | Path, strict: bool = False, decode: bool = True,
     bad = [r for r in records if r.lossless_class in (MISMATCH, TIE)]
     for r in records:
         if is_checked(r):
-            name = r.method if r.unit.batch == 1 else f"{r.method} at batch {r.unit.batch}"
+            level = "concurrency" if r.method.startswith(ENGINE_PREFIX) else "batch"
+            name = r.method if r.unit.batch == 1 else f"{r.method} at {level} {r.unit.batch}"
             c = counts.setdefault(name, dict.fromkeys((*LOSSLESS_CLASSES, "unchecked"), 0))
             c[r.lossless_class or "unchecked"] += 1
     tokenizer = load_run_tokenizer(run.manifest) if decode and bad else None
     for r in sorted(bad, key=lambda r: (r.lossless_class != MISMATCH, r.method, r.task, r.question_id)):
-        lines += describe(r, ar.get(r.unit.reference()), tokenizer)
+        lines += describe(r, refs.get((reference_method(r.method), r.unit.reference())), tokenizer)
     for method, c in counts.items():
         lines.append(f"{method}: {c[EXACT]} exact, {c[TIE]} tie, {c[MISMATCH]} mismatch"
                      + (f", {c['unchecked']} unchecked" if c["unchecked"] else ""))
     failed = sum(c[MISMATCH] + (c[TIE] if strict else 0) for c in counts.values())
-    lines.append(f"FAIL: {failed} record(s) not lossless" if failed else "OK: every method reproduces ar")
+    engine = " (the engine's rows engine:off)" if any(r.method.startswith(ENGINE_PREFIX) for r in records) else ""
+    lines.append(f"FAIL: {failed} record(s) not lossless" if failed else f"OK: every method reproduces ar{engine}")
     return max(1 if failed else 0, incomplete), _verdict_last(lines, missing_lines)
 
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from specbench.catalog import BASELINE
+from specbench.catalog import is_baseline, reference_method
 from specbench.engine.sampling_config import manifest_sampling
 from specbench.results.lossless import classify, default_tie_threshold, first_divergence
 from specbench.results.record import Record, Unit
@@ -34,8 +34,8 @@ def tie_threshold(manifest: dict[str, Any]) -> float:
 
 def is_checked(rec: Record) -> bool:
     """Whether ``rec`` carries a lossless verdict: every method's record, and AR's decoded in a batch (AR alone
-    at batch size 1 is the reference itself, or a repeat of it)."""
-    return rec.method != BASELINE or rec.unit.batch != 1
+    at batch size 1 is the reference itself, or a repeat of it); an engine's rows likewise against ``engine:off``."""
+    return not is_baseline(rec.method) or rec.unit.batch != 1
 
 
 def rederive(rec: Record, ar: Record | None, threshold: float) -> Record:
@@ -56,6 +56,12 @@ def rederived(records: list[Record], manifest: dict[str, Any]) -> list[Record]:
     design, ``logprob_check`` instead) and imported answers (other software's outputs, no token check)."""
     if manifest.get("imported") or not manifest_sampling(manifest).greedy:
         return records
-    ar: dict[Unit, Record] = {r.unit: r for r in records if r.method == BASELINE and r.repeat == 0}
+    refs = references(records)
     threshold = tie_threshold(manifest)
-    return [rederive(r, ar.get(r.unit.reference()), threshold) if is_checked(r) else r for r in records]
+    return [rederive(r, refs.get((reference_method(r.method), r.unit.reference())), threshold) if is_checked(r) else r
+            for r in records]
+
+
+def references(records: list[Record]) -> dict[tuple[str, Unit], Record]:
+    """(baseline, unit) -> the baseline's record of repeat 0 (``ar``'s, and an engine's ``engine:off``'s)."""
+    return {(r.method, r.unit): r for r in records if is_baseline(r.method) and r.repeat == 0}

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from specbench.catalog import BASELINE
+from specbench.catalog import ENGINE_PREFIX, is_baseline
 from specbench.engine.sampling_config import manifest_sampling, sampling_from_dict
 from specbench.results.record import Record, Unit
 from specbench.results.run_folder import MANIFEST_FILE, RECORDS_FILE, RunFileError, read_numbered_records
@@ -117,7 +117,8 @@ def read_validated_records(run_dir: str | Path, manifest: dict[str, Any]) -> lis
 
 def expected_keys(manifest: dict[str, Any], records: list[Record]) -> list[tuple[str, Unit]]:
     """Every (method, unit) the manifest's plan holds: its methods x questions x turns x repeats x batch sizes
-    (AR always at batch size 1 too: the lossless reference of a batched run).
+    (AR always at batch size 1 too: the lossless reference of a batched run; an engine's rows at its concurrency
+    levels, ``engine:off`` always at 1 too).
 
     The turns of each question are the manifest's ``turns`` (``{task: [n per question]}``); manifests
     from before it: the most turns any record of that question has (at least 1).
@@ -125,7 +126,10 @@ def expected_keys(manifest: dict[str, Any], records: list[Record]) -> list[tuple
     cfg = manifest.get("config") or {}
     methods = [str(m) for m in cfg.get("methods") or []]
     sizes = [int(b) for b in cfg.get("batch_size") or [1]]
-    labels = [(m, b) for b in sorted(set(sizes) | {1}) for m in methods if b in sizes or m == BASELINE]
+    levels = [int(c) for c in cfg.get("concurrency") or [1]]  # an engine's rows: its concurrency levels
+    labels = [(m, b) for m in methods for b in sorted(set(levels if m.startswith(ENGINE_PREFIX) else sizes) | {1})
+              if b in (levels if m.startswith(ENGINE_PREFIX) else sizes) or is_baseline(m)]
+    labels.sort(key=lambda mb: mb[1])  # (plan order: every size's methods together)
     questions = manifest.get("questions") or {}
     repeats = cfg.get("repeats") if isinstance(cfg.get("repeats"), int) else 1
     turns_of: dict[tuple[str, str], int] = {}

@@ -64,16 +64,17 @@ def build_manifest(device: torch.device | str | None = None, **fields: Any) -> d
 
 
 def write_run_manifest(ctx: RunContext, configs: dict, artifacts: dict, chat_template: dict[str, Any],
-                       estimate: Any = None, machine: Any = None) -> None:
+                       estimate: Any = None, machine: Any = None, engine: dict[str, Any] | None = None) -> None:
     """Write (or, resuming, note a resumption in) the run's ``manifest.json``: everything a reader checks
     records against and every reader labels the run with. ``estimate``: the up-front estimate (``estimate.py``;
-    None when none was made); ``machine``: this invocation's ``MachineSession``."""
+    None when none was made); ``machine``: this invocation's ``MachineSession``; ``engine``: the engine under test
+(``EngineSession.describe``: its binary's version and sha256, every server's flags), None without one."""
     lm = ctx.loaded
     manifest = build_manifest(
         device=lm.device,
         run_name=ctx.run_dir.name,
         config_digest=ctx.digest,
-        config=dataclasses.asdict(ctx.cfg) | {"methods": ctx.plan.methods, "tasks": list(ctx.plan.tasks)},
+        config=dataclasses.asdict(ctx.cfg) | {"methods": ctx.plan.all_methods, "tasks": list(ctx.plan.tasks)},
         shard=list(ctx.plan.shard) if ctx.plan.shard else None,
         model={"id": lm.model_id, "hash": lm.model_hash, "dtype": lm.dtype, "tf32": lm.tf32,
                "device": str(lm.device), "class": type(lm.model).__name__, "vocab_size": vocab_size(lm.model),
@@ -95,6 +96,8 @@ def write_run_manifest(ctx: RunContext, configs: dict, artifacts: dict, chat_tem
                for t, task in ctx.plan.tasks.items() if task.context_length is not None}
     if lengths:  # long-input tasks: the length asked for and the prompt length built (cut to fit the model)
         manifest["context_lengths"] = lengths
+    if engine is not None:
+        manifest["engine"] = engine
     if ctx.budgets.auto:
         manifest["cost_profile"] = {"file": PROFILE_FILE, "cached": ctx.budgets.profile_path}
     path = ctx.run_dir / MANIFEST_FILE
@@ -102,7 +105,8 @@ def write_run_manifest(ctx: RunContext, configs: dict, artifacts: dict, chat_tem
     if path.is_file():  # a resumed run keeps its first manifest and notes each resumption
         old = read_manifest(ctx.run_dir)
         keep = ("timestamp", "git_commit", "hardware", "verified_files", "estimate")
-        old.setdefault("resumed", []).append({k: manifest[k] for k in keep} | {"model_verified": lm.verification})
+        old.setdefault("resumed", []).append({k: manifest[k] for k in keep} | {"model_verified": lm.verification}
+                                             | ({"engine": engine} if engine is not None else {}))
         manifest = old
     if machine is not None:  # this invocation's machine state; its end figures follow when the run ends
         machine.add_to(manifest, threads)

@@ -40,6 +40,7 @@ from specbench.results.record import Unit
 from specbench.run.guards import fitted_length
 from specbench.run.methods_factory import method_config
 from specbench.run.question_counts import check_batch_sizes, check_shards_filled
+from specbench.serving.settings import engine_labels, is_engine_label
 
 T = TypeVar("T")
 
@@ -55,6 +56,12 @@ class Plan:
     data_dir: Path | None
     shard: tuple[int, int] | None = None
     options: dict[str, dict[str, Any]] = field(default_factory=dict)  # per method label, its resolved options
+    engine_methods: list[str] = field(default_factory=list)  # an engine under test's rows, engine:off first
+
+    @property
+    def all_methods(self) -> list[str]:
+        """Every row of the run: specbench's own methods (``ar`` first), then the engine's (``engine:off`` first)."""
+        return self.methods + self.engine_methods
 
     def options_of(self, label: str) -> dict[str, Any]:
         """The options of method ``label``: its method's overlaid with its variant's (``methods_factory``)."""
@@ -63,8 +70,11 @@ class Plan:
     def jobs(self) -> Iterator[tuple[Unit, Question, str]]:
         """(unit, question, method) at batch size 1: per question and turn every method (baseline first) and
         repeat, so machine drift hits all methods alike and turn 2 finds the baseline's turn-1 answer. (With
-        ``--batch-size`` not listing 1, only the baseline: the lossless reference; ``batch_jobs.py``.)"""
+        ``--batch-size`` not listing 1, only the baseline: the lossless reference; ``batch_jobs.py``.) An engine's
+        rows follow specbench's own, ``engine:off`` first (only it where ``--concurrency`` does not list 1).
+        """
         methods = self.methods if 1 in self.config.batch_size else [BASELINE]
+        methods = methods + (self.engine_methods if 1 in self.config.concurrency else self.engine_methods[:1])
         for task, qs in self.questions.items():
             for q in qs:
                 for turn in range(1, len(q.turns) + 1):
@@ -92,17 +102,20 @@ def shard_slice(items: Sequence[T], shard: tuple[int, int], start: int = 0) -> l
     return [x for i, x in enumerate(items, start) if i % n == k - 1]
 
 
-def _method_names(config: RunConfig) -> list[str]:
-    """The run's method labels, baseline first (``NAME@VARIANT`` labels and ``--budget`` expanded)."""
-    methods = expand_budget([m.strip() for m in config.methods if m.strip()], config.budget)
+def _method_names(config: RunConfig) -> tuple[list[str], list[str]]:
+    """The run's method labels, baseline first (``NAME@VARIANT`` labels and ``--budget`` expanded), and an engine's
+    rows (``engine:off`` first)."""
+    given = [m.strip() for m in config.methods if m.strip()]
+    engine = engine_labels(config, [m for m in given if is_engine_label(m)])
+    methods = expand_budget([m for m in given if not is_engine_label(m)], config.budget)
     for m in methods:
         METHODS.get(split_label(m)[0])  # unknown names raise with a suggestion
         method_config(m, label_options(m, config.method_options))  # bad options raise now, before loading the model
-    known = set(methods) | {split_label(m)[0] for m in methods}
+    known = set(methods) | {split_label(m)[0] for m in methods} | set(engine) | {split_label(m)[0] for m in engine}
     unknown_opts = sorted(set(config.method_options) - known)
     if unknown_opts:
         raise ConfigError(f"--method-opt given for method(s) not in --methods: {', '.join(unknown_opts)}")
-    return [BASELINE] + [m for m in dict.fromkeys(methods) if m != BASELINE]
+    return [BASELINE] + [m for m in dict.fromkeys(methods) if m != BASELINE], engine
 
 
 def _task_names(config: RunConfig) -> list[str]:
@@ -146,7 +159,7 @@ def make_plan(config: RunConfig, shard: tuple[int, int] | None = None) -> Plan:
     if config.tie_threshold is None:
         config = dataclasses.replace(config, tie_threshold=default_tie_threshold(config.dtype))
     check_template_name(config.chat_template)
-    methods = _method_names(config)
+    methods, engine = _method_names(config)
     tasks = _make_tasks(config)
     data_dir = resolve_data_dir(config.data_dir)
     if data_dir is not None and not data_dir.is_dir():
@@ -164,8 +177,8 @@ def make_plan(config: RunConfig, shard: tuple[int, int] | None = None) -> Plan:
         index += len(qs)
     check_shards_filled(index, shard)  # (the same verdict in every shard: launch checks shard 1 for all)
     check_batch_sizes(config.batch_size, counts, shard)
-    options = {m: label_options(m, config.method_options) for m in methods}
-    return Plan(config, methods, tasks, questions, data_dir, shard, options)
+    options = {m: label_options(m, config.method_options) for m in methods + engine}
+    return Plan(config, methods, tasks, questions, data_dir, shard, options, engine)
 
 
 def config_digest(plan: Plan) -> str:
@@ -193,7 +206,10 @@ def config_digest(plan: Plan) -> str:
     if tuple(cfg.get("batch_size") or (1,)) == (1,) and not cfg.get("refill"):  # unbatched runs keep their digests
         cfg.pop("batch_size", None)
         cfg.pop("refill", None)
-    cfg.update(methods=plan.methods, tasks=list(plan.tasks), shard=plan.shard)
+    if cfg.get("engine") is None:  # runs without an engine under test keep their digests
+        for k in ("engine", "engine_options", "concurrency"):
+            cfg.pop(k, None)
+    cfg.update(methods=plan.all_methods, tasks=list(plan.tasks), shard=plan.shard)
     # jsonl:/hf: tasks and the built ones (long-input, SPEED-Bench): their content hash
     sourced = {n: t.version for n, t in plan.tasks.items() if ":" in n or t.content_versioned}
     if sourced:  # (only then, so the digests of runs of built-in tasks stay what they were)
@@ -208,13 +224,15 @@ def run_dir_for(plan: Plan) -> Path:
         name = c.run_name
     else:
         tasks = "all" if list(plan.tasks) == list(ALL_TASKS) else "-".join(t.slug for t in plan.tasks.values())
-        name = f"{'-'.join(plan.methods)}_{tasks}_l{c.limit or 'full'}_n{c.max_new_tokens}_{c.dtype}"
+        name = f"{'-'.join(plan.all_methods).replace(':', '-')}_{tasks}_l{c.limit or 'full'}_n{c.max_new_tokens}_{c.dtype}"
         if not c.sampling.greedy:
             name += f"_T{c.temperature:g}"
         if c.split != DEFAULT_SPLIT:
             name += f"_{c.split}"
         if c.batch_size != (1,):
             name += f"_b{'-'.join(map(str, c.batch_size))}" + ("_refill" if c.refill else "")
+        if c.concurrency != (1,):
+            name += f"_c{'-'.join(map(str, c.concurrency))}"
         if plan.shard:
             name += f"_shard{plan.shard[0]}of{plan.shard[1]}"
         # many methods or custom tasks can make it longer than a file name may be: the digest keeps it unique

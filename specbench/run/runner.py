@@ -14,7 +14,7 @@ already present. MT-Bench turn 2 is prompted with the AR baseline's turn-1 answe
 """
 from __future__ import annotations
 
-import dataclasses
+import contextlib
 import sys
 import time
 from pathlib import Path
@@ -25,7 +25,6 @@ from specbench.engine.budget import DraftBudget
 from specbench.engine.generation import Generation
 from specbench.engine.backends import backend_for
 from specbench.engine.loop import Engine
-from specbench.engine.margins import recorded_or_recomputed
 from specbench.engine.sampling_config import generation_seed
 from specbench.files.content_hash import skipping_verification
 from specbench.models.device import synchronize
@@ -34,15 +33,16 @@ from specbench.models.loading import LoadedModel, stop_token_ids
 from specbench.profiling.memory import peak_memory, reset_peak
 from specbench.prompts.task import Question
 from specbench.prompts.templates import PROBE, ChatTemplate, resolve_template
-from specbench.results.lossless import MISMATCH, classify
 from specbench.results.record import Record, Unit
 from specbench.results.run_folder import RecordWriter, read_manifest
 from specbench.results.validation import read_validated_records
 from specbench.run.batch_jobs import batch_jobs
+from specbench.run.engine_rows import concurrency_jobs
 from specbench.run.batch_runner import BatchRuns
 from specbench.run.budgets import build_budgets
 from specbench.run.context import RunContext
 from specbench.run.drafter_state import RepeatIsolation, first_pending, learn, replay
+from specbench.run.engine_runs import EngineRuns
 from specbench.run.estimate_run import announce_estimate
 from specbench.run.guards import (check_context, check_run_folder, check_same_config, check_same_model,
                                   check_same_prompts, other_commit)
@@ -51,6 +51,7 @@ from specbench.run.machine_session import MachineSession
 from specbench.run.manifest import git_commit, write_run_manifest
 from specbench.run.method_env import MethodEnv
 from specbench.run.plan import Plan, config_digest
+from specbench.run.references import References
 from specbench.run.progress_bar import SeededBar
 
 TURN_ALLOWANCE = 64  # tokens a turn's chat-template markup may add around its text (only sizes the cost profile)
@@ -65,9 +66,9 @@ class Runner:
         self.run_dir = run_dir
         self.loaded = loaded
         self.progress = progress
-        self.ar_outputs: dict[Unit, list[int]] = {}  # AR outputs of repeat 0: references and turn-2 context
-        self.ar_margins: dict[Unit, list[float] | None] = {}  # their per-token top-2 margins (lossless ties)
-        self.mismatches = 0
+        # the lossless references (AR's, and an engine's engine:off) and the verdicts against them
+        self.refs = References(plan.config.sampling.greedy, plan.config.tie_threshold)
+        self.engines: EngineRuns | None = None
         self.sampling = plan.config.sampling
         self.ctx: RunContext | None = None  # what the run's helpers read of it, once the engine is up
         self.digest: str | None = None
@@ -115,7 +116,8 @@ class Runner:
         """Prompt ids of ``unit``'s turn (1-based): earlier turns carry the AR baseline's answers."""
         task = self.plan.tasks[unit.task]
         answers = [
-            self.loaded.tokenizer.decode(self.ar_outputs[Unit(unit.task, unit.question_id, t)], skip_special_tokens=True)
+            self.loaded.tokenizer.decode(self.refs.ar_outputs[Unit(unit.task, unit.question_id, t)],
+                                         skip_special_tokens=True)
             for t in range(1, unit.turn)
         ]
         return self.template.encode(self.loaded.tokenizer, task.messages(q, unit.turn - 1, answers))
@@ -145,7 +147,7 @@ class Runner:
         created = not self.run_dir.exists()
         try:  # --no-verify: artifacts are trusted by their recorded hashes (noted in the manifest)
             with RunLock(self.run_dir), skipping_verification(not self.cfg.verify), \
-                    MachineSession(self.run_dir, self.cfg.threads) as self.machine:
+                    MachineSession(self.run_dir, self.cfg.threads) as self.machine, contextlib.ExitStack() as self._exits:
                 self.digest = digest
                 return self._run_locked(digest)
         finally:
@@ -164,7 +166,7 @@ class Runner:
             print(f"warning: {warning}", file=sys.stderr)
         self._check_turn1_context()
         self.engine = Engine(lm.model, stop_token_ids(lm.tokenizer, lm.model), backend_for(self.cfg.backend, lm, self.cfg.threads))
-        self.target = self.engine.target  # the AR-margin forward of the lossless check runs on the same backend
+        self.refs.target = self.engine.target  # the AR-margin forward of the lossless check runs on the same backend
         self.run_dir.mkdir(parents=True, exist_ok=True)
         ctx = self.ctx = RunContext(self.plan, self.run_dir, lm, self.engine, self.prompt_for, self.longest_context,
                                     digest, self.checked)
@@ -172,27 +174,29 @@ class Runner:
         drafters, configs, artifacts = self._build_drafters()
         self.drafters = drafters
         ctx.budgets = build_budgets(ctx, configs)
-        write_run_manifest(ctx, configs, artifacts, self.template_record(), self.estimate, self.machine)
+        encode = lambda conversation: self.template.encode(lm.tokenizer, conversation)  # noqa: E731
+        self.engines = self._exits.enter_context(EngineRuns(ctx, self.checked, encode))  # (servers up, or no-op)
+        self.refs.margin_at = self.engines.margin_at
+        configs.update({m: self.plan.options_of(m) for m in self.plan.engine_methods})
+        write_run_manifest(ctx, configs, artifacts, self.template_record(), self.estimate, self.machine,
+                           self.engines.describe())
 
         existing = read_validated_records(self.run_dir, read_manifest(self.run_dir))
         done = {r.key for r in existing}
-        for r in existing:
-            if r.method == BASELINE and r.unit == r.unit.reference():
-                self.ar_outputs[r.unit] = r.output_ids
-                self.ar_margins[r.unit] = r.token_margins
-            self.mismatches += r.lossless_class == MISMATCH
+        self.refs.resume(existing)
 
         jobs = list(self.plan.jobs())
         todo = [(unit, q, method) for unit, q, method in jobs if (method, unit) not in done]
         batched = BatchRuns(ctx, {r.key: r for r in existing})
-        pending = batched.pending(done)
-        if not todo and not pending:
-            return self.mismatches
+        pending, engine_pending = batched.pending(done), self.engines.pending(done)
+        if not todo and not pending and not engine_pending:
+            return self.refs.mismatches
         isolation = RepeatIsolation(self.cfg.repeats)
-        replay(drafters, jobs, {r.key: r for r in existing}, self.prompt_for, isolation, ctx.budgets.auto)
-        total = len(jobs) + sum(len(j.units) for j in batch_jobs(self.plan))
-        left = len(todo) + sum(sum((j.method, u) not in done for u in j.units) for j in pending)
-        bar = SeededBar(self.estimate and self.estimate.per_record_s, len(self.plan.methods), total=total,
+        replay(drafters, [j for j in jobs if j[2] in self.plan.methods], {r.key: r for r in existing}, self.prompt_for,
+               isolation, ctx.budgets.auto)
+        total = len(jobs) + sum(len(j.units) for j in (*batch_jobs(self.plan), *concurrency_jobs(self.plan)))
+        left = len(todo) + sum(sum((j.method, u) not in done for u in j.units) for j in pending + engine_pending)
+        bar = SeededBar(self.estimate and self.estimate.per_record_s, len(self.plan.all_methods), total=total,
                         initial=total - left, desc="bench", unit="gen", disable=not self.progress, file=sys.stderr,
                         dynamic_ncols=True)
         with RecordWriter(self.run_dir) as writer:
@@ -203,6 +207,10 @@ class Runner:
             for unit, q, method in todo:
                 bar.set_postfix_str(f"{unit.task}/{unit.question_id} t{unit.turn} {method}", refresh=False)
                 slot, prompt = (method, unit.task), self.prompt_for(unit, q)
+                if method not in self.plan.methods:  # an engine's row: the engine does the work
+                    writer.write(self.engines.one(unit, q, method, prompt))
+                    bar.update(1)
+                    continue
                 drafter, budget = isolation.parts_for(slot, (unit,), [drafters[slot], ctx.budgets.auto.get(slot)])
                 rec = self._one(drafter, unit, q, method, prompt, budget)
                 writer.write(rec)
@@ -217,8 +225,12 @@ class Runner:
                 bar.set_postfix_str(f"batch {job.size} {job.units[0].task} t{job.units[0].turn} {job.method}",
                                     refresh=False)
                 bar.update(batched.time_job(job, done, writer))
+            for job in engine_pending:
+                bar.set_postfix_str(f"concurrency {job.level} {job.units[0].task} t{job.units[0].turn} {job.method}",
+                                    refresh=False)
+                bar.update(self.engines.time_job(job, done, writer))
         bar.close()
-        return self.mismatches
+        return self.refs.mismatches
 
     def _check_turn1_context(self) -> None:
         """Every turn-1 prompt fits the model (later turns also carry earlier answers: they are checked again
@@ -265,17 +277,5 @@ class Runner:
         return self.checked(self.ctx.record(gen, method, unit, q, prompt, wall, (memory_kind, memory_peak)), unit, prompt)
 
     def checked(self, rec: Record, unit: Unit, prompt: list[int]) -> Record:
-        """``rec`` with its lossless verdict against AR's output of ``unit.reference()`` (greedy runs); an AR
-        record at batch size 1, repeat 0 becomes that reference instead."""
-        if rec.method == BASELINE and unit == unit.reference():
-            self.ar_outputs[unit] = rec.output_ids
-            self.ar_margins[unit] = rec.token_margins
-            return rec
-        if not self.sampling.greedy or (rec.method == BASELINE and unit.batch == 1):
-            return rec  # sampled outputs differ from AR's by design: checked in distribution instead
-        ref_unit = unit.reference()
-        ref = self.ar_outputs[ref_unit]
-        margin = recorded_or_recomputed(self.ar_margins.get(ref_unit), self.target, prompt, ref)
-        result = classify(ref, rec.output_ids, margin, self.cfg.tie_threshold)
-        self.mismatches += result.lossless_class == MISMATCH
-        return dataclasses.replace(rec, **result.as_record())
+        """``rec`` with its lossless verdict (``References.checked``)."""
+        return self.refs.checked(rec, unit, prompt)

@@ -42,7 +42,8 @@ from specbench.training.labelled_sequences import STORE_SEQ_LEN, LabelledSequenc
 from specbench.training.resume import EpochState
 from specbench.training.steps import optimizer_step, trainable
 
-__all__ = ["DISTILL_RECIPES", "DistillConfig", "LabelledSequence", "choose_vocab", "distill_draft", "distilled_dir", "load_distilled"]
+__all__ = ["DISTILL_RECIPES", "DistillConfig", "LabelledSequence", "choose_vocab", "distill_draft", "distilled_dir",
+           "distilled_draft_folder", "load_distilled"]
 
 DISTILL_VOCAB_FILE = "vocab.npy"
 DISTILL_META_FILE = "distill.json"
@@ -231,6 +232,22 @@ def distilled_dir(env: Any, recipe: DistillConfig, name: str = "quick") -> Path:
     if name != "quick":
         fields["recipe_name"] = name
     return keyed_dir(env, "sps", "distilled" if name == "quick" else f"distilled-{name}", fields)
+
+
+def distilled_draft_folder(env: Any, name: str = "quick") -> Path:
+    """The folder of the target's distilled draft of recipe ``name`` (``DISTILL_RECIPES``), trained there on first
+    use: ``sps``'s default draft, and, written as a GGUF, ``engine:draft``'s."""
+    from specbench.training.checkpoints import load_or_train
+    from specbench.training.recipes import eta_minutes
+
+    recipe = DISTILL_RECIPES[name]
+    features = FeatureOptions(root=Path(env.cache_dir) / "features")
+    return load_or_train(None, env, option="sps.draft_model", what="draft (distilled from the target)",
+                         done=DISTILL_META_FILE, recipe=name,
+                         minutes=eta_minutes(recipe.tokens, recipe.epochs, DISTILL_S_PER_POSITION),
+                         default=lambda: distilled_dir(env, recipe, name),
+                         train=lambda out: distill_draft(env.model, env.tokenizer, DEFAULT_CORPORA, env.data_dir, out,
+                                                         recipe, env.model_id, features=features, recipe=name))
 
 
 def save_draft(draft: torch.nn.Module, vocab: np.ndarray, out: Path, meta: dict[str, Any]) -> None:
