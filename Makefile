@@ -11,7 +11,7 @@ bench: setup
 
 test:
 	@SPECBENCH_BROWSER=1 SPECBENCH_LLAMACPP=1 bash scripts/setup.sh
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q -n auto --maxprocesses=4
 
 # engine AR vs transformers' own greedy generate (a benchmark, not a test)
 bench-ar: setup

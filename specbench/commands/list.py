@@ -5,6 +5,7 @@ import argparse
 import dataclasses
 
 from specbench.plugins.registry import CORPORA, METHODS, TASK_SOURCES, TASKS
+from specbench.serving.settings import LLAMA_SETTINGS
 
 
 def list_command(args: argparse.Namespace) -> int:
@@ -22,6 +23,11 @@ def list_command(args: argparse.Namespace) -> int:
         print(f"  {name:10s} {task.subtask} (v{task.version})")
     for prefix in TASK_SOURCES.names():  # your own prompts: ``--tasks PREFIX:SPEC``
         print(f"  {prefix + ':...':10s} {(TASK_SOURCES.get(prefix).__doc__ or '').strip().splitlines()[0]}")
+    print("engine settings (--engine llama-server --methods engine:SETTING; engine:off, the baseline, is added):")
+    for name, setting in LLAMA_SETTINGS.items():
+        print(f"  {'engine:' + name:20s} --spec-type {setting.spec_type}: {setting.summary}")
+    print(f"  {'':20s} options: any llama-server flag as KEY=VALUE (engine:ngram.spec-ngram-simple-size-n=3), "
+          "model=PATH.gguf, flags='...'; --engine openai:URL: any setting name, url=http://HOST:PORT of its server")
     print("corpora:")
     for name in CORPORA.names():
         print(f"  {name:14s} {(CORPORA.get(name).__doc__ or '').strip().splitlines()[0]}")

@@ -33,7 +33,7 @@ class CpuReading:
 
     wall_s: float
     busy_s: float | None
-    own_s: float
+    own_s: float  # (this process's, and its children's: an engine under test's servers are the run's own work)
 
 
 def other_cores(start: CpuReading, end: CpuReading) -> float | None:
@@ -43,6 +43,25 @@ def other_cores(start: CpuReading, end: CpuReading) -> float | None:
         return None
     # clock-tick rounding can make the difference slightly negative on an idle machine
     return max(0.0, ((end.busy_s - start.busy_s) - (end.own_s - start.own_s)) / elapsed)
+
+
+def live_children_s(ticks_per_s: float, parent: int | None = None) -> float:
+    """CPU seconds spent so far by the live children of ``parent`` (this process): the servers of an engine under
+    test; 0 where ``/proc`` cannot be read. (A reaped child's time is in ``os.times``' children fields.)
+
+    >>> live_children_s(100.0, parent=2**31 - 1)
+    0.0
+    """
+    parent = os.getpid() if parent is None else parent
+    total = 0
+    for stat in glob.glob("/proc/[0-9]*/stat"):
+        try:
+            fields = Path(stat).read_text().rpartition(")")[2].split()
+            if int(fields[1]) == parent:
+                total += int(fields[11]) + int(fields[12])  # utime, stime (clock ticks)
+        except (OSError, ValueError, IndexError):
+            continue
+    return total / ticks_per_s
 
 
 def usable_cpus() -> list[int]:
@@ -103,7 +122,8 @@ class SystemProbe:
             busy = busy_seconds(self._cpus, PROC_STAT.read_text(), self._ticks)
         except (OSError, ValueError):
             busy = None
-        return CpuReading(time.monotonic(), busy, times.user + times.system)
+        own = times.user + times.system + times.children_user + times.children_system  # (children: those reaped)
+        return CpuReading(time.monotonic(), busy, own + live_children_s(self._ticks))
 
     def cpus(self) -> int:
         """Cores this process may use."""

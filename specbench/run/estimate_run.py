@@ -38,6 +38,7 @@ from specbench.run.batch_jobs import batch_jobs
 from specbench.run.batch_runner import WARMUP_TOKENS
 from specbench.run.context import RunContext
 from specbench.run.drafter_state import first_pending
+from specbench.run.engine_rows import concurrency_jobs
 from specbench.run.estimate import (Cost, PendingBuild, RunEstimate, Work, estimate_work, format_estimate, priced,
                                     unique_builds)
 from specbench.run.method_env import MethodEnv
@@ -92,7 +93,7 @@ def plan_work(plan: Any, done: set, prompts: dict[str, int]) -> tuple[list[Work]
         return prompts[unit.task] + (unit.turn - 1) * new
 
     todo = [(u, q, m) for u, q, m in plan.jobs() if (m, u) not in done]
-    work = [Work(m == BASELINE, prompt(u), new) for u, _, m in todo]
+    work = [Work(m == BASELINE or m not in plan.methods, prompt(u), new) for u, _, m in todo]  # (an engine's: as AR)
     warm = [Work(m == BASELINE, prompts[task], new, records=0)
             for task in first_pending(todo) for _ in range(plan.config.warmup) for m in plan.methods]
     batch_warm: dict[tuple, Work] = {}
@@ -103,6 +104,10 @@ def plan_work(plan: Any, done: set, prompts: dict[str, int]) -> tuple[list[Work]
             work.append(Work(baseline, prompt(first), new, rows=len(job.units), records=left))
             batch_warm.setdefault((job.size, first.task, job.method),  # one short batch each (``batch_runner.py``)
                                   Work(baseline, prompt(first), min(WARMUP_TOKENS, new), len(job.units), 0))
+    for job in concurrency_jobs(plan):  # an engine's requests in flight at once, priced as a batch of them
+        left = sum((job.method, u) not in done for u in job.units)
+        if left:
+            work.append(Work(True, prompt(job.units[0]), new, rows=min(job.level, len(job.units)), records=left))
     return work, warm + list(batch_warm.values())
 
 

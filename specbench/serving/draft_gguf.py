@@ -11,10 +11,10 @@ A reduced draft vocabulary (the distilled draft scores 8,191 of SmolLM2's 49,152
 other token", never proposed) is widened to the target's: an input token outside it is embedded as that slot is
 (what ``sps`` feeds the draft), and the output rows of tokens outside it are zero, so their logit is 0. **Deviation
 from ``sps``**: ``sps`` never proposes a token outside the kept vocabulary; here one is proposed where every kept
-token's logit is below 0, and the 40,961 zero-logit rows lower the draft's probabilities, which llama.cpp's
-``--spec-draft-p-min`` cut-off reads (its tau and draft lengths can differ from ``sps``'s for that; the weights
-are the same). ``tests/test_draft_gguf.py`` writes the embedded target itself this way and gets the F32 rewrite's
-tensors back, value for value.
+token's logit is below 0, and the 40,961 zero-logit rows lower the draft's probabilities, which a
+``--spec-draft-p-min`` cut-off would read (llama.cpp's default has none; the weights are the same).
+``tests/test_draft_gguf.py`` writes the embedded target itself this way and gets the F32 rewrite's tensors back,
+value for value.
 
 Example: ``write_draft_gguf(draft_model, vocab_map, target_gguf, out)`` -> ``out`` (a 2-layer draft: ~40 MB).
 """
