@@ -70,3 +70,30 @@ def test_the_embedded_target_written_back_equals_its_f32_gguf(embedded, tmp_path
     for name, t in ref.items():
         assert np.array_equal(np.asarray(ours[name].data), np.asarray(t.data)), name
     assert np.array_equal(np.asarray(ours["output.weight"].data), np.asarray(ref["token_embd.weight"].data))
+
+
+@pytest.mark.embedded
+def test_a_reduced_vocabulary_draft_scores_as_the_draft_does(embedded, tmp_path) -> None:
+    """Read back by transformers' own GGUF loader, the widened draft gives the draft's logits on the kept tokens
+    (its inputs mapped as sps maps them) and 0 on every other token."""
+    from transformers import AutoModelForCausalLM, LlamaConfig, LlamaForCausalLM
+
+    from specbench.engine.llamacpp.gguf_files import gguf_model
+    from specbench.training.draft_distill import draft_ids
+
+    torch.manual_seed(0)
+    vocab = embedded.model.config.vocab_size
+    vocab_map = np.concatenate([[0], np.random.default_rng(0).choice(np.arange(1, vocab), 99, replace=False)])
+    cfg = LlamaConfig(vocab_size=100, hidden_size=64, intermediate_size=128, num_hidden_layers=1, num_attention_heads=4,
+                      num_key_value_heads=2, tie_word_embeddings=True, rope_theta=100000.0)
+    draft = LlamaForCausalLM(cfg).eval()
+    write_draft_gguf(draft, vocab_map, gguf_model("embedded", "float32").path, tmp_path / "draft.gguf")
+    back = AutoModelForCausalLM.from_pretrained(str(tmp_path), gguf_file="draft.gguf", dtype=torch.float32).eval()
+    context = [int(t) for t in vocab_map[[5, 17, 3, 42]]] + [7, 12345]  # kept tokens, then two that are not
+    mapped = draft_ids(vocab_map, vocab)[context].tolist()
+    with torch.no_grad():
+        ours = back(torch.tensor([context])).logits[0]
+        ref = draft(torch.tensor([mapped])).logits[0]
+    assert torch.allclose(ours[:, vocab_map[1:]], ref[:, 1:], atol=1e-4)
+    unkept = np.setdiff1d(np.arange(vocab), vocab_map[1:])
+    assert not ours[:, unkept].any()

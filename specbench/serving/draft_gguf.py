@@ -3,7 +3,8 @@
 same draft weights.
 
 The file takes every metadata field of the target's GGUF (its tokenizer, so llama.cpp finds the two vocabularies
-compatible, and its chat template), the draft's own sizes (layers, widths, heads) and its tensors in llama.cpp's
+compatible, and its chat template), the draft's own sizes (layers, widths, heads, norm epsilon, rotary base) and its
+tensors in llama.cpp's
 layout: names ``token_embd``, ``blk.N.attn_q`` ..., ``output``; the query and key projections' rows permuted back to
 llama.cpp's rotary order (the inverse of what transformers undoes when it loads a Llama GGUF); all F32.
 
@@ -48,6 +49,12 @@ def rotary_rows(w: np.ndarray, heads: int) -> np.ndarray:
     return w.reshape(heads, 2, w.shape[0] // heads // 2, *w.shape[1:]).swapaxes(1, 2).reshape(w.shape)
 
 
+def _rope_theta(cfg: Any, default: float) -> float:
+    """The draft's rotary base (transformers 5 keeps it in ``rope_parameters``)."""
+    params = getattr(cfg, "rope_parameters", None) or {}
+    return params.get("rope_theta") or getattr(cfg, "rope_theta", None) or default
+
+
 def _widened(rows: np.ndarray, vocab_map: np.ndarray | None, target_vocab: int, fill: np.ndarray | None) -> np.ndarray:
     """Rows per target id: a kept token's own row, every other token ``fill`` (None: zeros)."""
     if vocab_map is None:
@@ -76,6 +83,10 @@ def write_draft_gguf(draft: Any, vocab_map: np.ndarray | None, template: Path, o
             value = int(getattr(cfg, SIZES[key]))
         elif key == "llama.rope.dimension_count":  # (rotary dimensions: the draft's head size)
             value = int(getattr(cfg, "head_dim", None) or cfg.hidden_size // cfg.num_attention_heads)
+        elif key == "llama.attention.layer_norm_rms_epsilon":
+            value = float(cfg.rms_norm_eps)
+        elif key == "llama.rope.freq_base":
+            value = float(_rope_theta(cfg, value))
         elif key == "general.file_type":
             value = 0
         elif key == "general.name":
