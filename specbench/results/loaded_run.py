@@ -86,12 +86,13 @@ def subject_view(run: Run, subject: str) -> Run:
     if subject == ALL:
         return run
     every = run.every or run.records
-    if subject == OWN:
-        return Run(run.path, run.manifest, [r for r in every if not r.method.startswith(ENGINE_PREFIX)])
-    records = [dataclasses.replace(r, method=BASELINE) if r.method == ENGINE_BASELINE else r
-               for r in every if r.method.startswith(ENGINE_PREFIX)]
     manifest = copy.deepcopy(run.manifest)
     cfg = manifest.setdefault("config", {})
+    if subject == OWN:  # (its manifest's methods its own, so what it plans is what it holds)
+        cfg["methods"] = [m for m in cfg.get("methods") or [] if not m.startswith(ENGINE_PREFIX)]
+        return Run(run.path, manifest, [r for r in every if not r.method.startswith(ENGINE_PREFIX)])
+    records = [dataclasses.replace(r, method=BASELINE) if r.method == ENGINE_BASELINE else r
+               for r in every if r.method.startswith(ENGINE_PREFIX)]
     cfg["methods"] = [BASELINE] + [m for m in cfg.get("methods") or [] if m.startswith(ENGINE_PREFIX)
                                    and m != ENGINE_BASELINE]
     cfg["batch_size"] = cfg.get("concurrency") or [1]

@@ -29,6 +29,7 @@ from specbench.prompts.templates import PROBE
 from specbench.results.record import Record, Unit
 from specbench.paths import cache_dir
 from specbench.run.method_env import MethodEnv
+from specbench.engine.llamacpp.gguf_files import QUANTISED, gguf_model
 from specbench.serving.draft_gguf import sps_draft_gguf
 from specbench.serving.reply import EngineReply
 from specbench.serving.session import SessionSpec
@@ -37,6 +38,10 @@ from specbench.serving.settings import SPS_DRAFT, draft_model
 ENGINE_DIR = "engine"  # the run folder's: the servers' logs and the counters file
 MEMORY_KIND = "engine_rss_peak_since_start"
 CTX_MARGIN, CTX_ROUND = 128, 256
+# the run's model at full precision (F32 / F16 / BF16 weights): an F32 KV cache and no flash attention (llama.cpp's CPU
+# flash attention rounds to F16), as the llamacpp backend runs it, so the engine's rows are checked at the run's
+# precision; llama.cpp's defaults (F16 KV cache, flash attention auto) flip near-ties between batch shapes
+FULL_PRECISION_FLAGS = ["-ctk", "f32", "-ctv", "f32", "-fa", "off"]
 
 
 @dataclass(frozen=True)
@@ -90,12 +95,13 @@ def _draft_files(plan: Any, target_gguf: Path | None, ctx: Any) -> dict[str, Pat
 
 def session_spec(ctx: Any, template_encode: Any) -> SessionSpec:
     """The ``SessionSpec`` of ``ctx``'s run (``RunContext``): its engine, settings with their options, the GGUF the
-    server runs (llama-server: the run's model in the run's dtype, made once like the llama.cpp backend's, or the
-    file ``--engine-opt model=PATH.gguf`` names), the context per slot (the run's longest, rounded up), one slot per
+    server runs (llama-server: the run's model in the run's dtype, made once like the llama.cpp backend's and run at
+    its precision, ``FULL_PRECISION_FLAGS``; or the file ``--engine-opt model=PATH.gguf`` names, at llama.cpp's
+    defaults), the context per slot (the run's longest, rounded up), one slot per
     request in flight."""
     plan, cfg = ctx.plan, ctx.cfg
     kind, url = parse_engine(cfg.engine)
-    model_file = None
+    model_file, base_flags = None, []
     if kind == LLAMA_SERVER and cfg.engine_options.get("model"):  # the user's own GGUF (weights then may differ)
         model_file = Path(cfg.engine_options["model"]).expanduser()
         if not model_file.is_file():
@@ -103,9 +109,9 @@ def session_spec(ctx: Any, template_encode: Any) -> SessionSpec:
     elif kind == LLAMA_SERVER:
         gguf = getattr(ctx.loaded, "gguf", None)
         if gguf is None:
-            from specbench.engine.llamacpp.gguf_files import gguf_model
             gguf = gguf_model(cfg.model, cfg.dtype, _threads(cfg))
         model_file = gguf.path
+        base_flags = [] if gguf.dtype in QUANTISED else list(FULL_PRECISION_FLAGS)
     limit = config_context(getattr(ctx.loaded.model, "config", None)) or 1 << 20
     per_slot = min(limit, math.ceil((ctx.longest_context + CTX_MARGIN) / CTX_ROUND) * CTX_ROUND)
     vocab = getattr(getattr(ctx.loaded.model, "config", None), "vocab_size", None)
@@ -113,7 +119,7 @@ def session_spec(ctx: Any, template_encode: Any) -> SessionSpec:
                        ctx.run_dir / ENGINE_DIR, vocab=vocab, url=url, model_file=model_file,
                        draft_files=_draft_files(plan, model_file, ctx) if kind == LLAMA_SERVER else {},
                        threads=_threads(cfg), ctx=per_slot, parallel=max(cfg.concurrency),
-                       engine_options=dict(cfg.engine_options),
+                       engine_options=dict(cfg.engine_options), base_flags=base_flags,
                        warmup_prompt=template_encode(PROBE), warmups=cfg.warmup)
 
 

@@ -50,6 +50,7 @@ class SessionSpec:
     ctx: int = 4096  # per slot
     parallel: int = 1
     engine_options: dict[str, str] = field(default_factory=dict)
+    base_flags: list[str] = field(default_factory=list)  # every server's, before its setting's (which may override)
     warmup_prompt: list[int] = field(default_factory=list)
     warmups: int = 1
 
@@ -75,7 +76,7 @@ class EngineSession:
         if s.kind != LLAMA_SERVER:
             url = s.url if label == ENGINE_BASELINE else options[URL_KEY]
             return OpenAIEngine(label, url, vocab=s.vocab, model=options.get("model"), request_timeout_s=timeout)
-        flags = setting_flags(s.kind, label, options)
+        flags = s.base_flags + setting_flags(s.kind, label, options)
         if label in s.draft_files:
             flags += ["-md", str(s.draft_files[label])]
         extra = s.engine_options.get(FLAGS_KEY)
