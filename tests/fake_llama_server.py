@@ -84,6 +84,8 @@ class Handler(BaseHTTPRequestHandler):
             text = "".join(f"# TYPE llamacpp:{k}_total counter\nllamacpp:{k}_total {v}\n" for k, v in (
                 ("spec_decode_num_drafts", srv.drafts), ("spec_decode_num_draft_tokens", srv.drafted),
                 ("spec_decode_num_accepted_tokens", srv.accepted)))
+            text += "".join(f'llamacpp:spec_decode_num_accepted_tokens_per_pos_total{{position="{i}"}} {srv.drafts}\n'
+                            for i in range(DRAFT_KEPT))
             data = text.encode()
             self.send_response(200)
             self.send_header("Content-Type", "text/plain")

@@ -15,6 +15,7 @@ import pytest
 
 from specbench.cli import main
 from specbench.results.run_folder import read_records
+from json_schema_subset import validate
 from tiny_model_dir import save_tiny_model
 
 FAKE = Path(__file__).resolve().parent / "fake_llama_server.py"
@@ -85,6 +86,11 @@ def test_engine_rows_end_to_end(fake, capsys) -> None:
     assert "## Concurrency levels 1, 2" in report and (run_dir / "concurrency_speedup.png").is_file()
     summary = json.loads((run_dir / "summary.json").read_text())
     assert [m["method"] for m in summary["engine"]["methods"]] == ["engine:off", "engine:ngram"]
+    ngram = summary["engine"]["counters"]["engine:ngram"]
+    assert ngram["accepted_per_position"] == [ngram["drafts"], ngram["drafts"]]  # (the stand-in keeps 2 of every 4)
+    schema = json.loads((Path(__file__).resolve().parent.parent / "specbench" / "reports" / "summary.schema.json").read_text())
+    assert validate(schema, summary) == []
+    assert "Accepted by draft position, ours / the engine's /metrics" in report
     assert main(["check", str(run_dir)]) == 0
     assert "the engine's rows engine:off" in capsys.readouterr().out
     assert no_server_left(fake["pids"])

@@ -7,7 +7,8 @@ speculation-off output and speed beside specbench's ``ar``; and its rows beside 
   drafted pass. The engine's, per request (the final event's ``draft_n_accepted / draft_n``, summed over the
   row's records) and from its ``/metrics`` counters since its warm-up (every invocation of the run added up):
   acceptance = accepted / draft tokens and mean accepted length = 1 + accepted / drafts (its steps with a draft
-  only, which is why it reads above our tau whenever some steps draft nothing).
+  only, which is why it reads above our tau whenever some steps draft nothing); and per draft position, the share
+  of drafted steps that accepted it (ours from the passes, the engine's from its per-position counters).
 - **engine:off vs ar**: on each unit both decoded alone, whether the engine's greedy output equals specbench's
   (another implementation of the same weights: float rounding may flip near-ties; this is a comparison, not a
   verdict), and the engine's tokens/s over ar's on the same questions (timed in the same run, interleaved).
@@ -43,21 +44,42 @@ def tokens_per_drafted_pass(records: list[Any]) -> float | None:
     return tokens / passes if passes else None
 
 
-def engine_counters(run: Run) -> dict[str, dict[str, float]]:
-    """Each engine row's ``/metrics`` counters since its warm-up, added up over the run's invocations."""
+def engine_counters(run: Run) -> dict[str, dict[str, Any]]:
+    """Each engine row's ``/metrics`` counters since its warm-up (accepted tokens per draft position included),
+    added up over the run's invocations."""
     path = run.path.joinpath(*COUNTERS_PATH)
     try:
         entries = json.loads(path.read_text())
     except (OSError, ValueError):
         return {}
-    out: dict[str, dict[str, float]] = {}
+    out: dict[str, dict[str, Any]] = {}
     for entry in entries if isinstance(entries, list) else []:
         for label, c in ((entry or {}).get("counters") or {}).items():
             if isinstance(c, dict):
-                total = out.setdefault(label, {"drafts": 0.0, "draft_tokens": 0.0, "accepted": 0.0})
-                for k in total:
+                total = out.setdefault(label, {"drafts": 0.0, "draft_tokens": 0.0, "accepted": 0.0,
+                                               "accepted_per_position": []})
+                for k in ("drafts", "draft_tokens", "accepted"):
                     total[k] += float(c.get(k) or 0.0)
+                pos, add = total["accepted_per_position"], [float(x) for x in c.get("accepted_per_position") or []]
+                total["accepted_per_position"] = [(pos[i] if i < len(pos) else 0.0) + (add[i] if i < len(add) else 0.0)
+                                                  for i in range(max(len(pos), len(add)))]
     return out
+
+
+def position_rows(run: Run, depth: int = 4) -> list[list[str]]:
+    """Per engine row, the share of drafted steps that accepted draft position 1..``depth``: ours (the passes
+    rebuilt) / the engine's ``/metrics`` (accepted tokens per position over its drafts)."""
+    every, counters, rows = run.every or run.records, engine_counters(run), []
+    for m in run.methods():
+        if m == BASELINE:
+            continue
+        kept = [a - 1 for r in every if r.method == m for a, d in zip(r.accept_lengths, r.draft_sizes) if d]
+        c = counters.get(m) or {}
+        theirs, drafts = c.get("accepted_per_position") or [], c.get("drafts") or 0.0
+        cells = [f"{fmt_num(sum(k >= i for k in kept) / len(kept) if kept else None)} / "
+                 f"{fmt_num(theirs[i - 1] / drafts if drafts and i <= len(theirs) else None)}" for i in range(1, depth + 1)]
+        rows.append([m, str(len(kept)), *cells])
+    return rows
 
 
 def _request_acceptance(records: list[Any]) -> float | None:
@@ -140,6 +162,11 @@ def engine_section(own: Run, engine: Run, engine_stats: dict[str, dict[str, Cell
     if rows:
         parts.append("### Speculation counters: ours vs the engine's own\n\n"
                      + tabulate(rows, headers=COUNTER_HEADERS, tablefmt=fmt))
+    positions = position_rows(engine)
+    if positions:
+        parts.append("### Accepted by draft position, ours / the engine's /metrics (share of drafted steps)\n\n"
+                     + tabulate(positions, headers=["row", "drafted steps (ours)"] + [f"position {i}" for i in range(1, 5)],
+                                tablefmt=fmt))
     agree = agreement_rows(own, engine)
     if agree:
         parts.append("### engine:off vs specbench's ar (both alone; a comparison of two implementations, not a verdict)"

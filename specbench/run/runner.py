@@ -147,7 +147,7 @@ class Runner:
         created = not self.run_dir.exists()
         try:  # --no-verify: artifacts are trusted by their recorded hashes (noted in the manifest)
             with RunLock(self.run_dir), skipping_verification(not self.cfg.verify), \
-                    MachineSession(self.run_dir, self.cfg.threads) as self.machine, contextlib.ExitStack() as self._exits:
+                    contextlib.ExitStack() as self._exits, MachineSession(self.run_dir, self.cfg.threads) as self.machine:
                 self.digest = digest
                 return self._run_locked(digest)
         finally:

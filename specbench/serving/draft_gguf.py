@@ -34,7 +34,8 @@ SIZES = {"llama.block_count": "num_hidden_layers", "llama.embedding_length": "hi
          "llama.feed_forward_length": "intermediate_size", "llama.attention.head_count": "num_attention_heads",
          "llama.attention.head_count_kv": "num_key_value_heads"}
 LAYER_TENSORS = {"attn_norm": "input_layernorm", "attn_q": "self_attn.q_proj", "attn_k": "self_attn.k_proj",
-                 "attn_v": "self_attn.v_proj", "attn_output": "self_attn.o_proj", "ffn_norm": "post_attention_layernorm",
+                 "attn_v": "self_attn.v_proj", "attn_output": "self_attn.o_proj",
+                 "ffn_norm": "post_attention_layernorm",
                  "ffn_gate": "mlp.gate_proj", "ffn_up": "mlp.up_proj", "ffn_down": "mlp.down_proj"}
 STAMP = "llama-draft.json"
 
@@ -59,7 +60,8 @@ def _widened(rows: np.ndarray, vocab_map: np.ndarray | None, target_vocab: int, 
     """Rows per target id: a kept token's own row, every other token ``fill`` (None: zeros)."""
     if vocab_map is None:
         return rows
-    out = np.zeros((target_vocab, rows.shape[1]), dtype=np.float32) if fill is None else np.tile(fill, (target_vocab, 1))
+    shape = (target_vocab, rows.shape[1])
+    out = np.zeros(shape, dtype=np.float32) if fill is None else np.tile(fill, (target_vocab, 1))
     out[vocab_map[1:]] = rows[1:]  # (draft id 0 is "any other token")
     return out
 
@@ -91,7 +93,8 @@ def write_draft_gguf(draft: Any, vocab_map: np.ndarray | None, template: Path, o
             value = 0
         elif key == "general.name":
             value = f"{value} draft ({cfg.num_hidden_layers} layers)"
-        writer.add_key_value(key, value, fld.types[0], sub_type=fld.types[-1] if fld.types[0] == GGUFValueType.ARRAY else None)
+        array = fld.types[0] == GGUFValueType.ARRAY
+        writer.add_key_value(key, value, fld.types[0], sub_type=fld.types[-1] if array else None)
     embed = state["model.embed_tokens.weight"]
     head = state.get("lm_head.weight", embed)
     writer.add_tensor("token_embd.weight", _widened(embed, vocab_map, target_vocab, embed[0]))

@@ -39,6 +39,7 @@ from specbench.serving.reply import EngineReply
 
 BINARY_ENV = "SPECBENCH_LLAMA_SERVER"
 BUILD_HINT = "SPECBENCH_LLAMACPP=1 bash scripts/setup.sh builds it beside the llama.cpp bindings"
+DYING_S = 2.0  # how long a failed request waits for its server to be gone, to say how it ended
 GREEDY = {"temperature": 0.0, "top_k": 1, "repeat_penalty": 1.0, "seed": 0}
 
 
@@ -116,7 +117,7 @@ class LlamaServer:
 
     def failure(self, e: EngineError) -> EngineError:
         """``e`` as one line naming this server, and how it ended if it died."""
-        died = self.proc.exit_text() if self.proc is not None else ""
+        died = self.proc.exit_text(wait_s=DYING_S) if self.proc is not None else ""
         return EngineError(f"llama-server {self.label} {died or e}")
 
     def describe(self) -> dict[str, Any]:

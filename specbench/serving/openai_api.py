@@ -119,7 +119,8 @@ class OpenAIEngine:
                 ids = token_ids(ids or [], self.vocab, "a chunk")
                 if ids:
                     n = timings.get("predicted_n") if timings else None
-                    counters = (timings.get("draft_n", 0), timings.get("draft_n_accepted", 0)) if timings else (None, None)
+                    counters = ((timings.get("draft_n", 0), timings.get("draft_n_accepted", 0)) if timings
+                                else (None, None))
                     events.append(TokenEvent(ids, at, n - len(ids) if isinstance(n, int) else None, *counters))
                 finished = choices[0].get("finish_reason") or finished
             if timings:

@@ -109,8 +109,14 @@ class ServerProcess:
     def alive(self) -> bool:
         return self.proc is not None and self.proc.poll() is None
 
-    def exit_text(self) -> str:
-        """How it ended, for an error line: ``exited with code 1: <its last log line>``, or ``""`` while alive."""
+    def exit_text(self, wait_s: float = 0.0) -> str:
+        """How it ended, for an error line: ``exited with code 1: <its last log line>``, or ``""`` while alive
+        (``wait_s``: how long to give a server that is going down, as a cut answer suggests, to be gone)."""
+        if self.proc is not None and self.alive() and wait_s > 0:
+            try:
+                self.proc.wait(wait_s)
+            except subprocess.TimeoutExpired:
+                pass
         if self.proc is None or self.alive():
             return ""
         code = self.proc.returncode

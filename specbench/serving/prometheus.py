@@ -91,8 +91,9 @@ def parse_counters(text: str) -> SpecCounters | None:
         for family in text_string_to_metric_families(text):
             for sample in family.samples:
                 base = _base(sample.name)
-                if base == _PER_POS and str(sample.labels.get("position", "")).isdigit():
-                    per_pos[int(sample.labels["position"])] = per_pos.get(int(sample.labels["position"]), 0.0) + sample.value
+                position = str(sample.labels.get("position", ""))
+                if base == _PER_POS and position.isdigit():
+                    per_pos[int(position)] = per_pos.get(int(position), 0.0) + sample.value
                 elif base in _COUNTERS or base in _GAUGES:
                     key = _COUNTERS.get(base) or _GAUGES[base]
                     found[key] = found.get(key, 0.0) + float(sample.value)  # (summed over label sets: engines, models)
