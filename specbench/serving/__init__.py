@@ -9,8 +9,9 @@ lossless rule and reports apply.
 - ``reply.py``: what one request gave back (``EngineReply``) and the per-pass record made of it;
 - ``passes.py``: the engine's forward passes rebuilt from its per-token counters;
 - ``prometheus.py``: the speculation counters of a ``/metrics`` page;
-- ``llama_server.py`` / ``llama_flags.py``: llama.cpp's server (binary, version, flags of each speculation setting);
+- ``llama_server.py`` / ``llama_stream.py``: llama.cpp's server (binary, version, requests) and its event stream read;
 - ``openai_api.py``: the OpenAI-compatible adapter (``--engine openai:URL``);
-- ``settings.py``: the speculation settings an engine offers, by name (``engine:ngram``, ``engine:draft``, ...);
+- ``settings.py``: the speculation settings an engine offers, by name (``engine:ngram``, ``engine:draft``, ...), as flags;
+- ``draft_gguf.py``: a transformers draft (by default the SpS distilled one) written as a GGUF llama.cpp drafts with;
 - ``session.py``: a run's engines, one per setting, from the first request to the last stop.
 """

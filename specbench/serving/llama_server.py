@@ -39,6 +39,7 @@ from specbench.serving.reply import EngineReply
 
 BINARY_ENV = "SPECBENCH_LLAMA_SERVER"
 BUILD_HINT = "SPECBENCH_LLAMACPP=1 bash scripts/setup.sh builds it beside the llama.cpp bindings"
+BIND_TRIES = 3  # (a free port can be taken by another process before the server binds it)
 DYING_S = 2.0  # how long a failed request waits for its server to be gone, to say how it ended
 GREEDY = {"temperature": 0.0, "top_k": 1, "repeat_penalty": 1.0, "seed": 0}
 
@@ -99,10 +100,17 @@ class LlamaServer:
                 "-np", str(self.parallel), "--metrics", *self.flags]
 
     def start(self) -> None:
-        self.port = free_port()
-        self.proc = ServerProcess(f"llama-server {self.label}", self.argv(), self.log_path, self._healthy,
-                                  self.ready_timeout_s)
-        self.proc.start()
+        """Start it on a free port (another one if something took that port in between, up to 3 times)."""
+        for attempt in range(BIND_TRIES):
+            self.port = free_port()
+            self.proc = ServerProcess(f"llama-server {self.label}", self.argv(), self.log_path, self._healthy,
+                                      self.ready_timeout_s)
+            try:
+                self.proc.start()
+                return
+            except EngineError as e:
+                if "couldn't bind" not in str(e) or attempt == BIND_TRIES - 1:
+                    raise
 
     def _healthy(self) -> bool:
         try:
