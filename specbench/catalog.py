@@ -52,13 +52,18 @@ def order_categories(names: Iterable[str]) -> list[str]:
     return [c for c in MT_BENCH_CATEGORIES if c in names] + sorted(names - set(MT_BENCH_CATEGORIES))
 
 
+def is_engine_row(method: str) -> bool:
+    """Whether ``method`` is an engine under test's row (``engine:SETTING``, ``engine:off`` included)."""
+    return method.startswith(ENGINE_PREFIX)
+
+
 def reference_method(method: str) -> str:
     """The baseline a method's row is timed and checked against: ``engine:off`` for an engine's rows, else ``ar``.
 
     >>> reference_method("engine:ngram"), reference_method("pld"), reference_method("engine:off")
     ('engine:off', 'ar', 'engine:off')
     """
-    return ENGINE_BASELINE if method.startswith(ENGINE_PREFIX) else BASELINE
+    return ENGINE_BASELINE if is_engine_row(method) else BASELINE
 
 
 def is_baseline(method: str) -> bool:

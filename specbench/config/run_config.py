@@ -12,7 +12,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from specbench.catalog import ENGINE_BASELINE, ENGINE_PREFIX
+from specbench.catalog import ENGINE_BASELINE, ENGINE_PREFIX, is_engine_row
 from specbench.config.coerce import short_repr
 from specbench.config.context_length import MIN_LENGTH
 from specbench.config.engine_choice import parse_engine
@@ -124,7 +124,7 @@ class RunConfig:
         self.sampling.validate()
 
     def _validate_engine(self) -> None:
-        engine_rows = [m for m in self.methods if m.strip().startswith(ENGINE_PREFIX)]
+        engine_rows = [m for m in self.methods if is_engine_row(m.strip())]
         if self.engine is not None:
             parse_engine(self.engine)
             if not engine_rows:

@@ -17,7 +17,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from specbench.catalog import ENGINE_PREFIX, reference_method
+from specbench.catalog import is_engine_row, reference_method
 from specbench.engine.sampling_config import manifest_sampling
 from specbench.errors import UserError
 from specbench.results.logprob_check import logprob_stats, logprob_table_rows
@@ -123,7 +123,7 @@ def check_run(run_dir: str | Path, strict: bool = False, decode: bool = True,
     bad = [r for r in records if r.lossless_class in (MISMATCH, TIE)]
     for r in records:
         if is_checked(r):
-            level = "concurrency" if r.method.startswith(ENGINE_PREFIX) else "batch"
+            level = "concurrency" if is_engine_row(r.method) else "batch"
             name = r.method if r.unit.batch == 1 else f"{r.method} at {level} {r.unit.batch}"
             c = counts.setdefault(name, dict.fromkeys((*LOSSLESS_CLASSES, "unchecked"), 0))
             c[r.lossless_class or "unchecked"] += 1
@@ -134,7 +134,7 @@ def check_run(run_dir: str | Path, strict: bool = False, decode: bool = True,
         lines.append(f"{method}: {c[EXACT]} exact, {c[TIE]} tie, {c[MISMATCH]} mismatch"
                      + (f", {c['unchecked']} unchecked" if c["unchecked"] else ""))
     failed = sum(c[MISMATCH] + (c[TIE] if strict else 0) for c in counts.values())
-    engine = " (the engine's rows engine:off)" if any(r.method.startswith(ENGINE_PREFIX) for r in records) else ""
+    engine = " (the engine's rows engine:off)" if any(is_engine_row(r.method) for r in records) else ""
     lines.append(f"FAIL: {failed} record(s) not lossless" if failed else f"OK: every method reproduces ar{engine}")
     return max(1 if failed else 0, incomplete), _verdict_last(lines, missing_lines)
 

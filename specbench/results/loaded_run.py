@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from specbench.catalog import BASELINE, ENGINE_BASELINE, ENGINE_PREFIX, order_subtasks
+from specbench.catalog import BASELINE, ENGINE_BASELINE, is_engine_row, order_subtasks
 from specbench.results.record import Record
 from specbench.results.relabel import rederived
 from specbench.results.run_folder import read_manifest
@@ -65,7 +65,7 @@ OWN, ENGINE, ALL = "specbench", "engine", "all"  # the subjects a run's records 
 
 def has_engine(records: list[Record]) -> bool:
     """Whether an engine under test has rows among ``records``."""
-    return any(r.method.startswith(ENGINE_PREFIX) for r in records)
+    return any(is_engine_row(r.method) for r in records)
 
 
 def subject_view(run: Run, subject: str) -> Run:
@@ -89,12 +89,11 @@ def subject_view(run: Run, subject: str) -> Run:
     manifest = copy.deepcopy(run.manifest)
     cfg = manifest.setdefault("config", {})
     if subject == OWN:  # (its manifest's methods its own, so what it plans is what it holds)
-        cfg["methods"] = [m for m in cfg.get("methods") or [] if not m.startswith(ENGINE_PREFIX)]
-        return Run(run.path, manifest, [r for r in every if not r.method.startswith(ENGINE_PREFIX)])
+        cfg["methods"] = [m for m in cfg.get("methods") or [] if not is_engine_row(m)]
+        return Run(run.path, manifest, [r for r in every if not is_engine_row(r.method)])
     records = [dataclasses.replace(r, method=BASELINE) if r.method == ENGINE_BASELINE else r
-               for r in every if r.method.startswith(ENGINE_PREFIX)]
-    cfg["methods"] = [BASELINE] + [m for m in cfg.get("methods") or [] if m.startswith(ENGINE_PREFIX)
-                                   and m != ENGINE_BASELINE]
+               for r in every if is_engine_row(r.method)]
+    cfg["methods"] = [BASELINE] + [m for m in cfg.get("methods") or [] if is_engine_row(m) and m != ENGINE_BASELINE]
     cfg["batch_size"] = cfg.get("concurrency") or [1]
     cfg["refill"] = True  # (a finished request's place goes to the next at once)
     manifest["backend"] = {"name": engine_label(manifest)}

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from specbench.catalog import ENGINE_PREFIX, is_baseline
+from specbench.catalog import is_baseline, is_engine_row
 from specbench.engine.sampling_config import manifest_sampling, sampling_from_dict
 from specbench.results.record import Record, Unit
 from specbench.results.run_folder import MANIFEST_FILE, RECORDS_FILE, RunFileError, read_numbered_records
@@ -127,8 +127,8 @@ def expected_keys(manifest: dict[str, Any], records: list[Record]) -> list[tuple
     methods = [str(m) for m in cfg.get("methods") or []]
     sizes = [int(b) for b in cfg.get("batch_size") or [1]]
     levels = [int(c) for c in cfg.get("concurrency") or [1]]  # an engine's rows: its concurrency levels
-    labels = [(m, b) for m in methods for b in sorted(set(levels if m.startswith(ENGINE_PREFIX) else sizes) | {1})
-              if b in (levels if m.startswith(ENGINE_PREFIX) else sizes) or is_baseline(m)]
+    labels = [(m, b) for m in methods for b in sorted(set(levels if is_engine_row(m) else sizes) | {1})
+              if b in (levels if is_engine_row(m) else sizes) or is_baseline(m)]
     labels.sort(key=lambda mb: mb[1])  # (plan order: every size's methods together)
     questions = manifest.get("questions") or {}
     repeats = cfg.get("repeats") if isinstance(cfg.get("repeats"), int) else 1

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator, Sequence, TypeVar
 
-from specbench.catalog import ALL_TASKS, BASELINE
+from specbench.catalog import ALL_TASKS, BASELINE, is_engine_row
 from specbench.config.context_length import DEFAULT_LENGTHS, MIN_LENGTH, length_label, parse_length
 from specbench.config.method_labels import expand_budget, label_options, split_label
 from specbench.config.run_config import MAX_NAME, RunConfig
@@ -40,7 +40,7 @@ from specbench.results.record import Unit
 from specbench.run.guards import fitted_length
 from specbench.run.methods_factory import method_config
 from specbench.run.question_counts import check_batch_sizes, check_shards_filled
-from specbench.serving.settings import engine_labels, is_engine_label
+from specbench.serving.settings import engine_labels
 
 T = TypeVar("T")
 
@@ -106,8 +106,8 @@ def _method_names(config: RunConfig) -> tuple[list[str], list[str]]:
     """The run's method labels, baseline first (``NAME@VARIANT`` labels and ``--budget`` expanded), and an engine's
     rows (``engine:off`` first)."""
     given = [m.strip() for m in config.methods if m.strip()]
-    engine = engine_labels(config, [m for m in given if is_engine_label(m)])
-    methods = expand_budget([m for m in given if not is_engine_label(m)], config.budget)
+    engine = engine_labels(config, [m for m in given if is_engine_row(m)])
+    methods = expand_budget([m for m in given if not is_engine_row(m)], config.budget)
     for m in methods:
         METHODS.get(split_label(m)[0])  # unknown names raise with a suggestion
         method_config(m, label_options(m, config.method_options))  # bad options raise now, before loading the model

@@ -43,10 +43,6 @@ class EngineReply:
             return list(self.refetched_ids)
         return [i for e in self.events for i in e.ids]
 
-    @property
-    def streamed_ids(self) -> int:
-        return sum(len(e.ids) for e in self.events)
-
     def gaps(self, total: int | None) -> bool:
         """Whether the stream left ids out: an event's position skips ahead, or fewer ids than ``total`` came."""
         seen = 0

@@ -66,10 +66,6 @@ LLAMA_SETTINGS = {
 _KEY = re.compile(r"[a-z0-9][a-z0-9-]*")
 
 
-def is_engine_label(label: str) -> bool:
-    return label.startswith(ENGINE_PREFIX)
-
-
 def setting_name(label: str) -> str:
     """``engine:ngram@short`` -> ``ngram``."""
     return label[len(ENGINE_PREFIX):].partition("@")[0]
