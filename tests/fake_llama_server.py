@@ -10,7 +10,15 @@ so the output equals the speculation-off one and the counters say what a real se
 - ``die``: exits in the middle of the second answer; ``hang``: stops sending in the middle of an answer;
 - ``garbage``: an answer event that is not JSON; ``refuse``: HTTP 500 with an error message;
 - ``bad-ids``: a token id outside the vocabulary; ``diverge``: the speculating output differs at position 5;
-- ``gap``: the streamed answer leaves one token out (as llama.cpp does inside a UTF-8 character).
+- ``gap``: the streamed answer leaves one token out (as llama.cpp does inside a UTF-8 character);
+- ``keep-alive``: a streamed answer that is only keep-alive comments (``: keep-alive``), one every 50 ms, for
+  ``KEEP_ALIVE_S`` seconds, then the connection closed; ``big-line``: a streamed answer whose first event is one
+  line of ``BIG_LINE`` bytes (sent in 64 KiB pieces);
+- ``wrong-props``: ``/props`` names another model file than the one it was started with.
+
+``/props`` and ``/slots`` say what llama.cpp's say of the server: its model file (``-m``), context per slot
+(``-c`` over ``-np``), slots, and whether its slots speculate. A port another process holds ends it as llama.cpp's
+server ends: ``couldn't bind HTTP server socket``, exit code 1.
 
 Run as ``python fake_llama_server.py -m X --port P ... [--fake-vocab 100] [--fault MODE] [--pid-file F]``.
 """
@@ -25,6 +33,7 @@ import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 DRAFT_EVERY, DRAFT_LEN, DRAFT_KEPT = 3, 4, 2
+KEEP_ALIVE_S, BIG_LINE, PIECE = 5.0, 2 << 20, 64 << 10
 
 
 def next_token(ids: list[int], vocab: int) -> int:
@@ -77,7 +86,12 @@ class Handler(BaseHTTPRequestHandler):
                 return self._json(503, {"error": {"message": "Loading model"}})
             return self._json(200, {"status": "ok"})
         if self.path == "/props":
-            return self._json(200, {"build_info": "b0-fake", "total_slots": srv.parallel})
+            model = "/elsewhere/other.gguf" if srv.fault == "wrong-props" else srv.model
+            return self._json(200, {"build_info": "b0-fake", "total_slots": srv.parallel, "model_path": model,
+                                    "default_generation_settings": {"n_ctx": srv.ctx}})
+        if self.path == "/slots":
+            return self._json(200, [{"id": i, "n_ctx": srv.ctx, "speculative": srv.speculate}
+                                    for i in range(srv.parallel)])
         if self.path == "/v1/models":
             return self._json(200, {"data": [{"id": "fake-model"}]})
         if self.path == "/metrics":
@@ -112,6 +126,8 @@ class Handler(BaseHTTPRequestHandler):
         self.send_response(200)
         self.send_header("Content-Type", "text/event-stream")
         self.end_headers()
+        if srv.fault in ("keep-alive", "big-line"):
+            return self._stalling_stream(srv.fault)
         produced = 0
         for i, (emit, drafted, accepted) in enumerate(steps):
             time.sleep(0.002)
@@ -144,6 +160,26 @@ class Handler(BaseHTTPRequestHandler):
         self.wfile.flush()
         self.close_connection = True
 
+    def _stalling_stream(self, fault: str) -> None:
+        """An answer that never gives a token: keep-alive comments only, or one line too long to hold."""
+        self.close_connection = True
+        try:
+            if fault == "keep-alive":
+                end = time.monotonic() + KEEP_ALIVE_S
+                while time.monotonic() < end:
+                    self.wfile.write(b": keep-alive\n\n")
+                    self.wfile.flush()
+                    time.sleep(0.05)
+                return
+            piece = b"x" * PIECE
+            self.wfile.write(b"data: ")
+            for _ in range(BIG_LINE // PIECE):
+                self.wfile.write(piece)
+            self.wfile.write(b"\n\n")
+            self.wfile.flush()
+        except (BrokenPipeError, ConnectionResetError):  # (the client gave up, as it should)
+            pass
+
 
 def main() -> None:
     p = argparse.ArgumentParser()
@@ -152,6 +188,7 @@ def main() -> None:
     p.add_argument("--host", default="127.0.0.1")
     p.add_argument("--port", type=int, default=0)
     p.add_argument("-np", type=int, default=1)
+    p.add_argument("-c", type=int, default=4096)
     p.add_argument("--spec-type", default="none")
     p.add_argument("--fake-vocab", type=int, default=100)
     p.add_argument("--fault", default="")
@@ -166,8 +203,14 @@ def main() -> None:
     if args.fault == "die-at-start":
         print("error: the fake cannot load the model", file=sys.stderr)
         sys.exit(3)
-    srv = ThreadingHTTPServer((args.host, args.port), Handler)
+    try:
+        srv = ThreadingHTTPServer((args.host, args.port), Handler)
+    except OSError:
+        print(f"start: couldn't bind HTTP server socket, hostname: {args.host}, port: {args.port}", file=sys.stderr)
+        print("llama_server: exiting due to HTTP server error", file=sys.stderr)
+        sys.exit(1)
     srv.vocab, srv.fault, srv.parallel = args.fake_vocab, args.fault, args.np
+    srv.model, srv.ctx = args.m, args.c // max(args.np, 1)
     srv.speculate = args.spec_type != "none"
     srv.requests = srv.drafts = srv.drafted = srv.accepted = 0
     print(f"fake llama-server listening on {args.host}:{args.port}", file=sys.stderr, flush=True)

@@ -1,6 +1,7 @@
 """An engine under test end to end on a stand-in server (``fake_llama_server.py``) and a tiny model: records,
-lossless verdicts, counters and reports; and every fault (dies, hangs, garbage, refuses, never ready, bad ids)
-as a one-line error with the records done so far kept and no server left running."""
+lossless verdicts, counters and reports; and every fault (dies, hangs, garbage, refuses, never ready, bad ids, an
+impostor on its port, settings it does not serve, keep-alive comments forever, a line over the cap) as a one-line
+error with the records done so far kept and no server left running."""
 from __future__ import annotations
 
 import json
@@ -103,7 +104,8 @@ def test_engine_rows_end_to_end(fake, capsys) -> None:
     ("die-at-start", "engine:off", (), "llama-server engine:off exited with code 3 while starting: error: the fake cannot"),
     ("never-ready", "engine:ngram", ("--engine-opt", "ready_timeout_s=1"), "engine:ngram was not ready within 1 s"),
     ("die", "engine:ngram", (), "llama-server engine:ngram exited with code 9"),
-    ("hang", "engine:ngram", ("--engine-opt", "request_timeout_s=1"), "engine:ngram no answer within 1 s"),
+    ("hang", "engine:ngram", ("--engine-opt", "request_timeout_s=1"), "engine:ngram gave no complete answer within 1 s"),
+    ("wrong-props", "engine:ngram", (), "is not the server specbench asked for: model /elsewhere/other.gguf, asked"),
     ("garbage", "engine:ngram", (), "answered something that is not a JSON object: '<html>oops</html>'"),
     ("refuse", "engine:ngram", (), "refused the request: HTTP 500: the fake refuses"),
     ("bad-ids", "engine:ngram", (), "token id 1000000000 in an event, outside the vocabulary"),
@@ -118,6 +120,138 @@ def test_faults_are_one_line_keep_records_and_leave_no_server(fake, capsys, faul
         kept = [(r.method, r.question_id) for r in read_records(run_dir)]
         first = kept[0][1]
         assert {("ar", first), ("engine:off", first), ("engine:ngram", first)} <= set(kept)
+
+
+def started(fake, tmp_path, *flag_lists: list[str]) -> list:
+    """Stand-in servers started as an engine would be (one per list of flags), for runs against servers specbench
+    did not start; the caller stops them."""
+    from specbench.serving.llama_server import LlamaServer
+
+    servers = [LlamaServer(f"s{i}", Path(os.environ["SPECBENCH_LLAMA_SERVER"]), fake["gguf"], flags,
+                           tmp_path / "logs", threads=1, ctx=256, parallel=1, vocab=None)
+               for i, flags in enumerate(flag_lists)]
+    try:
+        for s in servers:
+            s.start()
+    except BaseException:
+        for s in servers:
+            s.stop()
+        raise
+    return servers
+
+
+def test_an_impostor_on_every_port_picked_is_refused_with_no_engine_records(fake, capsys, tmp_path,
+                                                                             monkeypatch) -> None:
+    """Another server (speculating) bound the port first: specbench's own fails to bind, the stranger answers
+    ``/health``; start-up must see that the listener is not its own process, on every try."""
+    from specbench.serving import llama_server
+
+    impostor = started(fake, tmp_path, ["--spec-type", "ngram-simple"])[0]
+    try:
+        monkeypatch.setattr(llama_server, "free_port", lambda: impostor.port)
+        code, err, run_dir = run(fake, capsys, limit="1")
+    finally:
+        impostor.stop()
+    lines = [ln for ln in err.strip().splitlines() if ln.startswith("specbench run: error")]
+    assert code == 2 and len(lines) == 1, err
+    assert f"port {impostor.port} is answered by another process" in lines[0] and "3 ports tried" in lines[0]
+    assert not [r for r in read_records(run_dir) if r.method.startswith("engine:")]
+    assert no_server_left(fake["pids"])
+
+
+@pytest.mark.parametrize("squatter", ["impostor", "bound-socket"])
+def test_a_port_taken_before_the_server_bound_it_is_replaced_by_another(fake, capsys, tmp_path, monkeypatch,
+                                                                       squatter) -> None:
+    """Only the first port picked is taken (by a speculating server, or a socket that only holds the port): the
+    server starts on another, and engine:off is measured on specbench's own server (it never drafts)."""
+    import socket
+
+    from specbench.serving import llama_server, process
+
+    impostor, sock = None, None
+    if squatter == "impostor":
+        impostor = started(fake, tmp_path, ["--spec-type", "ngram-simple"])[0]
+        taken = impostor.port
+    else:
+        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        sock.bind(("127.0.0.1", 0))
+        taken = sock.getsockname()[1]
+    picks = iter([taken])
+    monkeypatch.setattr(llama_server, "free_port", lambda: next(picks, None) or process.free_port())
+    try:
+        code, err, run_dir = run(fake, capsys, limit="1")
+    finally:
+        if impostor is not None:
+            impostor.stop()
+        if sock is not None:
+            sock.close()
+    assert code == 0, err
+    off = [r for r in read_records(run_dir) if r.method == "engine:off"]
+    assert off and all(r.drafted == 0 for r in off)
+    ports = {s["port"] for s in json.loads((run_dir / "manifest.json").read_text())["engine"]["settings"].values()}
+    assert taken not in ports
+    assert no_server_left(fake["pids"])
+
+
+def openai_run(fake, capsys, off, spec, *extra: str) -> tuple[int, str, Path]:
+    argv = ["run", "--model", str(fake["model"]), "--tasks", "gsm8k", "--limit", "1", "--max-new-tokens", "12",
+            "--warmup", "0", "--engine", f"openai:{off.url}/v1", "--methods", "engine:spec",
+            "--method-opt", f"engine:spec.url={spec.url}", "--out-dir", str(fake["out"]), "--run-name", "oa",
+            "--no-progress", *extra]
+    code = main(argv)
+    return code, capsys.readouterr().err, fake["out"] / "oa"
+
+
+def test_openai_keep_alive_comments_forever_hit_the_request_deadline(fake, capsys, tmp_path) -> None:
+    """A server that sends a keep-alive comment every 50 ms and never a token: the request's deadline (1 s here)
+    ends it, not the silence between bytes (there is none); the rows before it are kept."""
+    off, spec = started(fake, tmp_path, ["--spec-type", "none"], ["--spec-type", "none", "--fault", "keep-alive"])
+    try:
+        t0 = time.monotonic()
+        code, err, run_dir = openai_run(fake, capsys, off, spec, "--engine-opt", "request_timeout_s=1")
+        took = time.monotonic() - t0
+    finally:
+        off.stop(), spec.stop()
+    lines = [ln for ln in err.strip().splitlines() if ln.startswith("specbench run: error")]
+    assert code == 2 and len(lines) == 1 and "Traceback" not in err, err
+    assert f"engine engine:spec at {spec.url} gave no complete answer within 1 s (request_timeout_s)" in lines[0]
+    assert took < 4.5  # (the stand-in's comments last 5 s: the deadline, not the end of its stream, stopped it)
+    assert {r.method for r in read_records(run_dir)} == {"ar", "engine:off"}
+
+
+def test_openai_event_line_over_the_cap_is_refused_with_rows_kept(fake, capsys, tmp_path, monkeypatch) -> None:
+    from specbench.serving import http_client
+
+    monkeypatch.setattr(http_client, "MAX_BODY", 1 << 20)
+    off, spec = started(fake, tmp_path, ["--spec-type", "none"], ["--spec-type", "none", "--fault", "big-line"])
+    try:
+        code, err, run_dir = openai_run(fake, capsys, off, spec)
+    finally:
+        off.stop(), spec.stop()
+    lines = [ln for ln in err.strip().splitlines() if ln.startswith("specbench run: error")]
+    assert code == 2 and len(lines) == 1 and "Traceback" not in err, err
+    assert f"engine engine:spec at {spec.url} sent an event line longer than 1 MiB" in lines[0]
+    assert {r.method for r in read_records(run_dir)} == {"ar", "engine:off"}
+
+
+def test_an_event_line_over_the_cap_is_refused_without_holding_it(fake, tmp_path) -> None:
+    """2 MiB in one line against a 1 MiB cap: refused after reading at most the cap and a piece, so the memory the
+    read takes stays near the cap (a reader that waits for the line's end would hold all of it)."""
+    import tracemalloc
+
+    from specbench.serving.http_client import stream_events
+    from specbench.serving.process import EngineError
+
+    server = started(fake, tmp_path, ["--fault", "big-line"])[0]
+    try:
+        tracemalloc.start()
+        with pytest.raises(EngineError, match="sent an event line longer than 1 MiB"):
+            list(stream_events(server.url, "/completion", {"prompt": [1], "stream": True}, 10.0, max_line=1 << 20))
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+        server.stop()
+    assert peak < 1.5 * (1 << 20), peak
 
 
 def test_a_diverging_engine_row_is_a_mismatch_with_its_margin(fake, capsys) -> None:

@@ -24,7 +24,7 @@ from specbench.serving.settings import draft_model, setting_flags
 
 MODULES = ("specbench.serving.passes", "specbench.serving.reply", "specbench.serving.llama_stream",
            "specbench.serving.openai_api", "specbench.serving.prometheus", "specbench.serving.settings",
-           "specbench.serving.http_client", "specbench.serving.process", "specbench.config.engine_choice",
+           "specbench.serving.http_client", "specbench.serving.process", "specbench.serving.own_server", "specbench.config.engine_choice",
            "specbench.results.loaded_run", "specbench.reports.engine_report", "specbench.catalog")
 
 
@@ -88,6 +88,33 @@ def test_openai_chunks_vllm_style_and_llamacpp_style() -> None:
         engine._read(iter(text_only), 0.0)
     with pytest.raises(EngineError, match="before a finish_reason"):
         engine._read(iter(vllm[:1]), 0.0)
+
+
+def test_own_server_asks_what_the_last_flag_says_and_reads_whose_socket_listens() -> None:
+    import os
+    import socket
+    import subprocess
+    import sys
+
+    from specbench.serving.own_server import Asked, asked_of, listens
+
+    argv = ["srv", "-m", "a.gguf", "-c", "4096", "-np", "2", "--spec-type", "ngram-simple", "--ctx-size", "8192",
+            "--model", "b.gguf"]  # (flags a user adds come last and win, as in llama.cpp)
+    assert asked_of(argv) == Asked("b.gguf", 4096, 2, True)
+    assert asked_of(["srv", "-c", "0", "-np", "-1"]) == Asked(None, None, None, None)  # (the server's own choice)
+    assert asked_of(["srv", "--spec-type", "none", "-md", "d.gguf"]).speculative is None
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        s.listen()
+        port = s.getsockname()[1]
+        assert listens(os.getpid(), port) is True
+        other = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+        try:
+            assert listens(other.pid, port) is False
+        finally:
+            other.kill()
+            other.wait()
+        assert listens(other.pid, port) is False  # (a process that is gone listens on nothing)
 
 
 def test_prometheus_pages_of_three_engines() -> None:

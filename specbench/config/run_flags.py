@@ -98,7 +98,8 @@ def add_run_arguments(parser: argparse.ArgumentParser, omit: tuple[str, ...] = (
                    "speculation off); its rows are --methods engine:SETTING, each against the same engine without "
                    "speculation (engine:off)")
     p.add_argument("--engine-opt", action="append", metavar="KEY=VALUE",
-                   help="engine option (repeatable): ready_timeout_s (default 300), request_timeout_s (600), flags "
+                   help="engine option (repeatable): ready_timeout_s (default 300), request_timeout_s (600: the most "
+                        "seconds one request may take, from sending it to the end of its answer), flags "
                         "(extra llama-server flags for every setting), model (a GGUF file llama-server runs instead of "
                         "the run's model converted)")
     p.add_argument("--concurrency", metavar="C[,C...]", help="requests in flight at once at the engine (default 1); "

@@ -5,7 +5,9 @@ lossless rule and reports apply.
 
 - ``process.py``: a server process started on 127.0.0.1 with a free port, its readiness awaited, its log kept,
   always stopped (and killed with specbench when specbench dies);
-- ``http_client.py``: JSON and server-sent events over HTTP with timeouts, every failure one line;
+- ``http_client.py``: JSON and server-sent events over HTTP with a deadline per request and a cap on what is held,
+  every failure one line;
+- ``own_server.py``: proof that the server answering on a port is the one specbench started (its socket, its props);
 - ``reply.py``: what one request gave back (``EngineReply``) and the per-pass record made of it;
 - ``passes.py``: the engine's forward passes rebuilt from its per-token counters;
 - ``prometheus.py``: the speculation counters of a ``/metrics`` page;

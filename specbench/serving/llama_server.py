@@ -15,7 +15,7 @@ Example::
 
     server = LlamaServer("engine:ngram", binary, gguf_path, ["--spec-type", "ngram-simple"], run_dir / "engine",
                          threads=2, ctx=4096, parallel=1, vocab=49152)
-    server.start()                       # ready, or EngineError with its log's last line
+    server.start()                       # ready and proven its own (own_server.py), or EngineError in one line
     reply = server.complete([1, 2, 3], 64)
     server.counters()                    # SpecCounters from its /metrics page
     server.stop()
@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import hashlib
 import importlib.util
+import json
 import os
 import shutil
 import subprocess
@@ -33,6 +34,7 @@ from typing import Any
 
 from specbench.serving.http_client import parse_object, request, stream_events
 from specbench.serving.llama_stream import read_stream, token_ids, top2_margin
+from specbench.serving.own_server import asked_of, listens, mismatches
 from specbench.serving.process import EngineError, ServerProcess, free_port
 from specbench.serving.prometheus import SpecCounters, read_counters
 from specbench.serving.reply import EngineReply
@@ -40,6 +42,7 @@ from specbench.serving.reply import EngineReply
 BINARY_ENV = "SPECBENCH_LLAMA_SERVER"
 BUILD_HINT = "SPECBENCH_LLAMACPP=1 bash scripts/setup.sh builds it beside the llama.cpp bindings"
 BIND_TRIES = 3  # (a free port can be taken by another process before the server binds it)
+BIND_FAILED = "couldn't bind"  # what llama-server logs when its port is taken (its last line is more general)
 DYING_S = 2.0  # how long a failed request waits for its server to be gone, to say how it ended
 GREEDY = {"temperature": 0.0, "top_k": 1, "repeat_penalty": 1.0, "seed": 0}
 
@@ -74,6 +77,10 @@ def binary_facts(path: Path) -> dict[str, Any]:
     return {"binary": str(path), "sha256": digest, "version": version}
 
 
+class PortTaken(EngineError):
+    """The port picked for a server is answered by a process specbench did not start (one that bound it first)."""
+
+
 class LlamaServer:
     """One llama-server process for one speculation setting (``flags``), and the requests sent to it."""
 
@@ -100,17 +107,54 @@ class LlamaServer:
                 "-np", str(self.parallel), "--metrics", *self.flags]
 
     def start(self) -> None:
-        """Start it on a free port (another one if something took that port in between, up to 3 times)."""
+        """Start it on a free port and prove that the server answering there is this one (``_prove_own``); another
+        free port when the one picked was taken before the server bound it (its log says it could not bind, or
+        another process listens there), up to ``BIND_TRIES`` ports; else ``EngineError`` in one line."""
         for attempt in range(BIND_TRIES):
             self.port = free_port()
             self.proc = ServerProcess(f"llama-server {self.label}", self.argv(), self.log_path, self._healthy,
                                       self.ready_timeout_s)
             try:
                 self.proc.start()
+                self._prove_own()
                 return
-            except EngineError as e:
-                if "couldn't bind" not in str(e) or attempt == BIND_TRIES - 1:
+            except PortTaken as e:
+                self.proc.stop()
+                if attempt == BIND_TRIES - 1:
+                    raise EngineError(f"{e} ({BIND_TRIES} ports tried; log: {self.log_path})") from None
+            except EngineError:
+                self.proc.stop()
+                if BIND_FAILED not in self.proc.output() or attempt == BIND_TRIES - 1:
                     raise
+
+    def _prove_own(self) -> None:
+        """The server that answered ``/health`` is the process this started (its socket, while it is alive) and
+        serves what its command line asked (``/props``, ``/slots``: ``own_server.py``); it is alive after both."""
+        assert self.proc is not None
+        owner = listens(self.proc.pid or 0, self.port)
+        if owner is False or (owner is None and not self.proc.alive() and BIND_FAILED in self.proc.output()):
+            raise PortTaken(f"llama-server {self.label}: port {self.port} is answered by another process, not the "
+                            "server specbench started")
+        self._still_alive("as its port answered")
+        props, slots = self._get("/props"), self._get("/slots")
+        bad = mismatches(asked_of(self.argv()), props if isinstance(props, dict) else {},
+                         slots if isinstance(slots, list) else None)
+        if bad:
+            raise EngineError(f"llama-server {self.label} on port {self.port} is not the server specbench asked for: "
+                              f"{'; '.join(bad)} (log: {self.log_path})")
+        self._still_alive("right after it answered")
+
+    def _still_alive(self, when: str) -> None:
+        assert self.proc is not None
+        if not self.proc.alive():
+            raise EngineError(f"llama-server {self.label} {self.proc.exit_text()} {when}")
+
+    def _get(self, path: str) -> Any:
+        """The JSON of ``GET path``, None where the server does not answer it (a flag may turn ``/slots`` off)."""
+        try:
+            return json.loads(request(self.url, "GET", path, None, 10.0))
+        except (EngineError, ValueError):
+            return None
 
     def _healthy(self) -> bool:
         try:
@@ -133,9 +177,8 @@ class LlamaServer:
 
     def props(self) -> dict[str, Any]:
         """What the server says of itself (``/props``: its build and default generation settings)."""
-        try:
-            props = parse_object(request(self.url, "GET", "/props", None, 10.0))
-        except EngineError:
+        props = self._get("/props")
+        if not isinstance(props, dict):
             return {}
         keep = ("build_info", "total_slots", "model_path")
         return {k: props[k] for k in keep if k in props}

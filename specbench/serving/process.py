@@ -74,6 +74,7 @@ class ServerProcess:
         self.name, self.argv, self.log_path = name, argv, log_path
         self.ready, self.ready_timeout_s = ready, ready_timeout_s
         self.proc: subprocess.Popen | None = None
+        self.log_start = 0  # where this start's output begins in the log (a retry appends to the same file)
 
     @property
     def pid(self) -> int | None:
@@ -83,6 +84,7 @@ class ServerProcess:
         """Start it and wait until it is ready; ``EngineError`` (the process stopped) if it exits or is not ready
         within ``ready_timeout_s``."""
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
+        self.log_start = self.log_path.stat().st_size if self.log_path.is_file() else 0
         with open(self.log_path, "ab") as log:
             self.proc = subprocess.Popen([sys.executable, "-c", _GUARD, str(os.getpid()), *self.argv],
                                          stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
@@ -122,6 +124,15 @@ class ServerProcess:
         code = self.proc.returncode
         how = f"was killed by signal {-code}" if code < 0 else f"exited with code {code}"
         return f"{how}: {last_line(self.log_path) or 'no output'} (log: {self.log_path})"
+
+    def output(self, limit: int = 1 << 16) -> str:
+        """What the server wrote to its log since this start (the last ``limit`` bytes of it), ``""`` if none."""
+        try:
+            with open(self.log_path, "rb") as f:
+                f.seek(max(self.log_start, f.seek(0, os.SEEK_END) - limit))
+                return f.read().decode("utf-8", "replace")
+        except OSError:
+            return ""
 
     def peak_rss_bytes(self) -> int | None:
         """The server's peak resident memory so far (Linux ``VmHWM``), None where it cannot be read."""

@@ -31,7 +31,7 @@ from specbench.serving.reply import EngineReply
 from specbench.serving.settings import FLAGS_KEY, LLAMA_SERVER, URL_KEY, setting_flags
 
 WARMUP_TOKENS = 16
-READY_TIMEOUT_S, REQUEST_TIMEOUT_S = 300.0, 600.0
+READY_TIMEOUT_S, REQUEST_TIMEOUT_S = 300.0, 600.0  # (a request's: from sending it to the end of its answer)
 
 
 @dataclass
