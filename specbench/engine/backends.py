@@ -1,7 +1,8 @@
 """How the target's forward is executed: the torch backends and ``resolve_backend`` (the names: ``backend_registry.py``).
 
-- ``reference``: the transformers module exactly as loaded, with transformers' ``DynamicCache``. The
-  yardstick every other backend is compared with (``tests/test_backends.py``).
+- ``reference``: the transformers module exactly as loaded, with transformers' ``DynamicCache`` (every layer
+  keeping every position, ``kv_cache.full_length_cache``). The yardstick every other backend is compared with
+  (``tests/test_backends.py``).
 - ``fast``: the engine's preallocated KV cache (no per-step concatenation) and, on CPU in a dtype
   oneDNN supports, every linear layer (LM head included) through oneDNN-packed weights with sibling
   projections fused (``packed_linear.py``). On other devices it is the preallocated cache alone.
@@ -24,12 +25,11 @@ from dataclasses import dataclass
 from typing import Any
 
 import torch
-from transformers import DynamicCache
 
 from specbench.engine.backend_registry import backend_choices, backend_spec
 from specbench.engine.batch_cache import BatchedCache
 from specbench.engine.contract import TargetCaps
-from specbench.engine.kv_cache import PreallocatedCache
+from specbench.engine.kv_cache import PreallocatedCache, full_length_cache
 from specbench.engine.packed_linear import describe as describe_packing
 from specbench.engine.packed_linear import is_packed, pack_linears, packing_supported, unpack_linears
 from specbench.engine.target import TargetModel
@@ -59,7 +59,7 @@ class Backend:
     def new_cache(self, model: torch.nn.Module, capacity: int) -> Any:
         """An empty KV cache for one generation of up to about ``capacity`` positions."""
         if self.name == "reference":
-            return DynamicCache(config=model.config)
+            return full_length_cache()
         return PreallocatedCache(capacity)
 
     def new_batch_cache(self, slots: int, capacity: int) -> BatchedCache:

@@ -137,7 +137,7 @@ class BatchDecoder:
         cache.clear_slot(slot)
         plan = cache.plan_step(slot, slot + 1, len(req.prompt_ids), target.device)
         prompt = CompiledTree(torch.tensor([req.prompt_ids], dtype=torch.long, device=target.device), None, None, [], [])
-        ids, pos, mask = batch_inputs([prompt], [0], plan.span, target.device, target.dtype)
+        ids, pos, mask = batch_inputs([prompt], [0], plan.span, target.device, target.dtype, target.layout)
         layers = step.feature_layers(drafter)
         target.check_layers(layers)
         hidden, states = target.run_batch(ids, cache, pos, mask, layers)
@@ -217,7 +217,8 @@ class BatchDecoder:
         compiled = [append_aux(compile_tree(s.st.root, d.tree, target.device), d.aux) for s, d in zip(slots, drafts)]
         rows = max(c.input_ids.shape[1] for c in compiled)
         plan = cache.plan_step(0, len(slots), rows, target.device)
-        ids, pos, mask = batch_inputs(compiled, cache.lengths[: len(slots)], plan.span, target.device, target.dtype)
+        ids, pos, mask = batch_inputs(compiled, cache.lengths[: len(slots)], plan.span, target.device, target.dtype,
+                                     target.layout)
         # chosen layers' states (DraftContext.layer_states): the union of what the slots' drafters ask
         wanted = [step.feature_layers(s.drafter) for s in slots]  # every step, as the single loop: fresh rows stay aligned
         layers = tuple(sorted(set().union(*wanted)))

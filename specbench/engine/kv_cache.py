@@ -11,6 +11,9 @@ accept rows 0 and 2 of that pass -> ``trim(3, [0, 2])`` gathers row 5 into slot 
 
 ``trim_cache`` trims either kind after verification (keep the context plus the accepted path): this
 cache in place, the reference backend's transformers ``DynamicCache`` by slicing its per-layer tensors.
+
+Every layer of either keeps every position, a sliding-window layer too (``full_length_cache``): the engine
+addresses the cache by full-length columns and the masks do the windowing (``attention_layout.py``).
 """
 from __future__ import annotations
 
@@ -18,6 +21,7 @@ import functools
 from typing import Any
 
 import torch
+from transformers import DynamicCache
 from transformers.cache_utils import Cache, CacheLayerMixin
 
 from specbench.engine.contract import TrimsRows
@@ -149,6 +153,14 @@ class PreallocatedCache(Cache):
     def capacity(self) -> int:
         """Current capacity of the first layer (all layers grow together)."""
         return self.layers[0].capacity if self.layers else self._capacity
+
+
+def full_length_cache() -> DynamicCache:
+    """transformers' ``DynamicCache`` with every layer keeping every position (its ``DynamicLayer``), whatever the
+    model's layout. Built from a config it would give a sliding-window layer a ``DynamicSlidingWindowLayer``, which
+    keeps only its last ``window - 1`` positions: the engine's trim (``trim_cache``, by full-length column) and its
+    masks (one column per position) would then address the wrong rows, or a tensor of another size."""
+    return DynamicCache()
 
 
 def cache_layers(cache: object) -> list:

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import torch
-from transformers import DynamicCache
 
+from specbench.engine.attention_layout import Masks, additive, attention_layout, key_positions
 from specbench.engine.contract import Forward, TargetCaps
+from specbench.engine.kv_cache import full_length_cache
 from specbench.engine.layer_skip import SkipSet, skipping
 
 
@@ -13,7 +14,9 @@ class TargetModel:
     """Runs a Hugging Face causal LM as ``base model -> hidden states -> output head``.
 
     Splitting the head off gives drafters the final-norm hidden state for free. Works for any
-    causal LM whose forward accepts a 4D additive attention mask and ``position_ids``.
+    causal LM whose forward accepts a 4D additive attention mask and ``position_ids``; on a model with
+    sliding-window or chunked layers each layer kind gets its own mask (``attention_layout.py``), and a layout
+    no mask makes exact is refused here, in one line (``attention_layout.LayoutRefused``).
 
     Layer indices (``run(..., layers=...)``) follow transformers' ``hidden_states``: 0 is the embedding
     output, ``i`` in ``1..L-1`` the input of decoder layer ``i`` (the output of layer ``i - 1``) and ``L``
@@ -34,10 +37,19 @@ class TargetModel:
         self._min = torch.finfo(self.dtype).min
         cfg = model.config
         self.num_layers = int(getattr(cfg, "num_hidden_layers", None) or getattr(cfg, "n_layer", 0))
+        self.layout = attention_layout(cfg)
 
     def scratch_cache(self, capacity: int) -> object:
         """An empty cache for a one-off forward outside a generation (``margins.margin_at``)."""
-        return DynamicCache(config=self.model.config)
+        return full_length_cache()
+
+    def _masks(self, allowed: torch.Tensor, positions: torch.Tensor) -> Masks:
+        """The masks of one sequence's forward: ``allowed`` [n, columns] (bool), the rows at ``positions`` [1, n]
+        written in the last ``n`` columns; one tensor ``[1, 1, n, columns]``, or one per layer kind."""
+        if not self.layout.windowed:
+            return additive(allowed[None], self.dtype)
+        keys = key_positions(allowed.shape[1], positions)
+        return self.layout.masks(allowed[None], positions, keys, self.dtype)
 
     def check_layers(self, layers: tuple[int, ...]) -> None:
         """One-line ``ValueError`` unless every index is in ``0..num_layers``."""
@@ -79,12 +91,17 @@ class TargetModel:
         for free; the llama.cpp backend skips them when False."""
         n = input_ids.shape[1]
         mask = None
-        if ancestor_mask is not None:
-            mask = torch.zeros(1, 1, n, n_ctx + n, dtype=self.dtype, device=self.device)
-            mask[0, 0, :, n_ctx:].masked_fill_(~ancestor_mask, self._min)
         positions = None
         if position_offsets is not None:
             positions = (position_offsets + n_ctx).unsqueeze(0)
+        if ancestor_mask is not None and not self.layout.windowed:
+            mask = torch.zeros(1, 1, n, n_ctx + n, dtype=self.dtype, device=self.device)
+            mask[0, 0, :, n_ctx:].masked_fill_(~ancestor_mask, self._min)
+        elif ancestor_mask is not None:  # (a chain passes none: the library's own masks are plain decoding's)
+            allowed = torch.ones(n, n_ctx + n, dtype=torch.bool, device=self.device)
+            allowed[:, n_ctx:] = ancestor_mask
+            at = positions if positions is not None else n_ctx + torch.arange(n, device=self.device)[None]
+            mask = self._masks(allowed, at)
         extra = {"output_hidden_states": True} if layers else {}  # transformers keeps every layer's state then
         out = self.base(
             input_ids=input_ids,
@@ -105,20 +122,19 @@ class TargetModel:
         the ``columns - n`` a kept layer holds before the forward and the ``n`` it writes (``self_draft.py`` builds
         both and keeps the cache consistent). Example: 3 cached columns, 2 new rows, causal: ``visible`` =
         ``[[1, 1, 1, 1, 0], [1, 1, 1, 1, 1]]``."""
-        mask = torch.zeros(1, 1, *visible.shape, dtype=self.dtype, device=self.device)
-        mask[0, 0].masked_fill_(~visible, self._min)
+        mask = self._masks(visible, positions[None])
         with skipping(self.model, skip):
             out = self.base(input_ids=input_ids, attention_mask=mask, position_ids=positions.unsqueeze(0),
                             past_key_values=cache, use_cache=True)
         return self.head(out.last_hidden_state[0])
 
     def forward_batch(self, input_ids: torch.Tensor, cache: object, positions: torch.Tensor,
-                      mask: torch.Tensor) -> torch.Tensor:
+                      mask: Masks) -> torch.Tensor:
         """Hidden states ``[A, n, h]`` of a batched forward (tensors from ``batch_inputs.py``); the output
         head runs afterwards on the rows that need logits only (a padding row needs none)."""
         return self.run_batch(input_ids, cache, positions, mask)[0]
 
-    def run_batch(self, input_ids: torch.Tensor, cache: object, positions: torch.Tensor, mask: torch.Tensor,
+    def run_batch(self, input_ids: torch.Tensor, cache: object, positions: torch.Tensor, mask: Masks,
                   layers: tuple[int, ...] = ()) -> tuple[torch.Tensor, torch.Tensor | None]:
         """``forward_batch``'s hidden states ``[A, n, h]`` and, when ``layers`` are asked, their states
         ``[A, n, len(layers), h]`` (indices as in the class docstring); None, and nothing collected, without.

@@ -71,7 +71,8 @@ def measure_batch_curve(model: Any, slots: int, context: int, rows: tuple[int, .
 def _run(target: TargetModel, cache: BatchedCache, lo: int, trees: list[CompiledTree]) -> None:
     rows = trees[0].input_ids.shape[1]
     plan = cache.plan_step(lo, lo + len(trees), rows, target.device)
-    ids, pos, mask = batch_inputs(trees, cache.lengths[lo : lo + len(trees)], plan.span, target.device, target.dtype)
+    ids, pos, mask = batch_inputs(trees, cache.lengths[lo : lo + len(trees)], plan.span, target.device, target.dtype,
+                                  target.layout)
     target.forward_batch(ids, cache, pos, mask)
 
 

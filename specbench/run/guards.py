@@ -1,5 +1,6 @@
 """Checks a run makes before it writes or times anything: the folder holds the same work (config and
-model weights), and every prompt plus its generation fits the model's context.
+model weights), every prompt plus its generation fits the model's context, and tree verification can be exact on
+the model's attention layout.
 
 >>> context_limit(type("M", (), {"config": type("C", (), {"max_position_embeddings": 2048})()})())
 2048
@@ -9,6 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from specbench.engine.attention_layout import attention_layout
 from specbench.engine.step import DRAFT_HEADROOM
 from specbench.errors import ConfigError, UserError
 from specbench.models.context import config_context
@@ -121,3 +123,10 @@ def check_context(model: Any, prompt_tokens: int, max_new_tokens: int, where: st
         raise ConfigError(f"{where + ': ' if where else ''}prompt ({prompt_tokens} tokens) + --max-new-tokens "
                           f"({max_new_tokens}) + draft headroom ({DRAFT_HEADROOM}) = {need} exceeds the model's "
                           f"context of {limit} tokens; lower --max-new-tokens or --limit the questions")
+
+
+def check_attention_layout(model: Any) -> None:
+    """A one-line ``ConfigError`` naming the model's attention layout when tree verification cannot be exact on it
+    (``engine.attention_layout``: recurrent or linear attention layers, GPT-Neo's local attention), on every backend,
+    before anything is written or timed; full, sliding-window, interleaved and chunked layouts pass."""
+    attention_layout(getattr(model, "config", None))

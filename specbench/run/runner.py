@@ -44,8 +44,8 @@ from specbench.run.context import RunContext
 from specbench.run.drafter_state import RepeatIsolation, first_pending, learn, replay
 from specbench.run.engine_runs import EngineRuns
 from specbench.run.estimate_run import announce_estimate
-from specbench.run.guards import (check_context, check_run_folder, check_same_config, check_same_model,
-                                  check_same_prompts, other_commit)
+from specbench.run.guards import (check_attention_layout, check_context, check_run_folder, check_same_config,
+                                  check_same_model, check_same_prompts, other_commit)
 from specbench.run.lock import RunLock
 from specbench.run.machine_session import MachineSession
 from specbench.run.manifest import git_commit, write_run_manifest
@@ -161,6 +161,7 @@ class Runner:
                                          self.cfg.threads)
         lm = self.loaded
         check_same_model(self.run_dir, lm.model_hash)
+        check_attention_layout(lm.model)
         check_same_prompts(self.run_dir, self.template_record())
         if (warning := other_commit(self.run_dir, git_commit())) is not None:
             print(f"warning: {warning}", file=sys.stderr)

@@ -65,6 +65,10 @@ class LlamaContext:
         p.n_ubatch = UBATCH
         p.n_seq_max = self.max_seqs
         p.kv_unified = True
+        # sliding-window layers keep every position (llama.cpp's default, set here because exactness needs it): a
+        # window-sized cache drops the cells older than the window of the deepest row a tree verifies, which the
+        # next pass, from a shallower accepted row, still sees; the window itself is llama.cpp's mask, by position
+        p.swa_full = True
         p.n_threads = p.n_threads_batch = self.threads
         p.embeddings = False
         p.pooling_type = lib.LLAMA_POOLING_TYPE_NONE
