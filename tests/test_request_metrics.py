@@ -122,7 +122,20 @@ def test_engine_rows_mean_acceptance_length_equals_the_engines_counters(fake, ca
     # the stand-in keeps 2 of every draft: each request's figure is 3 too, while tau counts the plain steps
     assert req["mean_acceptance_length"]["p10"] == req["mean_acceptance_length"]["p90"] == pytest.approx(theirs) == 3.0
     assert row["tau"] < 3.0 and req["tau"]["p90"] < 3.0
-    assert req["position_rates"][:2] == pytest.approx([p / counters["drafts"] for p in counters["accepted_per_position"]])
+    per_position = [p / counters["drafts"] for p in counters["accepted_per_position"]]
+    assert req["position_rates"][:2] == pytest.approx(per_position)
     report = (run_dir / "report.md").read_text()
     assert "ours: tokens / drafted pass (vLLM's mean acceptance length)" in report
     assert "### Acceptance per request and latency percentiles" in report[report.find("## Engine under test"):]
+
+
+def test_doctests_of_the_metric_modules() -> None:
+    import doctest
+
+    import specbench.reports.request_metrics as table
+    import specbench.results.latency_percentiles as latency
+    import specbench.results.request_acceptance as acceptance
+
+    for module in (acceptance, latency, table):
+        result = doctest.testmod(module)
+        assert result.attempted > 0 and result.failed == 0, module.__name__

@@ -105,7 +105,8 @@ def counters_rows(run: Run, stats: dict[str, dict[str, Cell]]) -> list[list[str]
     return rows
 
 
-COUNTER_HEADERS = ["row", "ours: tau", "ours: acceptance", "ours: tokens / drafted pass (vLLM's mean acceptance length)",
+COUNTER_HEADERS = ["row", "ours: tau", "ours: acceptance",
+                   "ours: tokens / drafted pass (vLLM's mean acceptance length)",
                    "engine per request: acceptance", "engine /metrics: acceptance",
                    "engine /metrics: mean accepted length", "engine /metrics: drafts"]
 

@@ -69,7 +69,7 @@ def request_metrics_table(rows: Sequence[tuple[str, str, dict[str, Cell]]]) -> T
             continue
         req, lat = c.requests, c.percentiles
         mal = req.mean_acceptance_length
-        pos = (list(req.position_rates[:POSITIONS]) + [None] * POSITIONS)[:POSITIONS] if req.drafts else [None] * POSITIONS
+        pos = (list(req.position_rates) + [None] * POSITIONS)[:POSITIONS]  # (empty without drafts: all None)
         ms = [[None if v is None else v * 1e3 for v in (d[p] for p in PCTS)] for d in (lat.tpot_s, lat.itl_s)]
         out.append([label, str(req.requests), fmt_num(c.tau), _spread_text(req.tau),
                     fmt_num(req.pooled_mean_acceptance_length), fmt_num(mal.mean), _spread_text(mal),

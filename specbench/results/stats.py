@@ -15,10 +15,8 @@ Definitions (all pooled over records, never averages of per-question ratios):
   over decode passes); mean draft size = drafted tokens / decode passes (passes after the prefill).
 - draft / verify share = ``draft_time_s`` / ``wall_time_s`` and ``verify_time_s`` / ``wall_time_s``.
 - TTFT, decode-only tokens/s, per-token latency percentiles: ``specbench.results.latency``; per-position
-  acceptance and the accepted-length histogram: ``specbench.results.acceptance``; acceptance per request under
-  vLLM's definition and ours, with its spread, and the share of drafts accepting each position:
-  ``specbench.results.request_acceptance``; TPOT / ITL / E2E p50, p95, p99: ``specbench.results.latency_percentiles``;
-  peak memory = the
+  acceptance and the accepted-length histogram: ``specbench.results.acceptance``; per request (vLLM's mean acceptance
+  length, tau) and TPOT / ITL / E2E: ``results.request_acceptance``, ``results.latency_percentiles``; peak memory = the
   largest ``peak_memory_bytes`` of the cell's records (None when none recorded it).
 - MT-Bench categories (``category_stats``): the same cells with the records of one category each.
 Spec-Bench's own definition (mean of per-question speeds over AR's), shown only beside its published
@@ -209,26 +207,18 @@ def _cell(method: str, subtask: str, recs: list[Record], strata: list[np.ndarray
         sp, lo, hi = paired_speedup(strata, n_boot, seed)
     time = s["time"] or float("nan")
     return Cell(
-        method=method,
-        subtask=subtask,
-        n_questions=len(_questions(recs)),
-        speedup=sp,
-        ci_low=lo,
-        ci_high=hi,
+        method=method, subtask=subtask, n_questions=len(_questions(recs)), speedup=sp, ci_low=lo, ci_high=hi,
         tau=s["tokens"] / s["passes"] if s["passes"] else float("nan"),
         acceptance_rate=s["accepted"] / s["drafted"] if s["drafted"] else None,
         mean_draft_size=s["drafted"] / s["decode_passes"] if s["decode_passes"] else 0.0,
         draft_share=s["draft_time"] / time,
         verify_share=s["verify_time"] / time,
         tokens_per_s=s["tokens"] / time,
-        new_tokens=int(s["tokens"]),
-        wall_time_s=s["time"],
-        draft_time_s=s["draft_time"],
+        new_tokens=int(s["tokens"]), wall_time_s=s["time"], draft_time_s=s["draft_time"],
         lossless=_lossless_counts(recs),
         latency=latency_stats(recs),
         acceptance=record_profile(recs),
-        requests=request_acceptance(recs),
-        percentiles=latency_percentiles(recs),
+        requests=request_acceptance(recs), percentiles=latency_percentiles(recs),
         sampled=any(r.target_logprob is not None for r in recs),
         **_peak_memory(recs),
     )
