@@ -85,6 +85,17 @@ def test_latency_percentiles_by_hand(tmp_path: Path) -> None:
     assert latency_percentiles([old]).requests == 0 and latency_percentiles([old]).tpot_s["p50"] is None
 
 
+def test_batched_requests_time_from_their_admission() -> None:
+    # in a batch wall_time_s is an equal share of the batch: a request's E2E runs from its admission to its last token
+    from types import SimpleNamespace as R
+
+    late = R(unit=R(batch=2), wall_time_s=0.5, admitted_s=0.4, finished_s=1.0, prefill_time_s=0.1, new_tokens=4,
+             step_times_s=[0.1, 0.2, 0.3])
+    p = latency_percentiles([late])
+    assert p.e2e_s["p50"] == pytest.approx(0.6) and p.tpot_s["p50"] == pytest.approx((0.6 - 0.1) / 3)
+    assert latency_percentiles([R(**{**late.__dict__, "admitted_s": None})]).e2e_s["p50"] is None
+
+
 def test_summary_csv_and_report_carry_them(tmp_path: Path) -> None:
     path = constructed_run(tmp_path)
     text = write_report(path)
