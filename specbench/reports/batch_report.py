@@ -21,6 +21,7 @@ from specbench.catalog import BASELINE, OVERALL
 from specbench.reports.numfmt import fmt_num
 from specbench.reports.table import Table
 from specbench.results.lossless import EXACT, MISMATCH, TIE
+from specbench.results.latency_percentiles import tpot_s
 from specbench.results.loaded_run import Run
 from specbench.results.stats import Cell, run_stats
 
@@ -78,7 +79,7 @@ def latency_table(run: Run) -> Table:
         for b in sizes:
             recs = [r for r in run.at_batch(b).records if r.method == m]
             ttft = [r.prefill_time_s for r in recs if r.prefill_time_s is not None]
-            tpot = [_tpot(r) for r in recs if _tpot(r) is not None]
+            tpot = [t for r in recs if (t := tpot_s(r)) is not None]
             row.append(f"{fmt_num(_median(ttft) * 1e3 if ttft else None, '{:.0f}')} / "
                        f"{fmt_num(_median(tpot) * 1e3 if tpot else None, '{:.1f}')}")
         rows.append(row)
@@ -140,15 +141,6 @@ def write_plot(run: Run, by_size: dict[int, dict[str, dict[str, Cell]]], out: Pa
         return False
     finally:
         plt.close(fig)
-
-
-def _tpot(r: Any) -> float | None:
-    """Seconds per output token after the first: alone, the generation's own time; in a batch, from its
-    admission to its last token."""
-    start, end = (0.0, r.wall_time_s) if r.unit.batch == 1 else (r.admitted_s, r.finished_s)
-    if start is None or end is None or r.prefill_time_s is None or r.new_tokens < 2:
-        return None
-    return (end - start - r.prefill_time_s) / (r.new_tokens - 1)
 
 
 def _median(xs: list[float]) -> float:

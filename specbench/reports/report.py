@@ -33,6 +33,7 @@ from specbench.reports.long_context import length_prediction_table, length_table
 from specbench.reports.long_context_plot import PLOT_FILE, write_length_figure
 from specbench.reports.noise_floor import noise_floor_note
 from specbench.reports.numfmt import fmt_num
+from specbench.reports.request_metrics import request_metrics_table
 from specbench.reports.spec_bench_section import spec_bench_section
 from specbench.reports.summary import (SUMMARY_CSV, SUMMARY_JSON, build_summary, engine_json, method_overhead,
                                        summary_csv, summary_text)
@@ -198,6 +199,7 @@ def _metric_sections(run: Run, stats: dict[str, dict[str, Cell]], categories: di
     tables: list[Table | None] = [
         MT.decode_throughput_table(rows, run.subtasks()),
         MT.latency_table(rows, overheads),
+        request_metrics_table(rows),  # (per request: vLLM's mean acceptance length beside tau; TPOT/ITL/E2E)
         MT.position_table(rows),
         MT.histogram_table(rows),
         MT.category_table([(m, m, categories[m]) for m in run.methods() if m in categories], cat_names),

@@ -10,7 +10,9 @@ and ``summary.csv`` (one flat row per method x scope), both pure functions of th
 
 A CELL holds the speedup and its 95% CI bounds, tau, tokens/s, acceptance, time shares, lossless counts,
 latency (TTFT, decode tokens/s, per-token p50/p90/p99), peak memory and the acceptance profile
-(``specbench.results.acceptance``). Numbers without data (no draft, no AR pair, schema < 4 timings) are
+(``specbench.results.acceptance``), the acceptance per request (vLLM's definition and ours, with its spread;
+``specbench.results.request_acceptance``) and the TPOT / ITL / E2E percentiles
+(``specbench.results.latency_percentiles``). Numbers without data (no draft, no AR pair, schema < 4 timings) are
 null, never NaN (``jsonfile.finite``).
 """
 from __future__ import annotations
@@ -24,6 +26,7 @@ from typing import Any
 from specbench.catalog import BASELINE, ENGINE_BASELINE, OVERALL, OVERHEAD_KEY
 from specbench.files.jsonfile import finite
 from specbench.reports.labels import backend_label, dtype_label, hardware_label, model_label
+from specbench.reports.request_metrics import REQUEST_COLUMNS, request_columns
 from specbench.results.progress import progress_of
 from specbench.results.loaded_run import Run, engine_label
 from specbench.results.stats import DEFAULT_BOOTSTRAP, DEFAULT_SEED, Cell, category_stats, lossless_status, run_stats
@@ -43,6 +46,7 @@ def cell_json(c: Cell) -> dict[str, Any]:
         "lossless": dict(c.lossless), **c.latency.to_json(),
         "peak_memory_bytes": c.peak_memory_bytes, "peak_memory_kind": c.peak_memory_kind,
         "acceptance": c.acceptance.to_json(),
+        "per_request": c.requests.to_json(), "latency_percentiles": c.percentiles.to_json(),
     })
 
 
@@ -146,7 +150,7 @@ CSV_COLUMNS = (
     "decode_tokens_per_s", "ttft_mean_s", "ttft_p50_s", "token_latency_p50_s", "token_latency_p90_s",
     "token_latency_p99_s", "acceptance_rate", "mean_draft_size", "draft_share", "verify_share", "new_tokens",
     "wall_time_s", "peak_memory_bytes", "peak_memory_kind", "lossless_exact", "lossless_tie", "lossless_mismatch",
-    "overhead_storage_bytes", "overhead_parameters",
+    "overhead_storage_bytes", "overhead_parameters", *REQUEST_COLUMNS,
 )
 
 
@@ -168,7 +172,7 @@ def summary_csv(summary: dict[str, Any]) -> str:
                            token_latency_p50_s=lat["p50"], token_latency_p90_s=lat["p90"], token_latency_p99_s=lat["p99"],
                            overhead_storage_bytes=m["overhead"]["storage_bytes"],
                            overhead_parameters=m["overhead"]["parameters"],
-                           **{f"lossless_{k}": v for k, v in c["lossless"].items()})
+                           **{f"lossless_{k}": v for k, v in c["lossless"].items()}, **request_columns(c))
                 w.writerow({k: "" if v is None else v for k, v in row.items()})
     return buf.getvalue()
 

@@ -15,7 +15,8 @@ Definitions (all pooled over records, never averages of per-question ratios):
   over decode passes); mean draft size = drafted tokens / decode passes (passes after the prefill).
 - draft / verify share = ``draft_time_s`` / ``wall_time_s`` and ``verify_time_s`` / ``wall_time_s``.
 - TTFT, decode-only tokens/s, per-token latency percentiles: ``specbench.results.latency``; per-position
-  acceptance and the accepted-length histogram: ``specbench.results.acceptance``; peak memory = the
+  acceptance and the accepted-length histogram: ``specbench.results.acceptance``; per request (vLLM's mean acceptance
+  length, tau) and TPOT / ITL / E2E: ``results.request_acceptance``, ``results.latency_percentiles``; peak memory = the
   largest ``peak_memory_bytes`` of the cell's records (None when none recorded it).
 - MT-Bench categories (``category_stats``): the same cells with the records of one category each.
 Spec-Bench's own definition (mean of per-question speeds over AR's), shown only beside its published
@@ -32,8 +33,10 @@ import numpy as np
 from specbench.catalog import BASELINE, OVERALL, order_categories
 from specbench.results.acceptance import AcceptanceProfile, record_profile
 from specbench.results.latency import LatencyStats, latency_stats
+from specbench.results.latency_percentiles import LatencyPercentiles, latency_percentiles
 from specbench.results.lossless import LOSSLESS_CLASSES
 from specbench.results.record import Record, Unit
+from specbench.results.request_acceptance import RequestAcceptance, request_acceptance
 from specbench.results.loaded_run import Run
 
 DEFAULT_BOOTSTRAP = 2000
@@ -62,6 +65,8 @@ class Cell:
     lossless: dict[str, int] = field(default_factory=dict)  # {"exact": n, "tie": n, "mismatch": n}
     latency: LatencyStats = field(default_factory=LatencyStats)
     acceptance: AcceptanceProfile = field(default_factory=AcceptanceProfile)
+    requests: RequestAcceptance = field(default_factory=RequestAcceptance)  # per request, vLLM's definition too
+    percentiles: LatencyPercentiles = field(default_factory=LatencyPercentiles)  # TPOT, ITL, E2E p50/p95/p99
     peak_memory_bytes: int | None = None
     peak_memory_kind: str | None = None
     sampled: bool = False  # records sampled at temperature > 0: no token check, see ``logprob_check``
@@ -202,24 +207,18 @@ def _cell(method: str, subtask: str, recs: list[Record], strata: list[np.ndarray
         sp, lo, hi = paired_speedup(strata, n_boot, seed)
     time = s["time"] or float("nan")
     return Cell(
-        method=method,
-        subtask=subtask,
-        n_questions=len(_questions(recs)),
-        speedup=sp,
-        ci_low=lo,
-        ci_high=hi,
+        method=method, subtask=subtask, n_questions=len(_questions(recs)), speedup=sp, ci_low=lo, ci_high=hi,
         tau=s["tokens"] / s["passes"] if s["passes"] else float("nan"),
         acceptance_rate=s["accepted"] / s["drafted"] if s["drafted"] else None,
         mean_draft_size=s["drafted"] / s["decode_passes"] if s["decode_passes"] else 0.0,
         draft_share=s["draft_time"] / time,
         verify_share=s["verify_time"] / time,
         tokens_per_s=s["tokens"] / time,
-        new_tokens=int(s["tokens"]),
-        wall_time_s=s["time"],
-        draft_time_s=s["draft_time"],
+        new_tokens=int(s["tokens"]), wall_time_s=s["time"], draft_time_s=s["draft_time"],
         lossless=_lossless_counts(recs),
         latency=latency_stats(recs),
         acceptance=record_profile(recs),
+        requests=request_acceptance(recs), percentiles=latency_percentiles(recs),
         sampled=any(r.target_logprob is not None for r in recs),
         **_peak_memory(recs),
     )
