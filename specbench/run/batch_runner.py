@@ -29,6 +29,7 @@ from specbench.profiling.memory import peak_memory, reset_peak
 from specbench.run.batch_jobs import BatchJob, batch_jobs
 from specbench.run.drafter_state import RepeatIsolation, learn
 from specbench.run.guards import check_context
+from specbench.run.method_faults import method_faults
 from specbench.run.context import RunContext
 
 WARMUP_TOKENS = 16  # a warm-up batch only needs its kernels and drafters' first calls, not a whole answer
@@ -141,4 +142,5 @@ class BatchRuns:
                     for u, p in zip(job.units, prompts)]
         decoder = BatchDecoder(r.engine, max_new_tokens, sampling=r.sampling, budget=budget,
                                batch_cost=r.budgets.batch_cost, max_draft_depth=r.budgets.fixed_depths.get(job.method))
-        return decoder.generate(requests, drafters, job.size, job.refill)
+        with method_faults(job.method):
+            return decoder.generate(requests, drafters, job.size, job.refill)

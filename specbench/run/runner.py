@@ -50,6 +50,7 @@ from specbench.run.lock import RunLock
 from specbench.run.machine_session import MachineSession
 from specbench.run.manifest import git_commit, write_run_manifest
 from specbench.run.method_env import MethodEnv
+from specbench.run.method_faults import method_faults
 from specbench.run.plan import Plan, config_digest
 from specbench.run.references import References
 from specbench.run.progress_bar import SeededBar
@@ -261,10 +262,11 @@ class Runner:
             budgets = {m: DraftBudget(run_budgets.cost) for m in self.plan.methods if (m, task) in run_budgets.auto}
             for _ in range(self.cfg.warmup):
                 for method in self.plan.methods:
-                    self.engine.generate(prompt, drafters[method], self.cfg.max_new_tokens,
-                                         record_margins=method == BASELINE and self.sampling.greedy,
-                                         sampling=self.sampling, draft_budget=budgets.get(method),
-                                         max_draft_depth=run_budgets.fixed_depths.get(method))
+                    with method_faults(method):
+                        self.engine.generate(prompt, drafters[method], self.cfg.max_new_tokens,
+                                             record_margins=method == BASELINE and self.sampling.greedy,
+                                             sampling=self.sampling, draft_budget=budgets.get(method),
+                                             max_draft_depth=run_budgets.fixed_depths.get(method))
 
     def _one(self, drafter: Any, unit: Unit, q: Question, method: str, prompt: list[int],
              budget: DraftBudget | None = None) -> Record:
@@ -272,9 +274,11 @@ class Runner:
         check_context(self.loaded.model, len(prompt), self.cfg.max_new_tokens, str(unit))
         greedy = self.sampling.greedy
         seed = generation_seed(self.cfg.seed, unit.task, unit.question_id, unit.turn, unit.repeat)
-        gen, wall, (memory_kind, memory_peak) = self._timed(prompt, drafter, record_margins=method == BASELINE and greedy,
-                                                            seed=seed, budget=budget,
-                                                            max_draft_depth=self.ctx.budgets.fixed_depths.get(method))
+        with method_faults(method):  # (a drafter's fault: one line naming it; the records before it stay)
+            gen, wall, (memory_kind, memory_peak) = self._timed(prompt, drafter,
+                                                                record_margins=method == BASELINE and greedy, seed=seed,
+                                                                budget=budget,
+                                                                max_draft_depth=self.ctx.budgets.fixed_depths.get(method))
         return self.checked(self.ctx.record(gen, method, unit, q, prompt, wall, (memory_kind, memory_peak)), unit, prompt)
 
     def checked(self, rec: Record, unit: Unit, prompt: list[int]) -> Record:
