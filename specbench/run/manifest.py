@@ -92,7 +92,7 @@ def write_run_manifest(ctx: RunContext, configs: dict, artifacts: dict, chat_tem
         chat_template=chat_template,
         estimate=estimate.as_dict() if estimate else None,  # (estimate.py; seconds)
     )
-    lengths = {t: {"requested": task.context_length, "prompt_tokens": task.prompt_tokens}
+    lengths = {t: {"requested": task.asked_length or task.context_length, "prompt_tokens": task.prompt_tokens}
                for t, task in ctx.plan.tasks.items() if task.context_length is not None}
     if lengths:  # long-input tasks: the length asked for and the prompt length built (cut to fit the model)
         manifest["context_lengths"] = lengths
