@@ -94,8 +94,8 @@ from specbench.training.checkpoints import default_dir, keyed_dir, load_or_train
 from specbench.training.distill_data import DEFAULT_CORPORA, DistillData, interleave, sequence_ids
 from specbench.training.draft_distill import (DISTILL_META_FILE, DISTILL_RECIPES, DISTILL_S_PER_POSITION,  # a small AR
                                              DISTILL_VOCAB_FILE, DistillConfig, collect_labels, distill_draft,  # draft
-                                             distill_refusal, distilled_dir, distilled_draft_folder, draft_ids, load_distilled,
-                                             save_draft)
+                                             distill_refusal, distilled_dir, distilled_draft_folder, draft_ids,
+                                             load_distilled, save_draft)
 from specbench.training.labelled_sequences import STORE_SEQ_LEN, LabelledSequence, select as select_labelled
 from specbench.training.feature_store import FeatureOptions, FeatureStore
 from specbench.training.recipes import (FULL, QUICK, RECIPE_NAMES, added_field, check_recipe, eta_minutes,

@@ -127,7 +127,9 @@ def load_parallel_draft(config: PardConfig, env: MethodEnv) -> tuple[Any, int, n
 def pard_needs(config: PardConfig, model: Any) -> str | None:
     """The trained default adapts sps's distilled draft, the target's own architecture cut short: Llama-style only."""
     why = distill_refusal(model) if config.draft_model == TRAINED else None
-    return f"{why}; give it a PARD checkpoint of the target's tokenizer (pard.draft_model=HF_ID or DIR)" if why else None
+    if why is None:
+        return None
+    return f"{why}; give it a PARD checkpoint of the target's tokenizer (pard.draft_model=HF_ID or DIR)"
 
 
 @register_method("pard", PardConfig)
