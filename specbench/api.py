@@ -43,7 +43,8 @@ from specbench.run.methods_factory import build_drafter  # a method composing an
 # registration (a plugin module registers on import; ``specbench.plugins.discovery`` imports them)
 from specbench.plugins.registry import (DatastoreAction, PluginCommand, register_corpus, register_datastore_action,
                                         register_datastore_builder, register_method, register_task,
-                                        register_first_use_build, register_task_source, register_trainer)
+                                        register_first_use_build, register_model_requirement, register_task_source,
+                                        register_trainer)
 from specbench.run.estimate import PendingBuild  # what a method's first-use build check returns
 
 # errors, configuration and argument helpers
@@ -93,8 +94,8 @@ from specbench.training.checkpoints import default_dir, keyed_dir, load_or_train
 from specbench.training.distill_data import DEFAULT_CORPORA, DistillData, interleave, sequence_ids
 from specbench.training.draft_distill import (DISTILL_META_FILE, DISTILL_RECIPES, DISTILL_S_PER_POSITION,  # a small AR
                                              DISTILL_VOCAB_FILE, DistillConfig, collect_labels, distill_draft,  # draft
-                                             distilled_dir, distilled_draft_folder, draft_ids, load_distilled,
-                                             save_draft)
+                                             distill_refusal, distilled_dir, distilled_draft_folder, draft_ids,
+                                             load_distilled, save_draft)
 from specbench.training.labelled_sequences import STORE_SEQ_LEN, LabelledSequence, select as select_labelled
 from specbench.training.feature_store import FeatureOptions, FeatureStore
 from specbench.training.recipes import (FULL, QUICK, RECIPE_NAMES, added_field, check_recipe, eta_minutes,
@@ -116,6 +117,7 @@ __all__ = [
     "build_drafter",
     "DatastoreAction", "PluginCommand", "register_corpus", "register_datastore_action", "register_datastore_builder",
     "register_method", "register_task", "register_task_source", "register_trainer", "register_first_use_build",
+    "register_model_requirement",
     "PendingBuild",
     "MT_BENCH_CATEGORIES", "task_label", "MIN_LENGTH", "length_label", "int_at_least", "positive_float", "positive_int", "from_dict", "parse_settings",
     "ConfigError", "DatastoreError", "ModelLoadError", "TaskDataError", "UserError",
@@ -136,7 +138,7 @@ __all__ = [
     "DEFAULT_CHUNK_TOKENS", "dir_bytes", "tokenizer_hash", "query_tree",
     "default_dir", "keyed_dir", "trained_default_dir", "load_or_train", "DEFAULT_CORPORA", "DistillData", "interleave",
     "sequence_ids", "DISTILL_META_FILE", "DISTILL_RECIPES", "DISTILL_S_PER_POSITION", "DISTILL_VOCAB_FILE",
-    "DistillConfig", "collect_labels", "distill_draft", "draft_ids", "distilled_dir", "distilled_draft_folder", "load_distilled", "save_draft", "STORE_SEQ_LEN",
+    "DistillConfig", "collect_labels", "distill_draft", "distill_refusal", "draft_ids", "distilled_dir", "distilled_draft_folder", "load_distilled", "save_draft", "STORE_SEQ_LEN",
     "LabelledSequence", "select_labelled", "FeatureOptions", "FeatureStore", "FULL", "QUICK", "RECIPE_NAMES", "recipe_prefix", "check_recipe",
     "eta_minutes", "added_field", "EpochState", "optimizer_step", "trainable", "TrainerSpec", "register_train_command",
     "choose_vocab", "rank_by_count", "lr_scale", "pack_runs", "runs", "sequence_lengths", "VOCAB", "read_vocab",

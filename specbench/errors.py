@@ -15,7 +15,7 @@ import errno
 import os
 from typing import Iterator
 
-__all__ = ["ConfigError", "DatastoreError", "ModelLoadError", "TaskDataError", "USER_ERRORS", "UnknownNameError",
+__all__ = ["ConfigError", "DatastoreError", "DrafterError", "ModelLoadError", "TaskDataError", "USER_ERRORS", "UnknownNameError",
            "UserError", "WriteError", "write_error", "writing"]
 
 
@@ -40,6 +40,12 @@ class TaskDataError(ValueError):
 
 class DatastoreError(ConfigError):
     """A missing, corrupt or mismatched datastore of any kind (one-line message for the CLI)."""
+
+
+class DrafterError(UserError):
+    """A drafter broke the drafter contract: what its ``propose`` returned (ids outside the vocabulary, a list for
+    a tree, a bad parent, ``draft_probs`` of another shape, a negative ``accept_depth``) or raised, in one line.
+    The engine says what; the runner, which knows the method, prefixes its label (``run/method_faults.py``)."""
 
 
 class ModelLoadError(RuntimeError):

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import doctest
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -86,6 +87,16 @@ def test_bad_jsonl_is_one_line(tmp_path, capsys, rows, message):
         make_task(f"jsonl:{path}")
     err = one_line_error(["run", "--tasks", f"gsm8k,jsonl:{path}", "--methods", "pld"], capsys)
     assert err.startswith("specbench run: error:")
+
+
+@pytest.mark.parametrize("make, kind", [(os.mkfifo, "a FIFO (named pipe)"), (os.mkdir, "a folder"),
+                                        (None, "a character device")])
+def test_a_question_path_that_is_no_regular_file_says_what_it_is(tmp_path, capsys, make, kind):
+    path = tmp_path / "q.jsonl" if make else Path("/dev/null")
+    if make:
+        make(path)
+    err = one_line_error(["run", "--tasks", f"jsonl:{path}", "--methods", "pld"], capsys)
+    assert err == f"specbench run: error: question file {path} is {kind}, not a regular file"  # (never waits on it)
 
 
 def test_bad_task_names_are_one_line(tmp_path, capsys):

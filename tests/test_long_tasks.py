@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import doctest
 import json
+import re
 
 import pytest
 
@@ -212,3 +213,20 @@ def test_docstring_examples():
 
     for module in (specbench.config.context_length, specbench.results.context_lengths, tasks._long.sources):
         assert doctest.testmod(module).failed == 0
+
+
+def test_a_length_past_the_models_context_is_named_by_the_length_built(tmp_path):
+    """``--context-length 1000000`` on a 1024-token model builds 888-token prompts: its task, column, records and
+    length table say 888 (the manifest and the report say 1000000 -> 888), never "1000000"."""
+    model = save_tiny_model(tmp_path / "m", context=1024)
+    argv = ["run", "--model", str(model), "--tasks", "long_low", "--context-length", "1000000", "--limit", "1",
+            "--methods", "pld", "--max-new-tokens", "8", "--warmup", "0", "--out-dir", str(tmp_path / "runs"),
+            "--no-progress", "--device", "cpu"]
+    assert main(argv) == 0
+    (run_dir,) = (tmp_path / "runs").iterdir()
+    assert {(r.task, r.subtask, r.context_length, r.prompt_tokens) for r in read_records(run_dir)} == {
+        ("long_low@888", "Long-low 888", 888, 888)}
+    assert read_manifest(run_dir)["context_lengths"] == {"long_low@888": {"requested": 1000000, "prompt_tokens": 888}}
+    report = (run_dir / "report.md").read_text()
+    assert "long_low@888 1000000 -> 888 tokens" in report and re.search(r"\| Long-low \| +888 \| +888 \|", report)
+    assert "1000000" not in report.replace("long_low@888 1000000 -> 888", "")  # (only where it says what was asked)

@@ -29,3 +29,20 @@ def save_tiny_model(out: Path, seed: int = 0, context: int = 2048) -> Path:
         if (TOKENIZER_DIR / name).is_file():
             shutil.copy(TOKENIZER_DIR / name, out / name)
     return out
+
+
+def save_tiny_gpt2(out: Path, seed: int = 0) -> Path:
+    """A 2-layer GPT-2 (not Llama-style: ``h`` and ``ln_f``, no ``layers``/``norm``) over the embedded tokenizer."""
+    from transformers import AutoTokenizer, GPT2Config, GPT2LMHeadModel
+
+    if not (TOKENIZER_DIR / "tokenizer.json").is_file():
+        pytest.skip("embedded model cache (its tokenizer) not present")
+    tok = AutoTokenizer.from_pretrained(str(TOKENIZER_DIR))
+    torch.manual_seed(seed)
+    cfg = GPT2Config(vocab_size=len(tok), n_embd=16, n_layer=2, n_head=2, n_positions=1024,
+                     eos_token_id=tok.eos_token_id, bos_token_id=None)
+    GPT2LMHeadModel(cfg).save_pretrained(out)
+    for name in TOKENIZER_FILES:
+        if (TOKENIZER_DIR / name).is_file():
+            shutil.copy(TOKENIZER_DIR / name, out / name)
+    return out

@@ -20,8 +20,9 @@ import numpy as np
 
 from specbench.api import (DEFAULT_CORPORA, DISTILL_META_FILE, DISTILL_RECIPES, DISTILL_S_PER_POSITION, BaseDrafter,
                            ConfigError, DraftContext, DraftTree, FeatureOptions, MethodEnv, check_recipe, distill_draft,
-                           distilled_dir, eta_minutes, is_hub_id, keyed_dir, load_distilled, load_or_train,
-                           register_method, resolve_backend, resolve_checkpoint, stop_token_ids)
+                           distill_refusal, distilled_dir, eta_minutes, is_hub_id, keyed_dir, load_distilled,
+                           load_or_train, register_method, register_model_requirement, resolve_backend,
+                           resolve_checkpoint, stop_token_ids)
 
 from methods.pard.adapt import META_FILE, RECIPES, TRAIN_S_PER_POSITION, adapt_draft
 from methods.pard.runner import ParallelRunner
@@ -120,6 +121,15 @@ def load_parallel_draft(config: PardConfig, env: MethodEnv) -> tuple[Any, int, n
         resolve_backend("auto", param.device, param.dtype).prepare(draft[0])  # (packed linears on CPU, as the target's)
         _LOADED[key] = draft
     return _LOADED[key]
+
+
+@register_model_requirement("pard")
+def pard_needs(config: PardConfig, model: Any) -> str | None:
+    """The trained default adapts sps's distilled draft, the target's own architecture cut short: Llama-style only."""
+    why = distill_refusal(model) if config.draft_model == TRAINED else None
+    if why is None:
+        return None
+    return f"{why}; give it a PARD checkpoint of the target's tokenizer (pard.draft_model=HF_ID or DIR)"
 
 
 @register_method("pard", PardConfig)

@@ -17,7 +17,8 @@ import torch
 
 from specbench.api import (
     BaseDrafter, ConfigError, DraftContext, DraftTree, MethodEnv, Proposal, StepResult, check_recipe,
-    choose_draft_vocab, is_hub_id, parse_vocab, record_head_rows, register_method, resolve_checkpoint, stop_token_ids)
+    choose_draft_vocab, distill_refusal, is_hub_id, parse_vocab, record_head_rows, register_method,
+    register_model_requirement, resolve_checkpoint, stop_token_ids)
 
 from methods.sps.adaptive import AdaptiveThreshold, require_sklearn
 from specbench.api import (DISTILL_META_FILE, DISTILL_RECIPES, DISTILL_VOCAB_FILE, distilled_dir,  # noqa: F401
@@ -163,6 +164,13 @@ def _pretrained(name: str, env: MethodEnv, param: torch.Tensor) -> Any:
     if env.tokenizer is not None and lm.tokenizer is not None and lm.tokenizer.get_vocab() != env.tokenizer.get_vocab():
         raise ConfigError(f"sps: draft model {name!r} has another tokenizer than the target; SpS needs the same one")
     return lm.model.eval()
+
+
+@register_model_requirement("sps")
+def sps_needs(config: SpSConfig, model: Any) -> str | None:
+    """The distilled default draft is the target's own architecture cut short: a Llama-style target only."""
+    why = distill_refusal(model) if config.draft_model == "distilled" else None
+    return f"{why}; give it a draft model of the target's tokenizer (sps.draft_model=HF_ID or DIR)" if why else None
 
 
 @register_method("sps", SpSConfig)

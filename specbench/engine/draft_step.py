@@ -2,6 +2,8 @@
 
 The drafter's ``propose`` may return nothing, a ``DraftTree`` or a ``Proposal`` (tree + auxiliary rows +
 draft distributions + an accept cap). The engine then
+- checks it is one it can verify (``proposal_check.py``: anything else, or a ``propose`` that raised, is one
+  ``DrafterError`` line);
 - cuts the tree to the tokens the generation may still emit (``room - 1`` draft tokens after the root),
   re-indexing the draft distributions to the nodes kept;
 - under ``budget=auto`` keeps only the part worth its cost on this machine (``budget.py``).
@@ -18,6 +20,7 @@ import torch
 from specbench.engine.aux_rows import AuxRows
 from specbench.engine.budget import DraftBudget
 from specbench.engine.drafter import DraftContext, Drafter, Proposal
+from specbench.engine.proposal_check import check_proposal, proposed
 from specbench.engine.tree import DraftTree
 
 
@@ -37,11 +40,14 @@ class Draft:
 
 
 def draft_step(drafter: Drafter, ctx: DraftContext, room: int, budget: DraftBudget | None, started: float,
-               select: bool = True) -> Draft:
-    """The drafter's proposal for ``ctx``, cut to ``room - 1`` draft tokens and, with a ``budget``, to the
-    part worth verifying (priced with the drafting seconds since ``started``, a ``perf_counter`` time;
-    ``select=False``: a batched step selects for every sequence at once, ``DraftBudget.select_batch``)."""
-    proposal = drafter.propose(ctx)
+               select: bool = True, vocab: int | None = None) -> Draft:
+    """The drafter's proposal for ``ctx``, checked against a target whose logits are ``vocab`` wide (None: not
+    checked), cut to ``room - 1`` draft tokens and, with a ``budget``, to the part worth verifying (priced with
+    the drafting seconds since ``started``, a ``perf_counter`` time; ``select=False``: a batched step selects for
+    every sequence at once, ``DraftBudget.select_batch``)."""
+    proposal = proposed(drafter.propose, ctx)
+    if vocab is not None:
+        check_proposal(proposal, vocab)
     draft = Draft(proposal.tree, proposal.aux, proposal.draft_probs, proposal.accept_depth) \
         if isinstance(proposal, Proposal) else Draft(proposal)
     tree = draft.tree

@@ -53,6 +53,7 @@ class Decoding:
     fresh_layers: list[torch.Tensor]  # the same rows' chosen-layer states (DraftContext.layer_states), if asked
     fresh_rows: int = 0  # rows in ``fresh`` (kept as they come: budget=auto prices the catch-up every step)
     hot: bool = False  # the last step accepted its whole draft (budget=auto's regime: ``acceptance_stats.is_hot``)
+    vocab: int | None = None  # the target's logits width: every proposed token id must be below it (``proposal_check``)
 
     def __post_init__(self) -> None:
         self.fresh_rows = sum(int(t.shape[0]) for t in self.fresh)
@@ -80,7 +81,7 @@ def start(prompt_ids: list[int], root: int, logprob: float | None, logits: torch
     if record_margins:
         gen.margin_rows.append(logits[-1:])
     return Decoding(gen, list(prompt_ids) + [root], len(prompt_ids), root, hidden[-1], [hidden], sampler,
-                    [] if layer_states is None else [layer_states])
+                    [] if layer_states is None else [layer_states], vocab=int(logits.shape[-1]))
 
 
 def draft(st: Decoding, drafter: Drafter, model: Any, room: int, budget: DraftBudget | None, started: float,
@@ -99,7 +100,7 @@ def draft(st: Decoding, drafter: Drafter, model: Any, room: int, budget: DraftBu
     ctx = DraftContext(st.tokens, st.prompt_len, st.last_hidden, model, max_depth, unseen, sampler=st.sampler,
                        layer_states=unseen_layers, target_draft=target_draft)
     try:
-        out = draft_step(drafter, ctx, room, budget, started, select)
+        out = draft_step(drafter, ctx, room, budget, started, select, st.vocab)
     finally:
         if target_draft is not None:  # verification writes where the draft's rows were
             target_draft.rewind()

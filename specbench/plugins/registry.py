@@ -90,6 +90,7 @@ DATASTORE_BUILDERS: Registry[Callable[[Any], int]] = Registry("datastore kind")
 TRAINERS: Registry[PluginCommand] = Registry("trainer")
 TASK_SOURCES: Registry[Callable[[str], Any]] = Registry("task source")
 FIRST_USE_BUILDS: Registry[Callable[[Any, Any], Any]] = Registry("first-use build check")
+MODEL_REQUIREMENTS: Registry[Callable[[Any, Any], Any]] = Registry("model requirement")
 
 
 def register_method(name: str, config_cls: type) -> Callable:
@@ -170,6 +171,19 @@ def register_first_use_build(name: str) -> Callable:
 
     def wrap(fn: Callable[[Any, Any], Any]) -> Callable[[Any, Any], Any]:
         FIRST_USE_BUILDS.add(name, fn)
+        return fn
+
+    return wrap
+
+
+def register_model_requirement(name: str) -> Callable:
+    """Decorator for ``(config, model) -> str | None``: why method ``name`` with ``config`` cannot run on the loaded
+    target ``model`` (None: it can), e.g. ``"GPT2LMHeadModel has no ... (Llama-style models only)"``. The runner asks
+    every method's before it builds any drafter, so a method that cannot run is refused in one line before the
+    others' first-use builds take their minutes (``run/method_requirements.py``)."""
+
+    def wrap(fn: Callable[[Any, Any], Any]) -> Callable[[Any, Any], Any]:
+        MODEL_REQUIREMENTS.add(name, fn)
         return fn
 
     return wrap

@@ -56,6 +56,7 @@ class Task:
     takes_context_length: ClassVar[bool] = False
     context_length: int | None = None  # this instance's requested input length in tokens (None: the task has none)
     prompt_tokens: int | None = None  # the prompt length it builds for that (less when cut to fit the model)
+    asked_length: int | None = None  # the --context-length asked (more than context_length past the model's context)
 
     def at_context_length(self, requested: int, tokens: int) -> "Task":
         """This task with prompts of exactly ``tokens`` tokens, standing for the requested length ``requested``

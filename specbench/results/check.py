@@ -25,7 +25,7 @@ from specbench.results.lossless import EXACT, LOSSLESS_CLASSES, MISMATCH, TIE
 from specbench.results.record import Record
 from specbench.results.relabel import is_checked, rederived, references
 from specbench.results.loaded_run import ALL, load_run
-from specbench.results.run_folder import read_numbered_records
+from specbench.results.run_folder import UNRUNNABLE, read_numbered_records
 from specbench.results.validation import missing_records, validate_records
 
 BEFORE, AFTER = 8, 8  # window of tokens shown around the divergence
@@ -92,6 +92,11 @@ def completeness(run: Any, partial: bool) -> tuple[int, list[str]]:
     shown = ", ".join(f"{m} {u}" for m, u in missing[:MISSING_SHOWN]) + (", ..." if len(missing) > MISSING_SHOWN else "")
     if partial:
         return 0, [f"PARTIAL: {len(missing)} expected record(s) missing, not checked: {shown}"]
+    stop = run.manifest.get(UNRUNNABLE)
+    if isinstance(stop, dict) and stop.get("reason"):  # (a resume would stop at the same place: none is suggested)
+        return 1, [f"FAIL: {len(missing)} expected record(s) missing: {shown}; the run stopped where it can never go "
+                   f"on ({stop['reason']}): re-running its command stops there again; start another run without that "
+                   "question, or pass --partial to check the records there"]
     return 1, [f"FAIL: {len(missing)} expected record(s) missing: {shown} (an interrupted run? re-run its command to "
                "resume it, or pass --partial to check only the records there)"]
 

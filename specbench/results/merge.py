@@ -20,12 +20,12 @@ from specbench.files.jsonfile import write_json_atomic
 from specbench.profiling.machine_state import pooled_machine_state
 from specbench.results.progress import run_progress
 from specbench.results.record import Record
-from specbench.results.run_folder import MANIFEST_FILE, RECORDS_FILE, read_manifest, write_records
+from specbench.results.run_folder import MANIFEST_FILE, RECORDS_FILE, UNRUNNABLE, read_manifest, write_records
 from specbench.results.validation import read_validated_records
 
 # per-shard or per-machine-path keys that may differ between shards
 IGNORED_KEYS = {"timestamp", "command", "shard", "config_digest", "run_name", "questions", "turns", "resumed", "data_dir",
-                "merged_from", "verified_files", "machine_state"}
+                "merged_from", "verified_files", "machine_state", UNRUNNABLE}
 IGNORED_CONFIG_KEYS = {"shard", "run_name", "out_dir", "data_dir", "verify"}
 
 

@@ -28,13 +28,16 @@ MANIFEST_FILE = "manifest.json"
 PROFILE_FILE = "profile.json"  # the cost profile budget=auto used (runs with an auto method only)
 BATCH_PROFILE_FILE = "batch_profile.json"  # its batched forwards' costs (budget=auto at --batch-size above 1)
 LOCK_FILE = ".specbench.lock"  # held by the process writing the run (``run.lock``); readers ask ``progress``
+# the manifest's note of a unit the run stopped at because it can never run (its prompt past the context:
+# ``run/context_fit.py``): ``{"unit": ..., "reason": ...}``; ``check`` then suggests no resume
+UNRUNNABLE = "unrunnable"
 
 
 # the manifest keys readers look into, and their JSON types (None is allowed for each: older manifests)
 MANIFEST_TYPES: dict[str, type | tuple[type, ...]] = {
     **dict.fromkeys(("config", "model", "hardware", "versions", "questions", "turns", "task_versions", "subtasks",
                      "method_configs", "artifacts", "sampling", "backend", "imported", "cost_profile", "context_lengths",
-                     "machine_state"), dict),
+                     "machine_state", UNRUNNABLE), dict),
     **dict.fromkeys(("resumed", "merged_from", "shard", "verified_files"), list),
     **dict.fromkeys(("run_name", "config_digest", "timestamp", "command", "git_commit"), str),
 }

@@ -28,7 +28,8 @@ from specbench.models.device import synchronize
 from specbench.profiling.memory import peak_memory, reset_peak
 from specbench.run.batch_jobs import BatchJob, batch_jobs
 from specbench.run.drafter_state import RepeatIsolation, learn
-from specbench.run.guards import check_context
+from specbench.run.context_fit import checked_fit
+from specbench.run.method_faults import method_faults
 from specbench.run.context import RunContext
 
 WARMUP_TOKENS = 16  # a warm-up batch only needs its kernels and drafters' first calls, not a whole answer
@@ -109,7 +110,7 @@ class BatchRuns:
         device = r.loaded.device
         prompts = [r.prompt_for(u.reference(), q) for u, q in zip(job.units, job.questions)]  # outside the timing
         for unit, prompt in zip(job.units, prompts):
-            check_context(r.loaded.model, len(prompt), r.cfg.max_new_tokens, str(unit))
+            checked_fit(r.run_dir, r.loaded.model, len(prompt), r.cfg.max_new_tokens, str(unit))
         key = (job.method, job.units[0].task, job.size)
         live = [] if job.method == BASELINE else self.drafters(*key, min(job.size, len(job.units)))
         *drafters, budget = self.isolation.parts_for(key, job.units, [*live, r.budgets.auto.get(key[:2])])
@@ -141,4 +142,5 @@ class BatchRuns:
                     for u, p in zip(job.units, prompts)]
         decoder = BatchDecoder(r.engine, max_new_tokens, sampling=r.sampling, budget=budget,
                                batch_cost=r.budgets.batch_cost, max_draft_depth=r.budgets.fixed_depths.get(job.method))
-        return decoder.generate(requests, drafters, job.size, job.refill)
+        with method_faults(job.method):
+            return decoder.generate(requests, drafters, job.size, job.refill)

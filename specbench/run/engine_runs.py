@@ -22,8 +22,8 @@ from typing import Any, Callable
 
 from specbench.files.jsonfile import write_json_atomic
 from specbench.results.record import Record, Unit
+from specbench.run.context_fit import checked_fit
 from specbench.run.engine_rows import ENGINE_DIR, ConcurrencyJob, concurrency_jobs, engine_record, session_spec
-from specbench.run.guards import check_context
 from specbench.serving.session import EngineSession
 
 COUNTERS_FILE = "counters.json"
@@ -56,7 +56,7 @@ class EngineRuns:
 
     def one(self, unit: Unit, q: Any, method: str, prompt: list[int]) -> Record:
         """One engine row's generation of ``unit`` at concurrency 1, checked against ``engine:off``."""
-        check_context(self.ctx.loaded.model, len(prompt), self.ctx.cfg.max_new_tokens, str(unit))
+        checked_fit(self.ctx.run_dir, self.ctx.loaded.model, len(prompt), self.ctx.cfg.max_new_tokens, str(unit))
         reply = self.session.complete(method, prompt, self.ctx.cfg.max_new_tokens)
         return self.checked(engine_record(self.ctx, self.session, reply, method, unit, q, prompt), unit, prompt)
 
@@ -70,7 +70,7 @@ class EngineRuns:
         """Send the job's prompts ``job.level`` at a time; write its missing records; returns how many."""
         prompts = [self.ctx.prompt_for(u, q) for u, q in zip(job.units, job.questions)]
         for u, p in zip(job.units, prompts):
-            check_context(self.ctx.loaded.model, len(p), self.ctx.cfg.max_new_tokens, str(u))
+            checked_fit(self.ctx.run_dir, self.ctx.loaded.model, len(p), self.ctx.cfg.max_new_tokens, str(u))
         results, wall = self.session.complete_many(job.method, prompts, self.ctx.cfg.max_new_tokens, job.level)
         written = 0
         for u, q, p, (reply, admitted, finished) in zip(job.units, job.questions, prompts, results):

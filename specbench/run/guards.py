@@ -8,7 +8,7 @@ the model's attention layout.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from specbench.engine.attention_layout import attention_layout
 from specbench.engine.step import DRAFT_HEADROOM
@@ -115,14 +115,33 @@ def fitted_length(requested: int, limit: int | None, max_new_tokens: int) -> int
     return min(requested, limit - max_new_tokens - DRAFT_HEADROOM)
 
 
-def check_context(model: Any, prompt_tokens: int, max_new_tokens: int, where: str = "") -> None:
-    """Prompt + max_new_tokens + the engine's draft headroom must fit the model's context."""
+def check_context(model: Any, prompt_tokens: int, max_new_tokens: int, where: str = "", what: str = "prompt") -> None:
+    """Prompt + max_new_tokens + the engine's draft headroom must fit the model's context (``what``: how the
+    message names the prompt, e.g. a later turn's lower bound, ``later_turns_fit``)."""
     limit = context_limit(model)
     need = prompt_tokens + max_new_tokens + DRAFT_HEADROOM
     if limit is not None and need > limit:
-        raise ConfigError(f"{where + ': ' if where else ''}prompt ({prompt_tokens} tokens) + --max-new-tokens "
+        raise ConfigError(f"{where + ': ' if where else ''}{what} ({prompt_tokens} tokens) + --max-new-tokens "
                           f"({max_new_tokens}) + draft headroom ({DRAFT_HEADROOM}) = {need} exceeds the model's "
                           f"context of {limit} tokens; lower --max-new-tokens or --limit the questions")
+
+
+def later_turns_fit(model: Any, encode: Callable[[int], int], turns: int, max_new_tokens: int, where: str) -> None:
+    """Each later turn of a question can fit the model's context, judged before any generation from the user
+    turns alone: ``encode(k)`` is the length of turn ``k``'s prompt (1-based) with every earlier answer empty, a
+    lower bound of the prompt that turn will have (the answers only add to it). A turn past the context even so
+    can never run, however its earlier answers come out: a one-line ``ConfigError`` at the start of the run,
+    not one after every earlier turn was timed (and a resume that stops there again).
+
+    >>> m = type("M", (), {"config": type("C", (), {"max_position_embeddings": 8192})()})()
+    >>> later_turns_fit(m, lambda k: 2900 * k, 3, 64, "q/81")
+    Traceback (most recent call last):
+    ...
+    specbench.errors.ConfigError: q/81 turn 3: its prompt without the earlier answers (8700 tokens) + --max-new-tokens (64) + draft headroom (128) = 8892 exceeds the model's context of 8192 tokens; lower --max-new-tokens or --limit the questions
+    """
+    for turn in range(2, turns + 1):
+        check_context(model, encode(turn), max_new_tokens, f"{where} turn {turn}",
+                      what="its prompt without the earlier answers")
 
 
 def check_attention_layout(model: Any) -> None:

@@ -15,7 +15,7 @@ from specbench.files.content_hash import verified_files
 from specbench.files.jsonfile import write_json_atomic
 from specbench.models.loading import vocab_size
 from specbench.profiling.fingerprint import hardware
-from specbench.results.run_folder import MANIFEST_FILE, PROFILE_FILE, read_manifest
+from specbench.results.run_folder import MANIFEST_FILE, PROFILE_FILE, UNRUNNABLE, read_manifest
 from specbench.run.context import RunContext
 
 # the manifest's own format; records carry theirs (``specbench.results.record.SCHEMA_VERSION``)
@@ -92,7 +92,7 @@ def write_run_manifest(ctx: RunContext, configs: dict, artifacts: dict, chat_tem
         chat_template=chat_template,
         estimate=estimate.as_dict() if estimate else None,  # (estimate.py; seconds)
     )
-    lengths = {t: {"requested": task.context_length, "prompt_tokens": task.prompt_tokens}
+    lengths = {t: {"requested": task.asked_length or task.context_length, "prompt_tokens": task.prompt_tokens}
                for t, task in ctx.plan.tasks.items() if task.context_length is not None}
     if lengths:  # long-input tasks: the length asked for and the prompt length built (cut to fit the model)
         manifest["context_lengths"] = lengths
@@ -107,6 +107,7 @@ def write_run_manifest(ctx: RunContext, configs: dict, artifacts: dict, chat_tem
         keep = ("timestamp", "git_commit", "hardware", "verified_files", "estimate")
         old.setdefault("resumed", []).append({k: manifest[k] for k in keep} | {"model_verified": lm.verification}
                                              | ({"engine": engine} if engine is not None else {}))
+        old.pop(UNRUNNABLE, None)  # (checked again as this run goes; noted again if it stops there again)
         manifest = old
     if machine is not None:  # this invocation's machine state; its end figures follow when the run ends
         machine.add_to(manifest, threads)

@@ -128,6 +128,19 @@ def _task_names(config: RunConfig) -> list[str]:
     return names
 
 
+def shown_length(requested: int, limit: int | None, fitted: int) -> int:
+    """The length a long-input task instance is named and labelled by: the one asked for, or, when that exceeds the
+    model's whole context, the one built (``--context-length 1000000`` on an 8192-token model with
+    ``--max-new-tokens 4`` gives ``long_low@8060``, column ``Long-low 8060``: no report shows a length no prompt
+    had). A length within the context keeps its name though its prompts are cut by the generation and the draft
+    headroom (8k on that model: ``long_low@8k`` of 8060 tokens; the prompt-tokens column says so).
+
+    >>> shown_length(1_000_000, 8192, 8060), shown_length(8192, 8192, 8060), shown_length(2048, None, 2048)
+    (8060, 8192, 2048)
+    """
+    return fitted if limit is not None and requested > limit else requested
+
+
 def _make_tasks(config: RunConfig) -> dict[str, Task]:
     """The run's tasks by name; a long-input task once per input length, as ``NAME@LENGTH`` (``long_low@2k``,
     or just the length a name already gives), its prompts as long as the model's context allows."""
@@ -147,7 +160,10 @@ def _make_tasks(config: RunConfig) -> dict[str, Task]:
                 raise ConfigError(f"--context-length {length_label(length)}: the model's context ({model_context()} "
                                   f"tokens) leaves {fitted} tokens for a prompt after --max-new-tokens and the draft "
                                   "headroom")
-            tasks[f"{base_name}@{length_label(length)}"] = task.at_context_length(length, fitted)
+            shown = shown_length(length, model_context(), fitted)
+            instance = task.at_context_length(shown, fitted)
+            instance.asked_length = length  # (the manifest and the report say "asked -> built")
+            tasks[f"{base_name}@{length_label(shown)}"] = instance
     if config.context_length and not any(t.takes_context_length for t in tasks.values()):
         raise ConfigError("--context-length applies to long-input tasks (long_low, long_mixed, long_high); "
                           "none is in --tasks")

@@ -41,20 +41,21 @@ from specbench.run.engine_rows import concurrency_jobs
 from specbench.run.batch_runner import BatchRuns
 from specbench.run.budgets import build_budgets
 from specbench.run.context import RunContext
+from specbench.run.context_fit import check_up_front, checked_fit
 from specbench.run.drafter_state import RepeatIsolation, first_pending, learn, replay
 from specbench.run.engine_runs import EngineRuns
 from specbench.run.estimate_run import announce_estimate
-from specbench.run.guards import (check_attention_layout, check_context, check_run_folder, check_same_config,
-                                  check_same_model, check_same_prompts, other_commit)
+from specbench.run.guards import (check_attention_layout, check_run_folder, check_same_config, check_same_model,
+                                  check_same_prompts, other_commit)
 from specbench.run.lock import RunLock
 from specbench.run.machine_session import MachineSession
 from specbench.run.manifest import git_commit, write_run_manifest
 from specbench.run.method_env import MethodEnv
+from specbench.run.method_requirements import check_model_requirements
+from specbench.run.method_faults import method_faults
 from specbench.run.plan import Plan, config_digest
 from specbench.run.references import References
 from specbench.run.progress_bar import SeededBar
-
-TURN_ALLOWANCE = 64  # tokens a turn's chat-template markup may add around its text (only sizes the cost profile)
 
 
 class Runner:
@@ -165,7 +166,9 @@ class Runner:
         check_same_prompts(self.run_dir, self.template_record())
         if (warning := other_commit(self.run_dir, git_commit())) is not None:
             print(f"warning: {warning}", file=sys.stderr)
-        self._check_turn1_context()
+        encode = lambda conversation: self.template.encode(lm.tokenizer, conversation)  # noqa: E731
+        self.longest_context = check_up_front(self.plan, lm.model, lm.tokenizer, encode, self.prompt_for)
+        check_model_requirements(self.plan, lm.model)  # (before any build: a method that cannot run stops it now)
         self.engine = Engine(lm.model, stop_token_ids(lm.tokenizer, lm.model), backend_for(self.cfg.backend, lm, self.cfg.threads))
         self.refs.target = self.engine.target  # the AR-margin forward of the lossless check runs on the same backend
         self.run_dir.mkdir(parents=True, exist_ok=True)
@@ -175,7 +178,6 @@ class Runner:
         drafters, configs, artifacts = self._build_drafters()
         self.drafters = drafters
         ctx.budgets = build_budgets(ctx, configs)
-        encode = lambda conversation: self.template.encode(lm.tokenizer, conversation)  # noqa: E731
         self.engines = self._exits.enter_context(EngineRuns(ctx, self.checked, encode))  # (servers up, or no-op)
         self.refs.margin_at = self.engines.margin_at
         configs.update({m: self.plan.options_of(m) for m in self.plan.engine_methods})
@@ -233,17 +235,6 @@ class Runner:
         bar.close()
         return self.refs.mismatches
 
-    def _check_turn1_context(self) -> None:
-        """Every turn-1 prompt fits the model (later turns also carry earlier answers: they are checked again
-        in ``_one`` before they run); notes the longest context the run will reach (the cost profile's)."""
-        tok, per_turn = self.loaded.tokenizer, self.cfg.max_new_tokens + TURN_ALLOWANCE
-        for task, qs in self.plan.questions.items():
-            for q in qs:
-                prompt = self.prompt_for(Unit(task, q.question_id, 1), q)
-                check_context(self.loaded.model, len(prompt), self.cfg.max_new_tokens, f"{task}/{q.question_id}")
-                later = sum(len(tok(t, add_special_tokens=False)["input_ids"]) for t in q.turns[1:])
-                self.longest_context = max(self.longest_context, len(prompt) + later + per_turn * len(q.turns))
-
     def _warm_up(self, todo: list[tuple[Unit, Question, str]]) -> None:
         """Warm every method left to time on every task (first calls, caches and kernels happen here, not
         inside a timed generation), on the turn-1 prompt of that task's first pending question.
@@ -261,20 +252,23 @@ class Runner:
             budgets = {m: DraftBudget(run_budgets.cost) for m in self.plan.methods if (m, task) in run_budgets.auto}
             for _ in range(self.cfg.warmup):
                 for method in self.plan.methods:
-                    self.engine.generate(prompt, drafters[method], self.cfg.max_new_tokens,
-                                         record_margins=method == BASELINE and self.sampling.greedy,
-                                         sampling=self.sampling, draft_budget=budgets.get(method),
-                                         max_draft_depth=run_budgets.fixed_depths.get(method))
+                    with method_faults(method):
+                        self.engine.generate(prompt, drafters[method], self.cfg.max_new_tokens,
+                                             record_margins=method == BASELINE and self.sampling.greedy,
+                                             sampling=self.sampling, draft_budget=budgets.get(method),
+                                             max_draft_depth=run_budgets.fixed_depths.get(method))
 
     def _one(self, drafter: Any, unit: Unit, q: Question, method: str, prompt: list[int],
              budget: DraftBudget | None = None) -> Record:
         # ``prompt``: ``prompt_for(unit, q)``, tokenised outside the timed window
-        check_context(self.loaded.model, len(prompt), self.cfg.max_new_tokens, str(unit))
+        checked_fit(self.run_dir, self.loaded.model, len(prompt), self.cfg.max_new_tokens, str(unit))
         greedy = self.sampling.greedy
         seed = generation_seed(self.cfg.seed, unit.task, unit.question_id, unit.turn, unit.repeat)
-        gen, wall, (memory_kind, memory_peak) = self._timed(prompt, drafter, record_margins=method == BASELINE and greedy,
-                                                            seed=seed, budget=budget,
-                                                            max_draft_depth=self.ctx.budgets.fixed_depths.get(method))
+        with method_faults(method):  # (a drafter's fault: one line naming it; the records before it stay)
+            gen, wall, (memory_kind, memory_peak) = self._timed(prompt, drafter,
+                                                                record_margins=method == BASELINE and greedy, seed=seed,
+                                                                budget=budget,
+                                                                max_draft_depth=self.ctx.budgets.fixed_depths.get(method))
         return self.checked(self.ctx.record(gen, method, unit, q, prompt, wall, (memory_kind, memory_peak)), unit, prompt)
 
     def checked(self, rec: Record, unit: Unit, prompt: list[int]) -> Record:

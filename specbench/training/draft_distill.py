@@ -113,6 +113,25 @@ def draft_ids(vocab: np.ndarray, target_vocab: int) -> np.ndarray:
     return out
 
 
+DISTILLED_PARTS = ("layers", "norm")  # what a distilled draft copies from its target's base model
+
+
+def distill_refusal(target: Any) -> str | None:
+    """Why no draft can be distilled from ``target`` (its own architecture cut to fewer layers, their weights
+    copied), or None when one can: its base model must hold decoder ``layers`` and a final ``norm``
+    (Llama-style: Llama, Qwen2, Mistral; GPT-2 names them ``h`` and ``ln_f``). Asked before any drafter is built
+    (``register_model_requirement``) and by ``build_draft``.
+
+    >>> from types import SimpleNamespace as NS
+    >>> distill_refusal(NS(base_model=NS(layers=[], norm=None))) is None, distill_refusal(NS(base_model=NS(h=[])))
+    (True, 'SimpleNamespace has no `layers`/`norm` to copy into a distilled draft (Llama-style models only)')
+    """
+    base = getattr(target, "base_model", None)
+    if base is not None and all(hasattr(base, part) for part in DISTILLED_PARTS):
+        return None
+    return f"{type(target).__name__} has no `layers`/`norm` to copy into a distilled draft (Llama-style models only)"
+
+
 def build_draft(target: torch.nn.Module, vocab: np.ndarray, layers: int) -> torch.nn.Module:
     """The target's architecture cut to ``layers`` layers and ``len(vocab)`` tokens, initialised from it."""
     from transformers import AutoModelForCausalLM
@@ -122,8 +141,9 @@ def build_draft(target: torch.nn.Module, vocab: np.ndarray, layers: int) -> torc
     cfg.vocab_size = len(vocab)
     cfg.tie_word_embeddings = True
     draft = AutoModelForCausalLM.from_config(cfg).to(next(target.parameters()).device, torch.float32)
-    if not all(hasattr(m.base_model, a) for m in (target, draft) for a in ("layers", "norm")):
-        raise ConfigError(f"draft distillation: {type(target).__name__} has no `layers`/`norm` to copy (Llama-style models only)")
+    refusal = distill_refusal(target) or distill_refusal(draft)
+    if refusal:
+        raise ConfigError(f"draft distillation: {refusal}")
     src, dst = target.get_input_embeddings().weight, draft.get_input_embeddings().weight
     with torch.no_grad():
         dst[1:] = src[torch.as_tensor(vocab[1:], device=src.device)].float()
