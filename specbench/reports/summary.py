@@ -26,7 +26,8 @@ from specbench.files.jsonfile import finite
 from specbench.reports.labels import backend_label, dtype_label, hardware_label, model_label
 from specbench.results.progress import progress_of
 from specbench.results.loaded_run import Run, engine_label
-from specbench.results.stats import DEFAULT_BOOTSTRAP, DEFAULT_SEED, Cell, category_stats, lossless_status, run_stats
+from specbench.results.lossless import lossless_status
+from specbench.results.stats import DEFAULT_BOOTSTRAP, DEFAULT_SEED, Cell, category_stats, run_stats
 
 SUMMARY_SCHEMA_VERSION = 1
 SUMMARY_JSON, SUMMARY_CSV = "summary.json", "summary.csv"
