@@ -190,14 +190,13 @@ class Record:
     def from_generation(cls, gen: Any, *, method: str, unit: Unit, subtask: str, task_version: str, category: str,
                         prompt_tokens: int, wall_time_s: float, memory: tuple[str | None, int | None],
                         sampling: dict[str, Any] | None, config_digest: str | None,
-                        context_length: int | None = None, batch_wall_time_s: float | None = None,
-                        cpu_time_s: float | None = None) -> "Record":
+                        context_length: int | None = None, batch_wall_time_s: float | None = None) -> "Record":
         """The record of one ``engine.generation.Generation`` (its lossless verdict is added by the runner).
 
         Per-pass times are rounded to 0.1 us; ``target_logprob`` is the mean per emitted token when the
         generation sampled; ``aux_sizes`` is kept only when a pass verified auxiliary rows; the batching
-        fields only when ``unit.batch`` is above 1; ``cpu_time_s`` the process's CPU seconds over ``wall_time_s``'s
-        span (None: not measured in this process).
+        fields only when ``unit.batch`` is above 1; ``cpu_time_s`` is the generation's (the runner's CPU seconds over
+        ``wall_time_s``'s span; None where another process did the work).
         """
         batched = unit.batch != 1
         times = (lambda t: None if t is None else round(t, 7)) if batched else (lambda t: None)
@@ -220,7 +219,7 @@ class Record:
             drafted_steps=gen.drafted_steps, skipped_steps=gen.skipped_steps,
             predicted_s=None if gen.predicted_s is None else round(gen.predicted_s, 7),
             predicted_ar_s=None if gen.predicted_ar_s is None else round(gen.predicted_ar_s, 7),
-            drafter_state=gen.drafter_state, cpu_time_s=None if cpu_time_s is None else round(cpu_time_s, 7),
+            drafter_state=gen.drafter_state, cpu_time_s=None if gen.cpu_time_s is None else round(gen.cpu_time_s, 7),
         )
 
     def to_json(self) -> dict[str, Any]:

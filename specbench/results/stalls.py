@@ -31,6 +31,8 @@ from dataclasses import dataclass
 from statistics import median
 from typing import Any, Iterable
 
+from specbench.catalog import BASELINE, is_baseline
+
 CPU_SHARE = 0.5  # CPU seconds per wall second below which a generation was not running
 LOST_S = 1.0  # ... and at least this many wall seconds unaccounted for
 STEP_FACTOR = 20.0  # a decode step this many times the median ...
@@ -80,18 +82,22 @@ class Stall:
     subtask: str
     reason: str
 
-    def touched(self, baseline: str) -> str:
-        """The speedup cells its time enters: a baseline record's every method's, else its method's own.
+    def touched(self) -> str:
+        """The cells its time enters: a baseline's record every speedup against it, else its method's own.
 
-        >>> Stall("ar", "gsm8k/1 turn 1 repeat 0", "GSM8K", "x").touched("ar")
-        "every method's GSM8K and Overall speedups (the baseline's time they are divided by)"
+        >>> Stall("ar", "gsm8k/1 turn 1 repeat 0", "GSM8K", "x").touched()
+        "every method's GSM8K and Overall speedups (the baseline's time they divide by)"
+        >>> Stall("engine:ngram", "gsm8k/1 turn 1 repeat 0", "GSM8K", "x").touched()
+        "engine:ngram's GSM8K and Overall cells"
         """
-        if self.method == baseline:
-            return f"every method's {self.subtask} and Overall speedups (the baseline's time they are divided by)"
+        if is_baseline(self.method):
+            rows = "every method's" if self.method == BASELINE else "every engine row's"
+            return f"{rows} {self.subtask} and Overall speedups (the baseline's time they divide by)"
         return f"{self.method}'s {self.subtask} and Overall cells"
 
-    def line(self, baseline: str) -> str:
-        return f"{self.method} {self.unit}: {self.reason}; touches {self.touched(baseline)}"
+    def line(self) -> str:
+        """``ar gsm8k/1 turn 1 repeat 0: one decode step took ...; touches every method's ...``."""
+        return f"{self.method} {self.unit}: {self.reason}; touches {self.touched()}"
 
 
 def stalled(records: Iterable[Any]) -> list[Stall]:
