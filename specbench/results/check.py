@@ -142,6 +142,33 @@ def check_run(run_dir: str | Path, strict: bool = False, decode: bool = True,
     return _with_timing(run_dir, max(1 if failed else 0, incomplete), _verdict_last(lines, missing_lines))
 
 
+def _verdict_last(lines: list[str], missing: list[str]) -> list[str]:
+    """The completeness line goes before the verdict; a failing one becomes the verdict."""
+    if not missing:
+        return lines
+    if missing[0].startswith("FAIL"):
+        return lines + missing
+    return lines[:-1] + missing + lines[-1:]
+
+
+def check_sampled(run: Any, strict: bool = False) -> tuple[int, list[str]]:
+    """The distributional sanity check of a sampling run: flags methods whose NLL-ratio interval excludes
+    AR's; exit 1 for a flag only with ``strict``.
+
+    A flag is a signal, not a proof: each question has one sampled generation per method, and every method
+    is compared with the same AR draws, so one unlucky AR draw flags several methods at once. Losslessness
+    in distribution is what ``tests/test_sampling_lossless.py`` proves on exact distributions.
+    """
+    cells = logprob_stats(run)
+    lines = [f"{m}: mean log-prob {mean}, NLL ratio vs AR {ratio}: {status}"
+             for m, mean, ratio, status in logprob_table_rows(cells)]
+    flagged = [m for m, c in cells.items() if c.flagged]
+    lines.append((f"{'FAIL' if strict else 'FLAG'}: {', '.join(flagged)} outside AR's interval (temperature > 0, "
+                  "distributional sanity check; one sampled generation per question)") if flagged
+                 else "OK: no method's interval excludes AR (temperature > 0, distributional check)")
+    return (1 if flagged and strict else 0), lines
+
+
 def _with_timing(run_dir: str | Path, code: int, lines: list[str]) -> tuple[int, list[str]]:
     """The lossless check's result with the timing check's (``timing_check``) before its verdict, and a failing
     timing check's verdict after it."""
