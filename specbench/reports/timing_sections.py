@@ -3,7 +3,7 @@ implausible (``specbench.results.plausibility``), and which generations stalled 
 (``specbench.results.stalls``). Tables mark such a cell ``(implausible)`` themselves (``Cell.speedup_text``).
 
 >>> from types import SimpleNamespace as C
->>> parts = plausibility_parts({"pld": {"GSM8K": C(speedup=8.1, tau=1.0, tau_ceiling=1.0)}})
+>>> parts = plausibility_parts({"pld": {"GSM8K": C(speedup=8.1, tau=1.0, tau_ceiling=1.0, wall_time_s=2.9)}})
 >>> print(parts[0][:64])
 Plausibility: 1 cell checked, 1 implausible (a speedup above the
 >>> print(parts[1].splitlines()[-1][:41])

@@ -39,6 +39,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from specbench.results.record_timings import timing_problem
+
 if TYPE_CHECKING:
     from specbench.results.record import Record
 
@@ -46,6 +48,13 @@ MIN_PASS_S = 1e-6  # seconds: the least any forward pass of a network takes (see
 SLACK = 1e-7  # seconds per pass: step times are rounded to 0.1 us each, their sum is compared unrounded
 UNTIMED_FACTOR = 1.0  # wall time outside the steps: at most the steps' own sum again ...
 UNTIMED_S = 5.0  # ... plus this many seconds
+
+
+def record_problem(rec: "Record") -> str | None:
+    """Everything a reader asserts of one record's times and counts, the first problem found, or None: its times'
+    signs and sizes (``record_timings``), then how its parts agree (``consistency_problem``). The one test for
+    every way a record enters a run: read from ``records.jsonl``, or built from an imported Spec-Bench answer."""
+    return timing_problem(rec) or consistency_problem(rec)
 
 
 def consistency_problem(rec: "Record") -> str | None:

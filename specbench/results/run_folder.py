@@ -21,8 +21,7 @@ from typing import Any
 from specbench.errors import UserError, writing
 from specbench.files.jsonfile import json_object, read_json, strict_json, write_text_atomic
 from specbench.results.record import Record
-from specbench.results.record_consistency import consistency_problem
-from specbench.results.record_timings import timing_problem
+from specbench.results.record_consistency import record_problem
 
 RECORDS_FILE = "records.jsonl"
 MANIFEST_FILE = "manifest.json"
@@ -147,7 +146,7 @@ def parse_record_line(line: str) -> Record:
         raise ValueError(f"not a complete record ({e})") from None
     _check_types(rec)
     # (a negative or impossible time, or counts and times that disagree, would become a speedup)
-    problem = timing_problem(rec) or consistency_problem(rec)
+    problem = record_problem(rec)
     if problem:
         raise ValueError(problem)
     return rec
