@@ -8,6 +8,9 @@ implausible (``specbench.results.plausibility``), and which generations stalled 
 Plausibility: 1 cell checked, 1 implausible (a speedup above the
 >>> print(parts[1].splitlines()[-1][:41])
 - pld on GSM8K: 8.10x at tau 1.00 exceeds
+>>> judged = {"pld": {"GSM8K": C(implausible="pld on GSM8K: 8.10x ..."), "Overall": C(implausible=None)}}
+>>> implausible_lines({"run-a": judged})
+['run-a: pld on GSM8K: 8.10x ...']
 """
 from __future__ import annotations
 
@@ -30,6 +33,16 @@ def plausibility_parts(stats: dict[str, dict[str, Any]]) -> list[str]:
         parts.append("### Implausible speedups\n\nThese cells read faster than their forward passes allow; they are "
                      "not results.\n\n" + "\n".join(f"- {r}" for r in bad))
     return parts
+
+
+def implausible_lines(stats_by_run: dict[str, dict[str, dict[str, Any]]]) -> list[str]:
+    """``run: reason`` for every cell the rule marked in each run's judged ``run_stats`` (``compare`` and the
+    leaderboard list them under their tables; the tables mark the cells)."""
+    return [f"{run}: {c.implausible}" for run, stats in stats_by_run.items() for cells in stats.values()
+            for c in cells.values() if getattr(c, "implausible", None)]
+
+
+IMPLAUSIBLE_TITLE = "Implausible speedups (faster than their forward passes allow: not results)"
 
 
 def stall_part(records: list[Any]) -> str | None:
