@@ -15,7 +15,8 @@ clock running and its CPU clock still: one such stop of 20 s during AR's generat
   decode steps vary by a few times at most (drafting or not, a deeper tree); twenty times and a second on top of
   it is a stop. Batched records are left out of this test: a refilled slot's prefill lands in the others' steps.
 
-Thresholds are generous so a quiet run flags nothing (``docs/how-it-measures.md``, "Stalled generations").
+Thresholds are generous so a quiet run flags nothing (``docs/how-it-measures.md``, "Implausible speedups and
+stalls"; under ``--require-quiet`` a stalled generation is refused, ``specbench.run.stall_watch``).
 
 >>> from types import SimpleNamespace as R
 >>> stall_reason(R(cpu_time_s=0.3, wall_time_s=20.4, batch_wall_time_s=None, batch_size=None,
