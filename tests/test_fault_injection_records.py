@@ -152,7 +152,7 @@ def test_real_run_manifest_records_what_readers_check(tiny_dir, tmp_path, capsys
     man = json.loads((out / "r" / "manifest.json").read_text())
     assert man["model"]["vocab_size"] == 49152 and man["turns"] == {"gsm8k": [1]}
     recs = [json.loads(line) for line in (out / "r" / "records.jsonl").read_text().splitlines()]
-    assert {r["config_digest"] for r in recs} == {man["config_digest"]} and recs[0]["schema_version"] == 9
+    assert {r["config_digest"] for r in recs} == {man["config_digest"]} and recs[0]["schema_version"] == 10
     assert cli(["check", str(out / "r")], capsys)[0] == 0
 
 

@@ -27,7 +27,7 @@ def test_round_trip_and_unit_key(tmp_path: Path) -> None:
     with RecordWriter(tmp_path) as w:
         w.write(rec)
     assert read_records(tmp_path) == [rec]
-    assert json.loads((tmp_path / "records.jsonl").read_text())["schema_version"] == SCHEMA_VERSION == 9
+    assert json.loads((tmp_path / "records.jsonl").read_text())["schema_version"] == SCHEMA_VERSION == 10
 
 
 def test_schema1_records_migrate_to_schema2(tmp_path: Path) -> None:
@@ -53,8 +53,8 @@ def test_schema1_records_migrate_to_schema2(tmp_path: Path) -> None:
 
 def test_unknown_schema_and_fields_are_refused() -> None:
     good = fake_record("ar", "gsm8k", "7", 1, 0, [1], 0.1, [1], [0], None).to_json()
-    with pytest.raises(ValueError, match="schema_version 10"):
-        Record.from_json(good | {"schema_version": 10})
+    with pytest.raises(ValueError, match="schema_version 11"):
+        Record.from_json(good | {"schema_version": 11})
     with pytest.raises(ValueError, match="unknown field"):
         Record.from_json(good | {"colour": "red"})
 
@@ -65,7 +65,7 @@ def test_schema2_records_read_without_margins_or_memory() -> None:
     old = Record.from_json(v2 | {"schema_version": 2})
     assert old == rec and old.token_margins is None and old.peak_memory_bytes is None
     new = rec.__class__(**{**rec.__dict__, "token_margins": [0.5, 1e-5], "peak_memory_bytes": 10, "peak_memory_kind": "cpu_rss_peak"})
-    assert Record.from_json(new.to_json()) == new and new.to_json()["schema_version"] == 9
+    assert Record.from_json(new.to_json()) == new and new.to_json()["schema_version"] == 10
 
 
 def test_optional_fields_may_be_null_but_not_ill_typed() -> None:

@@ -46,7 +46,7 @@ def test_interrupted_run_resumes_without_duplicates(embedded, tmp_path, monkeypa
     assert len(keys) == len(set(keys)) == 6
     assert mismatches == 0
     for r in recs:
-        assert r.to_json()["schema_version"] == SCHEMA_VERSION == 9
+        assert r.to_json()["schema_version"] == SCHEMA_VERSION == 10
         assert sum(r.accept_lengths) == r.new_tokens == len(r.output_ids) <= 8
         assert len(r.draft_sizes) == r.forward_passes == len(r.accept_lengths)
         # schema 4: per-pass verify / step times and draft depths; the prefill's step is the time to first token

@@ -14,7 +14,8 @@ from specbench.reports.leaderboard.tables import group_runs
 from specbench.results.logprob_check import logprob_stats
 from specbench.results.record import Record
 from specbench.reports.report import render
-from specbench.results.stats import lossless_status, run_stats
+from specbench.results.lossless import lossless_status
+from specbench.results.stats import run_stats
 from specbench.results.loaded_run import load_run
 from test_stats import write_fake_run
 

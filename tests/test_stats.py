@@ -12,7 +12,8 @@ import pytest
 from specbench.catalog import OVERALL, task_label
 from specbench.results.record import Record
 from specbench.results.loaded_run import load_run
-from specbench.results.stats import Cell, lossless_status, paired_speedup, run_stats
+from specbench.results.lossless import lossless_status
+from specbench.results.stats import Cell, paired_speedup, run_stats
 from specbench.run.manifest import MANIFEST_SCHEMA_VERSION
 
 CPU_HW = {"cpu": "Fake CPU 9000", "cores": 2, "ram_gb": 24, "gpu": None, "gpu_memory_gb": None, "cuda": None, "driver": None}

@@ -21,7 +21,7 @@ def run_command(args: argparse.Namespace) -> int:
     split = "" if config.split == "eval" else f" ({config.split} split)"
     print(f"[specbench] {run_dir}: methods {','.join(plan.all_methods)}; {n_q} questions{split} over "
           f"{len(plan.tasks)} task(s); max_new_tokens {config.max_new_tokens}", file=sys.stderr)
-    mismatches = Runner(plan, run_dir, progress=not args.no_progress).execute()
+    mismatches = Runner(plan, run_dir, progress=not args.no_progress, require_quiet=args.require_quiet).execute()
     print(write_report(run_dir))
     print(f"[specbench] results: {run_dir}/ (records.jsonl, manifest.json, report.md, summary.json, summary.csv)", file=sys.stderr)
     return mismatch_exit_code(mismatches, config.allow_mismatch, "[specbench]", "the lossless table")
@@ -34,5 +34,7 @@ def register(subs: argparse._SubParsersAction) -> None:
     # (how to start, not what runs: outside the config, so its digest and run folder are the same either way)
     p.add_argument("--require-quiet", action="store_true",
                    help="refuse to start while other processes keep this run's cores busy (measured for 1.5 s "
-                        "before the model loads); without it a busy machine is a warning and a report line")
+                        "before the model loads), and stop (exit 2) at a stalled generation without writing it, so "
+                        "running the command again times it again; without it a busy machine and a stall are "
+                        "warnings and report lines")
     p.set_defaults(func=run_command)

@@ -1,4 +1,5 @@
-"""``specbench check RUN_DIR``: lossless regression check of a run (exit 1 on any MISMATCH record).
+"""``specbench check RUN_DIR``: lossless regression check of a run (exit 1 on any MISMATCH record), and its timing
+check (exit 1 on an implausible speedup or a stalled generation); exit 2 on a damaged or inconsistent record.
 
 What is checked and how: ``specbench.results.check``.
 """
@@ -16,7 +17,8 @@ def check_command(args: argparse.Namespace) -> int:
 
 
 def register(subs: argparse._SubParsersAction) -> None:
-    p = subs.add_parser("check", help="lossless regression check of a run (exit 1 on any mismatch)")
+    p = subs.add_parser("check", help="lossless and timing check of a run (exit 1 on any mismatch, "
+                       "implausible speedup or stalled generation)")
     p.add_argument("run_dir", help="a results/<run> folder")
     p.add_argument("--strict", action="store_true", help="also fail on ties (near-equal AR top-2 logits); at temperature > 0, fail on a distributional flag")
     p.add_argument("--ids", action="store_true", help="show token ids only (do not load the tokenizer)")

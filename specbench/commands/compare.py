@@ -13,6 +13,7 @@ def compare_command(args: argparse.Namespace) -> int:
     from specbench.interop.published import load_published, published_table, published_vs_published, run_vs_published
     from specbench.reports.compare import NotComparable, compare_runs, speedup_plot
     from specbench.reports.leaderboard.markdown import table_md
+    from specbench.reports.timing_sections import IMPLAUSIBLE_TITLE, implausible_lines
     from specbench.results.loaded_run import load_run
     from specbench.results.spec_bench_speedup import spec_bench_speedups
     from specbench.results.stats import run_stats
@@ -36,6 +37,9 @@ def compare_command(args: argparse.Namespace) -> int:
     if diffs:
         parts.append("**Warning: compared despite differences (--force):**\n\n" + "\n".join(f"- {d}" for d in diffs))
     parts += [f"**{t.title}**\n\n{table_md(t)}" for t in tables]
+    bad = implausible_lines({r.name: st for r, st in zip(runs, stats)})
+    if bad:
+        parts.append(f"**{IMPLAUSIBLE_TITLE}:**\n\n" + "\n".join(f"- {line}" for line in bad))
     text = "\n\n".join(parts) + "\n"
     print(text)
     if args.out:

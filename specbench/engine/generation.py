@@ -46,6 +46,9 @@ class Generation:
     predicted_s: float | None = None
     predicted_ar_s: float | None = None
     drafter_state: dict[str, Any] | None = None  # what the drafter reports of itself at the end (Drafter.report)
+    # the process's CPU seconds over the timed span (set by the runner, which times it; a batch's equal share; None
+    # where another process did the work: an engine's rows), so a stopped or starved generation shows as stalled
+    cpu_time_s: float | None = None
 
     @property
     def forward_passes(self) -> int:

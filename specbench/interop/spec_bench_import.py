@@ -26,6 +26,7 @@ from specbench.files.jsonfile import parse_jsonl, strict_json
 from specbench.interop.spec_bench_format import (CATEGORY_TASKS, AnswerFile, SpecBenchFormatError, method_names,
                                                  read_answer_file, split_by_steps)
 from specbench.results.record import Record
+from specbench.results.record_consistency import record_problem
 from specbench.results.run_folder import MANIFEST_FILE, RECORDS_FILE, RunFileError, write_records
 from specbench.run.manifest import MANIFEST_SCHEMA_VERSION
 
@@ -50,13 +51,18 @@ def _records(method: str, answers: AnswerFile) -> tuple[list[Record], list[dict[
             per_turn = split_by_steps(choice.get("accept_lengths") or [], steps) if steps else None
             for j in range(n_turns):
                 accept = [int(a) for a in per_turn[j]] if per_turn else []
-                records.append(Record(
+                rec = Record(
                     method=method, task=task, subtask=task_label(task), task_version=IMPORTED_VERSION,
                     question_id=qid, category=category, turn=j + 1, repeat=repeat, prompt_tokens=0,
                     new_tokens=int(choice["new_tokens"][j]), wall_time_s=float(choice["wall_time"][j]),
                     forward_passes=int(steps[j]) if steps else len(accept), draft_time_s=0.0, verify_time_s=0.0,
                     accept_lengths=accept,
-                ))
+                )
+                problem = record_problem(rec)  # (refused here, naming the input, before anything is written)
+                if problem:
+                    raise SpecBenchFormatError(f"{answers.path}: question {qid} choice {repeat} turn {j + 1}: "
+                                               f"{problem}; nothing imported")
+                records.append(rec)
             texts.append({"method": method, "question_id": row["question_id"], "category": category,
                           "repeat": repeat, "turns": choice["turns"], "answer_id": row.get("answer_id"),
                           "model_id": row.get("model_id"), "tstamp": row.get("tstamp")})

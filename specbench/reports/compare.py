@@ -19,7 +19,8 @@ from specbench.reports.labels import (backend_label, dtype_label, hardware_label
                                       ran_on_cpu)
 from specbench.reports.table import Table
 from specbench.results.loaded_run import Run
-from specbench.results.stats import Cell, lossless_status, run_stats
+from specbench.results.lossless import lossless_status
+from specbench.results.stats import Cell, run_stats
 
 
 class NotComparable(ValueError):

@@ -16,21 +16,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from specbench.catalog import BASELINE
-from specbench.config.method_labels import split_label
-
-
-def twin_labels(methods: list[str]) -> list[str]:
-    """The labels that time the baseline again (``ar@twin``), in run order.
-
-    >>> twin_labels(["ar", "pld", "ar@twin", "arx@y"])
-    ['ar@twin']
-    """
-    return [m for m in methods if _is_twin(*split_label(m))]
-
-
-def _is_twin(name: str, variant: str | None) -> bool:
-    return name == BASELINE and variant is not None
+from specbench.results.twin_rows import twin_labels
 
 
 def noise_floor_note(stats: dict[str, dict[str, Any]]) -> str | None:

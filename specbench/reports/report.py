@@ -38,6 +38,7 @@ from specbench.reports.spec_bench_section import spec_bench_section
 from specbench.reports.summary import (SUMMARY_CSV, SUMMARY_JSON, build_summary, engine_json, method_overhead,
                                        summary_csv, summary_text)
 from specbench.reports.table import Table
+from specbench.reports.timing_sections import plausibility_parts, stall_part
 from specbench.results.context_lengths import length_groups
 from specbench.results.logprob_check import logprob_stats, logprob_table_rows
 from specbench.results.lossless import EXACT, MISMATCH, TIE
@@ -132,9 +133,12 @@ def render(run: Run, fmt: str = "github", stats: dict[str, dict[str, Cell]] | No
     for title, cell_text in tables:
         rows = [[m] + [cell_text(stats[m][c]) if c in stats[m] else "-" for c in cols] for m in methods]
         parts.append(f"### {title}\n\n" + tabulate(rows, headers=["method"] + cols, tablefmt=fmt))
-    floor = noise_floor_note(stats)  # (a run with an ``ar@twin`` row: under the speedup table, the first)
-    if floor:
-        parts.insert(len(parts) - len(tables) + 1, floor)
+    # under the speedup table: the noise floor (a run with an ``ar@twin`` row), the plausibility rule's count and
+    # findings, the stalled generations
+    stall = stall_part(run.every or run.records)
+    below = [*filter(None, [noise_floor_note(stats)]), *plausibility_parts(stats), *filter(None, [stall])]
+    at = len(parts) - len(tables) + 1
+    parts[at:at] = below
     parts += spec_bench_section(run, fmt)  # --preset spec-bench only: the published leaderboard's definition
     rows = []
     for m in methods:

@@ -11,9 +11,10 @@ and ``summary.csv`` (one flat row per method x scope), both pure functions of th
 A CELL holds the speedup and its 95% CI bounds, tau, tokens/s, acceptance, time shares, lossless counts,
 latency (TTFT, decode tokens/s, per-token p50/p90/p99), peak memory and the acceptance profile
 (``specbench.results.acceptance``), the acceptance per request (vLLM's definition and ours, with its spread;
-``specbench.results.request_acceptance``) and the TPOT / ITL / E2E percentiles
-(``specbench.results.latency_percentiles``). Numbers without data (no draft, no AR pair, schema < 4 timings) are
-null, never NaN (``jsonfile.finite``).
+``specbench.results.request_acceptance``), the TPOT / ITL / E2E percentiles
+(``specbench.results.latency_percentiles``) and the plausibility rule's ``tau_ceiling`` and ``implausible`` (its
+reason, or null); the top-level ``plausibility`` counts the cells checked and lists the stalled generations. Numbers
+without data (no draft, no AR pair, schema < 4 timings) are null, never NaN (``jsonfile.finite``).
 """
 from __future__ import annotations
 
@@ -29,7 +30,10 @@ from specbench.reports.labels import backend_label, dtype_label, hardware_label,
 from specbench.reports.request_metrics import REQUEST_COLUMNS, request_columns
 from specbench.results.progress import progress_of
 from specbench.results.loaded_run import Run, engine_label
-from specbench.results.stats import DEFAULT_BOOTSTRAP, DEFAULT_SEED, Cell, category_stats, lossless_status, run_stats
+from specbench.results.lossless import lossless_status
+from specbench.results.plausibility import judge
+from specbench.results.stalls import stalled
+from specbench.results.stats import DEFAULT_BOOTSTRAP, DEFAULT_SEED, Cell, category_stats, run_stats
 
 SUMMARY_SCHEMA_VERSION = 1
 SUMMARY_JSON, SUMMARY_CSV = "summary.json", "summary.csv"
@@ -45,7 +49,7 @@ def cell_json(c: Cell) -> dict[str, Any]:
         "new_tokens": c.new_tokens, "wall_time_s": c.wall_time_s, "draft_time_s": c.draft_time_s,
         "lossless": dict(c.lossless), **c.latency.to_json(),
         "peak_memory_bytes": c.peak_memory_bytes, "peak_memory_kind": c.peak_memory_kind,
-        "acceptance": c.acceptance.to_json(),
+        "acceptance": c.acceptance.to_json(), "tau_ceiling": c.tau_ceiling, "implausible": c.implausible,
         "per_request": c.requests.to_json(), "latency_percentiles": c.percentiles.to_json(),
     })
 
@@ -110,7 +114,7 @@ def build_summary(run: Run, n_boot: int = DEFAULT_BOOTSTRAP, seed: int = DEFAULT
     categories = category_stats(run, n_boot=n_boot, seed=seed) if categories is None else categories
     out = {"summary_schema_version": SUMMARY_SCHEMA_VERSION, "run": run_json(run),
            "bootstrap": {"resamples": n_boot, "seed": seed, "confidence": 0.95},
-           "methods": _methods_json(run, stats, categories)}
+           "methods": _methods_json(run, stats, categories), "plausibility": plausibility_json(run, stats)}
     if run.batch_sizes() != [1]:
         out["run"]["batch_size"] = run.base_batch()
         out["by_batch_size"] = {}
@@ -119,6 +123,14 @@ def build_summary(run: Run, n_boot: int = DEFAULT_BOOTSTRAP, seed: int = DEFAULT
             out["by_batch_size"][str(size)] = _methods_json(view, run_stats(view, n_boot, seed),
                                                             category_stats(view, n_boot=n_boot, seed=seed))
     return out
+
+
+def plausibility_json(run: Run, stats: dict[str, dict[str, Cell]]) -> dict[str, Any]:
+    """``plausibility``: the cells the rule checked (``methods``' subtasks and Overall), how many it found implausible,
+    and a line per stalled generation of the run (every batch size)."""
+    verdicts = judge(stats)
+    return {"cells_checked": len(verdicts), "implausible": sum(v.implausible for v in verdicts),
+            "stalled": [s.line() for s in stalled(run.every or run.records)]}
 
 
 def engine_json(engine: Run, counters: dict[str, Any], n_boot: int = DEFAULT_BOOTSTRAP,
@@ -150,7 +162,7 @@ CSV_COLUMNS = (
     "decode_tokens_per_s", "ttft_mean_s", "ttft_p50_s", "token_latency_p50_s", "token_latency_p90_s",
     "token_latency_p99_s", "acceptance_rate", "mean_draft_size", "draft_share", "verify_share", "new_tokens",
     "wall_time_s", "peak_memory_bytes", "peak_memory_kind", "lossless_exact", "lossless_tie", "lossless_mismatch",
-    "overhead_storage_bytes", "overhead_parameters", *REQUEST_COLUMNS,
+    "overhead_storage_bytes", "overhead_parameters", "tau_ceiling", "implausible", *REQUEST_COLUMNS,
 )
 
 

@@ -1,4 +1,6 @@
-"""The lossless regression check of a run folder (``specbench check RUN_DIR`` prints it; exit 1 on any MISMATCH).
+"""The lossless regression check of a run folder (``specbench check RUN_DIR`` prints it; exit 1 on any MISMATCH),
+and its timing check (``specbench.results.timing_check``: exit 1 on a speedup above what tau allows or a stalled
+generation, one line each, and a line counting the cells and records looked at).
 
 For each mismatching record it prints the question, turn, repeat, the first divergent position, the AR
 top-2 margin there, and both token windows around the divergence (decoded with the run's tokenizer
@@ -25,6 +27,7 @@ from specbench.results.lossless import EXACT, LOSSLESS_CLASSES, MISMATCH, TIE
 from specbench.results.record import Record
 from specbench.results.relabel import is_checked, rederived, references
 from specbench.results.loaded_run import ALL, load_run
+from specbench.results.timing_check import timing_check
 from specbench.results.run_folder import UNRUNNABLE, read_numbered_records
 from specbench.results.validation import missing_records, validate_records
 
@@ -118,7 +121,7 @@ def check_run(run_dir: str | Path, strict: bool = False, decode: bool = True,
         for size in run.batch_sizes():  # each batch size against AR at the same size
             c, ls = check_sampled(run.at_batch(size), strict)
             code, lines = max(code, c), lines + ([f"batch {size}: {x}" for x in ls] if run.batch_sizes() != [1] else ls)
-        return max(code, incomplete), _verdict_last(lines, missing_lines)
+        return _with_timing(run_dir, max(code, incomplete), _verdict_last(lines, missing_lines))
     refs = references(run.records)
     records = rederived(run.records, run.manifest)  # (the classes every reader sees: ``load_run`` derives them too)
     lines = [f"RELABELLED {r.method} {r.unit}: stored {r.lossless_class}, output ids say "
@@ -141,7 +144,7 @@ def check_run(run_dir: str | Path, strict: bool = False, decode: bool = True,
     failed = sum(c[MISMATCH] + (c[TIE] if strict else 0) for c in counts.values())
     engine = " (the engine's rows engine:off)" if any(is_engine_row(r.method) for r in records) else ""
     lines.append(f"FAIL: {failed} record(s) not lossless" if failed else f"OK: every method reproduces ar{engine}")
-    return max(1 if failed else 0, incomplete), _verdict_last(lines, missing_lines)
+    return _with_timing(run_dir, max(1 if failed else 0, incomplete), _verdict_last(lines, missing_lines))
 
 
 def _verdict_last(lines: list[str], missing: list[str]) -> list[str]:
@@ -169,3 +172,11 @@ def check_sampled(run: Any, strict: bool = False) -> tuple[int, list[str]]:
                   "distributional sanity check; one sampled generation per question)") if flagged
                  else "OK: no method's interval excludes AR (temperature > 0, distributional check)")
     return (1 if flagged and strict else 0), lines
+
+
+def _with_timing(run_dir: str | Path, code: int, lines: list[str]) -> tuple[int, list[str]]:
+    """The lossless check's result with the timing check's (``timing_check``) before its verdict, and a failing
+    timing check's verdict after it."""
+    found = timing_check(run_dir)
+    verdict = [found.verdict()] if found.failed else []
+    return max(code, int(found.failed)), lines[:-1] + found.lines() + lines[-1:] + verdict

@@ -13,7 +13,9 @@ the same kind of forward that produced the AR output.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable, Sequence
+from typing import Any, Callable, Sequence
+
+from specbench.catalog import BASELINE, OVERALL
 
 EXACT, TIE, MISMATCH = "exact", "tie", "mismatch"
 LOSSLESS_CLASSES = (EXACT, TIE, MISMATCH)  # the order reports count them in
@@ -63,3 +65,21 @@ def classify(
     margin = margin_at(pos) if pos < len(reference) else None
     cls = TIE if margin is not None and margin < threshold else MISMATCH
     return LosslessResult(False, cls, pos, margin)
+
+
+def lossless_status(cells: dict[str, Any], method: str) -> str:
+    """``baseline`` | ``exact`` | ``exact (k ties)`` | ``MISMATCH (k)`` | ``sampled`` (T > 0: checked in
+    distribution, ``logprob_check``) | ``unchecked``."""
+    if method == BASELINE:
+        return "baseline"
+    c = cells.get(OVERALL)
+    if c is None:
+        return "unchecked"
+    n = c.lossless
+    if n.get("mismatch"):
+        return f"MISMATCH ({n['mismatch']})"
+    if n.get("tie"):
+        return f"exact ({n['tie']} ties)"
+    if n.get("exact"):
+        return "exact"
+    return "sampled" if c.sampled else "unchecked"

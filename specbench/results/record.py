@@ -4,7 +4,7 @@ A ``Unit`` is the unit of work every part of specbench pairs on: (task, question
 turns 1-based, repeats 0-based, ``batch`` the batch size it was decoded at (1 unless ``--batch-size``). A ``Record`` is what the runner writes per (method, unit); ``stats``,
 ``check``, ``merge`` and the tests read the same type back.
 
-Fields (``SCHEMA_VERSION`` 9):
+Fields (``SCHEMA_VERSION`` 10):
 - identity: ``method, task, subtask, task_version, question_id, category, turn, repeat``
 - work: ``prompt_tokens, new_tokens, output_ids``
 - timing: ``wall_time_s`` (whole generation incl. prefill, tokenisation excluded), ``draft_time_s``,
@@ -39,6 +39,10 @@ Fields (``SCHEMA_VERSION`` 9):
 - ``drafter_state`` (schema 9; null for drafters that report nothing): what the drafter said of itself at the
   generation's end (``BaseDrafter.report``), e.g. SWIFT's layer set and search ``{"skip": "attn:3,4/mlp:5",
   "skipped": 3, "matchness": 0.36, "search_iterations": 77, "searching": true, "stopped": null}``
+- ``cpu_time_s`` (schema 10; null for an engine's rows, whose work another process does): the CPU seconds this
+  process spent over the same span as ``wall_time_s`` (``time.process_time``: every thread of the process; a
+  batched record's equal share of its batch's), so a reader can tell a generation that was stopped or starved
+  (a stopped process accumulates none) from one that computed (``specbench.results.stalls``)
 - memory: ``peak_memory_bytes`` and ``peak_memory_kind`` (``specbench.profiling.memory``: CUDA max allocated, or the
   CPU peak RSS), reset before each generation
 
@@ -48,7 +52,8 @@ optional per-pass depths and verify / step times and the prefill time (null when
 (null when absent: greedy); 5 -> 6 only the optional ``config_digest`` (null when absent: not checked); 6 -> 7
 only the optional ``context_length`` (null when absent: a task without an input length) and the batching
 fields (null when absent: batch size 1); 7 -> 8 only the optional ``budget=auto`` fields (null when absent); 8 -> 9
-only the optional ``drafter_state`` (null when absent).
+only the optional ``drafter_state`` (null when absent); 9 -> 10 only the optional ``cpu_time_s`` (null when absent:
+the CPU-time stall test does not apply).
 
 Schema 1 (before the typed record) allowed an integer ``question_id`` and left ``repeat``,
 ``forward_passes``, the time sums and ``subtask`` optional; ``from_json`` fills them as the readers of
@@ -60,7 +65,7 @@ schema 1 did, so old runs report identically.
 >>> rec.unit, rec.subtask, rec.forward_passes
 (Unit(task='gsm8k', question_id='7', turn=1, repeat=0, batch=1), 'GSM8K', 2)
 >>> rec.to_json()["schema_version"], rec.prefill_time_s, rec.context_length
-(8, None, None)
+(10, None, None)
 """
 from __future__ import annotations
 
@@ -70,8 +75,8 @@ from typing import Any, Sequence
 
 from specbench.catalog import task_label
 
-SCHEMA_VERSION = 9
-READABLE_VERSIONS = (1, 2, 3, 4, 5, 6, 7, 8, 9)  # 2 to 8 read as is: every field they lack is optional
+SCHEMA_VERSION = 10
+READABLE_VERSIONS = (1, 2, 3, 4, 5, 6, 7, 8, 9, 10)  # 2 to 9 read as is: every field they lack is optional
 
 
 @dataclass(frozen=True, order=True)
@@ -157,6 +162,7 @@ class Record:
     predicted_s: float | None = None
     predicted_ar_s: float | None = None
     drafter_state: dict[str, Any] | None = None
+    cpu_time_s: float | None = None
 
     @property
     def unit(self) -> Unit:
@@ -189,7 +195,8 @@ class Record:
 
         Per-pass times are rounded to 0.1 us; ``target_logprob`` is the mean per emitted token when the
         generation sampled; ``aux_sizes`` is kept only when a pass verified auxiliary rows; the batching
-        fields only when ``unit.batch`` is above 1.
+        fields only when ``unit.batch`` is above 1; ``cpu_time_s`` is the generation's (the runner's CPU seconds over
+        ``wall_time_s``'s span; None where another process did the work).
         """
         batched = unit.batch != 1
         times = (lambda t: None if t is None else round(t, 7)) if batched else (lambda t: None)
@@ -212,7 +219,7 @@ class Record:
             drafted_steps=gen.drafted_steps, skipped_steps=gen.skipped_steps,
             predicted_s=None if gen.predicted_s is None else round(gen.predicted_s, 7),
             predicted_ar_s=None if gen.predicted_ar_s is None else round(gen.predicted_ar_s, 7),
-            drafter_state=gen.drafter_state,
+            drafter_state=gen.drafter_state, cpu_time_s=None if gen.cpu_time_s is None else round(gen.cpu_time_s, 7),
         )
 
     def to_json(self) -> dict[str, Any]:

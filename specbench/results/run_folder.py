@@ -21,7 +21,7 @@ from typing import Any
 from specbench.errors import UserError, writing
 from specbench.files.jsonfile import json_object, read_json, strict_json, write_text_atomic
 from specbench.results.record import Record
-from specbench.results.record_timings import timing_problem
+from specbench.results.record_consistency import record_problem
 
 RECORDS_FILE = "records.jsonl"
 MANIFEST_FILE = "manifest.json"
@@ -148,7 +148,8 @@ def parse_record_line(line: str) -> Record:
     except (KeyError, TypeError) as e:
         raise ValueError(f"not a complete record ({e})") from None
     _check_types(rec)
-    problem = timing_problem(rec)  # (a negative or impossible time would become a speedup)
+    # (a negative or impossible time, or counts and times that disagree, would become a speedup)
+    problem = record_problem(rec)
     if problem:
         raise ValueError(problem)
     return rec

@@ -19,6 +19,8 @@ Definitions (all pooled over records, never averages of per-question ratios):
   length, tau) and TPOT / ITL / E2E: ``results.request_acceptance``, ``results.latency_percentiles``; peak memory = the
   largest ``peak_memory_bytes`` of the cell's records (None when none recorded it).
 - MT-Bench categories (``category_stats``): the same cells with the records of one category each.
+- plausibility (``specbench.results.plausibility``): each cell's ``tau_ceiling``, the most speedup its passes
+  allow, and ``implausible``, the one-line reason when its speedup exceeds that beyond the margin.
 Spec-Bench's own definition (mean of per-question speeds over AR's), shown only beside its published
 table: ``specbench.results.spec_bench_speedup``.
 """
@@ -38,6 +40,7 @@ from specbench.results.lossless import LOSSLESS_CLASSES
 from specbench.results.record import Record, Unit
 from specbench.results.request_acceptance import RequestAcceptance, request_acceptance
 from specbench.results.loaded_run import Run
+from specbench.results.plausibility import judge, tau_ceiling
 
 DEFAULT_BOOTSTRAP = 2000
 DEFAULT_SEED = 20240521
@@ -70,16 +73,18 @@ class Cell:
     peak_memory_bytes: int | None = None
     peak_memory_kind: str | None = None
     sampled: bool = False  # records sampled at temperature > 0: no token check, see ``logprob_check``
+    tau_ceiling: float | None = None  # the most speedup the passes allow (``plausibility``); None: not bounded
+    implausible: str | None = None  # why the speedup is above that ceiling (``plausibility.judge``), else None
 
     def speedup_text(self) -> str:
-        """``1.42x ±0.05`` (± = half the CI width), ``1.00x`` for the baseline, ``-`` without data."""
+        """``1.42x ±0.05`` (± = half the CI width), ``1.00x`` for the baseline, ``-`` without data; an implausible
+        speedup says so (``8.10x ±3.50 (implausible)``)."""
         if self.method == BASELINE:
             return "1.00x"
         if self.speedup is None:
             return "-"
-        if self.ci_low is None or self.ci_high is None:
-            return f"{self.speedup:.2f}x"
-        return f"{self.speedup:.2f}x ±{(self.ci_high - self.ci_low) / 2:.2f}"
+        ci = "" if self.ci_low is None or self.ci_high is None else f" ±{(self.ci_high - self.ci_low) / 2:.2f}"
+        return f"{self.speedup:.2f}x{ci}" + (" (implausible)" if self.implausible else "")
 
 
 def _sums(recs: list[Record]) -> dict[str, float]:
@@ -199,7 +204,8 @@ def _lossless_counts(recs: list[Record]) -> dict[str, int]:
     return out
 
 
-def _cell(method: str, subtask: str, recs: list[Record], strata: list[np.ndarray], n_boot: int, seed: int) -> Cell:
+def _cell(method: str, subtask: str, recs: list[Record], strata: list[np.ndarray], n_boot: int, seed: int,
+          ar_recs: list[Record]) -> Cell:
     s = _sums(recs)
     if method == BASELINE:
         sp = lo = hi = None
@@ -220,6 +226,7 @@ def _cell(method: str, subtask: str, recs: list[Record], strata: list[np.ndarray
         acceptance=record_profile(recs),
         requests=request_acceptance(recs), percentiles=latency_percentiles(recs),
         sampled=any(r.target_logprob is not None for r in recs),
+        tau_ceiling=None if method == BASELINE else tau_ceiling(recs, ar_recs),
         **_peak_memory(recs),
     )
 
@@ -233,7 +240,8 @@ def _peak_memory(recs: list[Record]) -> dict[str, Any]:
 
 
 def run_stats(run: Run, n_boot: int = DEFAULT_BOOTSTRAP, seed: int = DEFAULT_SEED) -> dict[str, dict[str, Cell]]:
-    """``{method: {subtask | "Overall": Cell}}`` for every method of ``run`` (baseline included)."""
+    """``{method: {subtask | "Overall": Cell}}`` for every method of ``run`` (baseline included), judged by the
+    plausibility rule."""
     by: dict[tuple[str, str], list[Record]] = defaultdict(list)
     for r in run.records:
         by[(r.method, r.subtask)].append(r)
@@ -248,12 +256,14 @@ def run_stats(run: Run, n_boot: int = DEFAULT_BOOTSTRAP, seed: int = DEFAULT_SEE
             if not recs:
                 continue
             _, rows = _paired_arrays(recs, by.get((BASELINE, sub), []))
-            cells[sub] = _cell(method, sub, recs, [rows], n_boot, seed)
+            cells[sub] = _cell(method, sub, recs, [rows], n_boot, seed, by.get((BASELINE, sub), []))
             strata.append(rows)
             all_recs += recs
         if all_recs:
-            cells[OVERALL] = _cell(method, OVERALL, all_recs, strata, n_boot, seed)
+            cells[OVERALL] = _cell(method, OVERALL, all_recs, strata, n_boot, seed,
+                                   [r for r in run.records if r.method == BASELINE])
         out[method] = cells
+    judge(out)
     return out
 
 
@@ -273,25 +283,8 @@ def category_stats(run: Run, task: str = "mt_bench", n_boot: int = DEFAULT_BOOTS
             recs = by.get((method, cat))
             if recs:
                 _, rows = _paired_arrays(recs, by.get((BASELINE, cat), []))
-                cells[cat] = _cell(method, cat, recs, [rows], n_boot, seed)
+                cells[cat] = _cell(method, cat, recs, [rows], n_boot, seed, by.get((BASELINE, cat), []))
         if cells:
             out[method] = cells
+    judge(out)
     return out
-
-
-def lossless_status(cells: dict[str, Cell], method: str) -> str:
-    """``baseline`` | ``exact`` | ``exact (k ties)`` | ``MISMATCH (k)`` | ``sampled`` (T > 0: checked in
-    distribution, ``logprob_check``) | ``unchecked``."""
-    if method == BASELINE:
-        return "baseline"
-    c = cells.get(OVERALL)
-    if c is None:
-        return "unchecked"
-    n = c.lossless
-    if n.get("mismatch"):
-        return f"MISMATCH ({n['mismatch']})"
-    if n.get("tie"):
-        return f"exact ({n['tie']} ties)"
-    if n.get("exact"):
-        return "exact"
-    return "sampled" if c.sampled else "unchecked"

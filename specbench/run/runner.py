@@ -55,14 +55,17 @@ from specbench.run.method_requirements import check_model_requirements
 from specbench.run.method_faults import method_faults
 from specbench.run.plan import Plan, config_digest
 from specbench.run.references import References
+from specbench.run.stall_watch import StallWatch
 from specbench.run.progress_bar import SeededBar
 
 
 class Runner:
     """Executes a ``Plan`` into ``run_dir`` (resuming when records exist)."""
 
-    def __init__(self, plan: Plan, run_dir: Path, loaded: LoadedModel | None = None, progress: bool = True) -> None:
+    def __init__(self, plan: Plan, run_dir: Path, loaded: LoadedModel | None = None, progress: bool = True,
+                 require_quiet: bool = False) -> None:
         self.plan = plan
+        self.require_quiet = require_quiet  # a stalled generation stops the run instead of being written (StallWatch)
         self.cfg = plan.config
         self.run_dir = run_dir
         self.loaded = loaded
@@ -100,16 +103,17 @@ class Runner:
     def _timed(self, prompt: list[int], drafter: Any, record_margins: bool = False, seed: int = 0,
                budget: DraftBudget | None = None,
                max_draft_depth: int | None = None) -> tuple[Generation, float, tuple[str, int]]:
-        """(generation, wall seconds, its peak memory ``(kind, bytes)``); the peak is reset outside the timing."""
+        """(generation, wall seconds, its peak memory ``(kind, bytes)``); the peak is reset outside the timing, and the
+        process's CPU seconds over the same span go to ``gen.cpu_time_s`` (``specbench.results.stalls``)."""
         device = self.loaded.device
         synchronize(device)
         reset_peak(device)
-        t0 = time.perf_counter()
+        c0, t0 = time.process_time(), time.perf_counter()
         gen = self.engine.generate(prompt, drafter, self.cfg.max_new_tokens, record_margins=record_margins,
                                    sampling=self.sampling, seed=seed, draft_budget=budget,
                                    max_draft_depth=max_draft_depth)
         synchronize(device)
-        wall = time.perf_counter() - t0
+        wall, gen.cpu_time_s = time.perf_counter() - t0, time.process_time() - c0
         return gen, wall, peak_memory(device)
 
     # -- main loop ---------------------------------------------------------------------------
@@ -202,7 +206,8 @@ class Runner:
         bar = SeededBar(self.estimate and self.estimate.per_record_s, len(self.plan.all_methods), total=total,
                         initial=total - left, desc="bench", unit="gen", disable=not self.progress, file=sys.stderr,
                         dynamic_ncols=True)
-        with RecordWriter(self.run_dir) as writer:
+        with RecordWriter(self.run_dir) as records:
+            writer = StallWatch(records, refuse=self.require_quiet)
             if todo:
                 bar.set_postfix_str("warm-up (untimed)")
                 self._warm_up(todo)

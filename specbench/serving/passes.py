@@ -53,7 +53,11 @@ def passes_of(events: Sequence[TokenEvent], total: int | None = None) -> list[Pa
     events = [e for e in events if e.ids or (e.index is not None and total is not None)]
     if events and all(e.drafted is not None and e.accepted is not None for e in events):
         return _from_counters(_per_token(events, total))
-    return [Pass(len(e.ids), 0, e.at_s) for e in events if e.ids]
+    passes = [Pass(len(e.ids), 0, e.at_s) for e in events if e.ids]
+    missing = (total or 0) - sum(p.tokens for p in passes)
+    if passes and missing > 0:  # (ids the stream left out, asked again: they came with its last pass)
+        passes[-1] = Pass(passes[-1].tokens + missing, 0, passes[-1].at_s)
+    return passes
 
 
 def _per_token(events: Sequence[TokenEvent], total: int | None) -> list[tuple[int, int, float]]:

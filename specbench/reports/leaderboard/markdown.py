@@ -4,6 +4,7 @@ from __future__ import annotations
 from typing import Any
 
 from specbench.reports.leaderboard.tables import Group, Table
+from specbench.reports.timing_sections import IMPLAUSIBLE_TITLE, implausible_lines
 
 TEXT_COLUMNS = {"Lossless", "run", "hardware", "draft shape"}
 
@@ -31,6 +32,9 @@ def leaderboard_md(groups: list[Group], profile_tables: list[Table], profile: di
         out += ["", f"## {g.title}", ""]
         for t in g.tables:
             out += [f"**{t.title}**", "", table_md(t), ""]
+        bad = implausible_lines(g.stats)
+        if bad:
+            out += [f"**{IMPLAUSIBLE_TITLE}:**", "", *(f"- {_esc(line)}" for line in bad), ""]
         out += ["<details><summary>hardware, versions, config, commands</summary>", ""]
         out += [f"- {line}" for line in g.footer]
         out += ["", "</details>"]

@@ -21,7 +21,8 @@ from specbench.reports.numfmt import fmt_num
 from specbench.reports.summary import method_overhead
 from specbench.reports.table import Table
 from specbench.results.loaded_run import Run
-from specbench.results.stats import Cell, category_stats, lossless_status, run_stats
+from specbench.results.lossless import lossless_status
+from specbench.results.stats import Cell, category_stats, run_stats
 
 
 @dataclass
