@@ -9,6 +9,7 @@ half-written imports (items 5, 8, 9). Each reproduces the defect as the issue de
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -145,3 +146,69 @@ def test_a_problem_found_on_reading_back_names_the_input_line(tmp_path, capsys, 
     # records 3-4 are question 82's two turns: the eagle file's (the first file) line 2
     assert where.endswith("eagle-float16.jsonl:2") and "model_answer" in where and ".tmp-" not in str(e.value), e.value
     assert not out.exists() and [p.name for p in tmp_path.iterdir()] == ["model_answer"]
+
+
+# -- 8: text from records and answer files is escaped in every markdown output --------------------------------
+HOSTILE_CATEGORY = "a|b\n<script>x</script>"
+
+
+def _cells(line: str) -> int:
+    """Cells of a pipe-table line: its ``|`` not escaped as ``\\|``."""
+    return len(re.findall(r"(?<!\\)\|", line))
+
+
+def assert_tables_intact(text: str) -> None:
+    """No raw ``<script>``, and every row of each pipe table has as many cells as its header."""
+    assert "<script" not in text
+    block: list[str] = []
+    for line in text.splitlines() + [""]:
+        if line.startswith("|"):
+            block.append(line)
+            continue
+        assert len({_cells(row) for row in block}) <= 1, "\n".join(block)
+        block = []
+
+
+def _hostile_import(root: Path, out: Path) -> None:
+    from specbench.cli import main
+
+    src = write_spec_bench_folder(root)
+    for path in src.glob("*.jsonl"):
+        _rewrite(path, lambda row: row.update(category=HOSTILE_CATEGORY) if row["question_id"] == 93 else None)
+    assert main(["import-specbench", str(src), "--out", str(out)]) == 0
+
+
+def test_report_leaderboard_and_compare_escape_categories(tmp_path, capsys):
+    from specbench.cli import main
+
+    run, other = tmp_path / "run", tmp_path / "other"
+    _hostile_import(tmp_path / "answers", run)
+    _hostile_import(tmp_path / "answers2", other)
+    report = (run / "report.md").read_text()
+    assert "a\\|b &lt;script&gt;" in report  # the category is shown, escaped, as a column of every table
+    assert_tables_intact(report)
+    assert main(["leaderboard", str(run), str(other), "--out", str(tmp_path / "lb")]) == 0
+    assert_tables_intact((tmp_path / "lb" / "leaderboard.md").read_text())
+    assert "<script>x" not in (tmp_path / "lb" / "leaderboard.html").read_text()  # (it escaped already)
+    assert main(["compare", str(run), str(other), "--out", str(tmp_path / "compare.md")]) == 0
+    assert_tables_intact((tmp_path / "compare.md").read_text())
+
+
+def test_sweep_table_escapes_subtasks():
+    from types import SimpleNamespace
+
+    from specbench.reports.sweep_report import sweep_table
+
+    cell = SimpleNamespace(speedup_text=lambda: "1.10x")
+    point = SimpleNamespace(point=SimpleNamespace(label="c=8"), overall=None, subtasks={HOSTILE_CATEGORY: cell})
+    assert_tables_intact("\n".join(sweep_table("rest", [point])))
+
+
+def test_md_text_and_tables():
+    from specbench.reports.table import escaped_tabulate, html_text, md_text
+
+    assert md_text("x`|<&>\r\ny") == "x\\`\\|&lt;&amp;&gt; y"
+    assert html_text("run `a`<b>\nc") == "run `a`&lt;b&gt; c"
+    text = escaped_tabulate([[HOSTILE_CATEGORY, 1.5]], headers=["category", "speedup"], tablefmt="github")
+    assert_tables_intact(text) and len(text.splitlines()) == 3
+    assert escaped_tabulate([["a|b"]], headers=["x"], tablefmt="plain").splitlines()[1] == "a|b"  # (not markdown)

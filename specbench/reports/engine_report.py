@@ -23,10 +23,9 @@ import json
 from types import SimpleNamespace  # noqa: F401  (the doctest's records)
 from typing import Any
 
-from tabulate import tabulate
-
 from specbench.catalog import BASELINE, OVERALL
 from specbench.reports.numfmt import fmt_num
+from specbench.reports.table import escaped_tabulate as tabulate  # every cell escaped for markdown and HTML
 from specbench.results.lossless import first_divergence
 from specbench.results.loaded_run import Run, engine_label
 from specbench.results.stats import Cell
