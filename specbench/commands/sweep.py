@@ -23,8 +23,8 @@ from specbench.catalog import BASELINE
 from specbench.config.run_config import RunConfig
 from specbench.config.run_flags import add_run_arguments, config_from_args, mismatch_exit_code
 from specbench.errors import ConfigError
-from specbench.files.safe_names import NAME_RULE, is_safe_name
 from specbench.files.jsonfile import save_json
+from specbench.files.safe_names import NAME_RULE, is_safe_name
 from specbench.engine.backend_registry import load_model_for
 from specbench.plugins.registry import METHODS
 from specbench.reports.report import write_report
