@@ -13,6 +13,7 @@ def compare_command(args: argparse.Namespace) -> int:
     from specbench.interop.published import load_published, published_table, published_vs_published, run_vs_published
     from specbench.reports.compare import NotComparable, compare_runs, speedup_plot
     from specbench.reports.leaderboard.markdown import table_md
+    from specbench.reports.table import html_text
     from specbench.reports.timing_sections import IMPLAUSIBLE_TITLE, implausible_lines
     from specbench.results.loaded_run import load_run
     from specbench.results.spec_bench_speedup import spec_bench_speedups
@@ -35,11 +36,11 @@ def compare_command(args: argparse.Namespace) -> int:
         tables += [published_vs_published(refs[0], b) for b in refs[1:]] or [published_table(refs[0])]
     parts = []
     if diffs:
-        parts.append("**Warning: compared despite differences (--force):**\n\n" + "\n".join(f"- {d}" for d in diffs))
-    parts += [f"**{t.title}**\n\n{table_md(t)}" for t in tables]
+        parts.append("**Warning: compared despite differences (--force):**\n\n" + "\n".join(f"- {html_text(d)}" for d in diffs))
+    parts += [f"**{html_text(t.title)}**\n\n{table_md(t)}" for t in tables]  # (titles name the runs)
     bad = implausible_lines({r.name: st for r, st in zip(runs, stats)})
     if bad:
-        parts.append(f"**{IMPLAUSIBLE_TITLE}:**\n\n" + "\n".join(f"- {line}" for line in bad))
+        parts.append(f"**{IMPLAUSIBLE_TITLE}:**\n\n" + "\n".join(f"- {html_text(line)}" for line in bad))
     text = "\n\n".join(parts) + "\n"
     print(text)
     if args.out:

@@ -20,10 +20,11 @@ from pathlib import Path
 from typing import Any
 
 from specbench.catalog import BASELINE
-from specbench.config.run_config import RunConfig, is_safe_name
+from specbench.config.run_config import RunConfig
 from specbench.config.run_flags import add_run_arguments, config_from_args, mismatch_exit_code
 from specbench.errors import ConfigError
 from specbench.files.jsonfile import save_json
+from specbench.files.safe_names import NAME_RULE, is_safe_name
 from specbench.engine.backend_registry import load_model_for
 from specbench.plugins.registry import METHODS
 from specbench.reports.report import write_report
@@ -79,8 +80,7 @@ def sweep_dir(args: argparse.Namespace, grid: dict[str, list[str]], base: Plan) 
     (tasks, limit, tokens, dtype, split, digest), so adding grid values to a sweep keeps its folder."""
     if args.sweep_name:
         if not is_safe_name(args.sweep_name):
-            raise ConfigError(f"--sweep-name must be a single folder name (letters, digits, '.', '_', '-'), got "
-                              f"{args.sweep_name!r}")
+            raise ConfigError(f"--sweep-name must be a single folder name ({NAME_RULE}), got {args.sweep_name!r}")
         name = args.sweep_name
     else:
         rest = run_dir_for(base).name.split("_", 1)[1]  # without "ar-<method>"; ends with the settings' digest

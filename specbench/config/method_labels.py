@@ -24,6 +24,7 @@ from typing import Any
 from specbench.catalog import BASELINE
 from specbench.engine.budget import AUTO, BUDGETS, DEFAULT_BUDGET, RUN_BUDGETS
 from specbench.errors import ConfigError
+from specbench.files.safe_names import is_safe_variant
 
 BUDGET_KEY = "budget"
 
@@ -31,7 +32,7 @@ BUDGET_KEY = "budget"
 def split_label(label: str) -> tuple[str, str | None]:
     """``"rest@auto"`` -> ``("rest", "auto")``; ``"rest"`` -> ``("rest", None)``."""
     name, sep, variant = label.partition("@")
-    if sep and not re.fullmatch(r"[A-Za-z0-9_-]+", variant):
+    if sep and not is_safe_variant(variant):
         raise ConfigError(f"method label {label!r}: expected NAME@VARIANT, the variant made of letters, digits, '_', '-'")
     return name, (variant if sep else None)
 

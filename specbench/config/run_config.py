@@ -8,7 +8,6 @@ specbench.errors.ConfigError: --limit must be a positive integer, got 0
 """
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -20,20 +19,9 @@ from specbench.engine.backend_registry import backend_choices, backend_spec, dty
 from specbench.engine.budget import RUN_BUDGETS
 from specbench.engine.sampling_config import SamplingConfig
 from specbench.errors import ConfigError
+from specbench.files.safe_names import MAX_NAME, NAME_RULE, is_safe_name  # noqa: F401  (MAX_NAME: run folder names)
 from specbench.models.dtypes import DTYPE_NAMES
 from specbench.prompts.task import DEFAULT_SPLIT, SPLITS
-
-MAX_NAME = 200  # characters of a run or folder name (file systems allow 255 bytes; room for suffixes)
-
-
-def is_safe_name(name: str) -> bool:
-    """A single path component that cannot leave its parent folder.
-
-    >>> is_safe_name("my-run_2.1"), is_safe_name("../x"), is_safe_name("/tmp/x"), is_safe_name("..")
-    (True, False, False, False)
-    """
-    return bool(re.fullmatch(r"[A-Za-z0-9._-]{1,%d}" % MAX_NAME, name)) and name not in (".", "..")
-
 
 @dataclass
 class RunConfig:
@@ -101,8 +89,7 @@ class RunConfig:
         if self.budget not in RUN_BUDGETS:
             raise ConfigError(f"--budget must be one of {', '.join(RUN_BUDGETS)}, got {self.budget!r}")
         if self.run_name is not None and not is_safe_name(self.run_name):
-            raise ConfigError(f"--run-name must be a single folder name (letters, digits, '.', '_', '-'; not '.' "
-                              f"or '..'; at most {MAX_NAME} characters), got {short_repr(self.run_name)}")
+            raise ConfigError(f"--run-name must be a single folder name ({NAME_RULE}), got {short_repr(self.run_name)}")
         for method, opts in self.method_options.items():
             if not isinstance(opts, dict):
                 raise ConfigError(f"method_options.{method}: expected a mapping of options, got {opts!r}")

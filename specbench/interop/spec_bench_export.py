@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from specbench.errors import UserError
+from specbench.files.safe_names import inside
 from specbench.interop.spec_bench_format import model_file_stem, write_answer_file
 from specbench.interop.spec_bench_import import read_texts
 from specbench.reports.labels import dtype_label, model_label
@@ -62,9 +63,13 @@ def export_answers(run_dir: str | Path, out_dir: str | Path, tokenizer: Any | No
     ids = {m: f.get("model_id") for m, f in (imported.get("files") or {}).items()}
     model, dtype = model_label(run.manifest), dtype_label(run.manifest)
     tstamp = _epoch(run.manifest)
+    groups = _groups(run)
+    model_ids = {m: ids.get(m) or model_file_stem(model, m, dtype) for m in groups}
+    # every file name checked before the first is written: a hostile model_id never leaves ``out_dir``
+    targets = {m: inside(out_dir, f"{i}.jsonl", f"answer file of {m!r:.60}") for m, i in model_ids.items()}
     paths = []
-    for method, questions in _groups(run).items():
-        model_id = ids.get(method) or model_file_stem(model, method, dtype)
+    for method, questions in groups.items():
+        model_id = model_ids[method]
         rows = []
         for (task, qid), repeats in questions.items():
             first = next(iter(repeats.values()))[0]
@@ -86,7 +91,7 @@ def export_answers(run_dir: str | Path, out_dir: str | Path, tokenizer: Any | No
                          "category": kept.get("category") or first.category or first.subtask,
                          "answer_id": answer_id, "model_id": model_id, "choices": choices,
                          "tstamp": kept.get("tstamp", tstamp)})
-        path = Path(out_dir) / f"{model_id}.jsonl"
+        path = targets[method]
         write_answer_file(path, rows)
         paths.append(path)
     return paths

@@ -21,13 +21,14 @@ specbench's tasks (``CATEGORY_TASKS``).
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from specbench.catalog import BASELINE, MT_BENCH_CATEGORIES
 from specbench.errors import UserError
 from specbench.files.jsonfile import parse_jsonl, strict_json
+from specbench.files.safe_names import NAME_RULE, is_safe_name
 
 CATEGORY_TASKS = {**dict.fromkeys(MT_BENCH_CATEGORIES, "mt_bench"), "translation": "wmt",
                   "summarization": "cnndm", "qa": "nq", "math_reasoning": "gsm8k", "rag": "nq_rag"}
@@ -42,11 +43,16 @@ class SpecBenchFormatError(UserError):
 
 @dataclass
 class AnswerFile:
-    """One method's answers: its file, the ``model_id`` it names, and the parsed lines."""
+    """One method's answers: its file, the ``model_id`` it names, the parsed lines and their line numbers."""
 
     path: Path
     model_id: str
     rows: list[dict[str, Any]]
+    line_numbers: list[int] = field(default_factory=list)  # of each row in ``path`` (errors name the input line)
+
+    def where(self, row: int) -> str:
+        """``path:line`` of row number ``row`` (the path alone when the lines are not known)."""
+        return f"{self.path}:{self.line_numbers[row]}" if row < len(self.line_numbers) else str(self.path)
 
 
 def _number_list(where: str, choice: dict[str, Any], key: str, kind: type | tuple[type, ...]) -> list:
@@ -89,7 +95,8 @@ def read_answer_file(path: Path) -> AnswerFile:
         lines = path.read_text(encoding="utf-8").splitlines()
     except UnicodeDecodeError as e:
         raise SpecBenchFormatError(f"{path}: not UTF-8 text (byte {e.start})") from None
-    rows = [check_row(f"{path}:{n}", row) for n, row in parse_jsonl(str(path), lines, SpecBenchFormatError)]
+    numbered = parse_jsonl(str(path), lines, SpecBenchFormatError)
+    rows = [check_row(f"{path}:{n}", row) for n, row in numbered]
     if not rows:
         raise SpecBenchFormatError(f"{path}: no answers (the file is empty)")
     ids = [str(r["question_id"]) for r in rows]
@@ -97,7 +104,8 @@ def read_answer_file(path: Path) -> AnswerFile:
     if dup is not None:
         raise SpecBenchFormatError(f"{path}: question_id {dup} answered twice")
     model_id = rows[0].get("model_id")
-    return AnswerFile(path, model_id if isinstance(model_id, str) and model_id else path.stem, rows)
+    return AnswerFile(path, model_id if isinstance(model_id, str) and model_id else path.stem, rows,
+                      [n for n, _ in numbered])
 
 
 def common_prefix(names: list[list[str]]) -> list[str]:
@@ -142,6 +150,7 @@ def method_names(files: list[AnswerFile], baseline: str | None = None) -> tuple[
         else:
             is_base = any(part in BASELINE_NAMES for part in method.split("-"))
         method = BASELINE if is_base else (method or f.path.stem)
+        _check_safe(f, method)
         if method in out:
             raise SpecBenchFormatError(f"{out[method].path.name} and {f.path.name} both read as method {method!r}"
                                        + ("; pass --baseline FILE" if method == BASELINE else "; rename one file"))
@@ -152,6 +161,20 @@ def method_names(files: list[AnswerFile], baseline: str | None = None) -> tuple[
     model = "-".join(prefix) or files[0].model_id
     dtype = dtypes.pop() if len(dtypes) == 1 else None
     return model, out, dtype
+
+
+def _check_safe(f: AnswerFile, method: str) -> None:
+    """The file's ``model_id`` and the method name read from it pass the one whitelist of names that reach
+    paths (``export-specbench`` writes ``<model_id>.jsonl``; the method names run folders and tables).
+
+    >>> _check_safe(AnswerFile(Path("a.jsonl"), "m-x/../../escaped-float16", []), "x/../../escaped")
+    Traceback (most recent call last):
+    ...
+    specbench.interop.spec_bench_format.SpecBenchFormatError: a.jsonl: model_id 'm-x/../../escaped-float16' is not a safe name (1-200 letters, digits, '.', '_', '-', not starting with '.'); it would name files
+    """
+    for what, name in (("model_id", f.model_id), ("method name", method)):
+        if not is_safe_name(name):
+            raise SpecBenchFormatError(f"{f.path}: {what} {name!r:.80} is not a safe name ({NAME_RULE}); it would name files")
 
 
 def split_by_steps(accept_lengths: list[int], steps: list[int]) -> list[list[int]] | None:

@@ -17,17 +17,22 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import json
+import re
+import shutil
 import sys
 from pathlib import Path
 from typing import Any
 
 from specbench.catalog import task_label
-from specbench.files.jsonfile import parse_jsonl, strict_json
+from specbench.errors import UserError
+from specbench.files.jsonfile import parse_jsonl, strict_json, write_text_atomic
+from specbench.files.stale_tmp import remove_stale_tmp, tmp_sibling
 from specbench.interop.spec_bench_format import (CATEGORY_TASKS, AnswerFile, SpecBenchFormatError, method_names,
                                                  read_answer_file, split_by_steps)
 from specbench.results.record import Record
+from specbench.results.loaded_run import load_run
 from specbench.results.record_consistency import record_problem
-from specbench.results.run_folder import MANIFEST_FILE, RECORDS_FILE, RunFileError, write_records
+from specbench.results.run_folder import MANIFEST_FILE, RECORDS_FILE, RunFileError, parse_record_line, write_records
 from specbench.run.manifest import MANIFEST_SCHEMA_VERSION
 
 TEXT_FILE = "spec_bench_text.jsonl"
@@ -38,9 +43,10 @@ NOTE = ("Imported from Spec-Bench answer files: tokens as Spec-Bench counted the
         "is possible.")
 
 
-def _records(method: str, answers: AnswerFile) -> tuple[list[Record], list[dict[str, Any]]]:
-    records, texts = [], []
-    for row in answers.rows:
+def _records(method: str, answers: AnswerFile) -> tuple[list[Record], list[dict[str, Any]], list[str]]:
+    """The records of one answer file, their answer texts, and per record the ``path:line`` it came from."""
+    records, texts, sources = [], [], []
+    for n, row in enumerate(answers.rows):
         category = str(row["category"])
         task = CATEGORY_TASKS.get(category, category)
         qid = str(row["question_id"])
@@ -51,22 +57,18 @@ def _records(method: str, answers: AnswerFile) -> tuple[list[Record], list[dict[
             per_turn = split_by_steps(choice.get("accept_lengths") or [], steps) if steps else None
             for j in range(n_turns):
                 accept = [int(a) for a in per_turn[j]] if per_turn else []
-                rec = Record(
+                records.append(Record(
                     method=method, task=task, subtask=task_label(task), task_version=IMPORTED_VERSION,
                     question_id=qid, category=category, turn=j + 1, repeat=repeat, prompt_tokens=0,
                     new_tokens=int(choice["new_tokens"][j]), wall_time_s=float(choice["wall_time"][j]),
                     forward_passes=int(steps[j]) if steps else len(accept), draft_time_s=0.0, verify_time_s=0.0,
                     accept_lengths=accept,
-                )
-                problem = record_problem(rec)  # (refused here, naming the input, before anything is written)
-                if problem:
-                    raise SpecBenchFormatError(f"{answers.path}: question {qid} choice {repeat} turn {j + 1}: "
-                                               f"{problem}; nothing imported")
-                records.append(rec)
+                ))
+                sources.append(answers.where(n))
             texts.append({"method": method, "question_id": row["question_id"], "category": category,
                           "repeat": repeat, "turns": choice["turns"], "answer_id": row.get("answer_id"),
                           "model_id": row.get("model_id"), "tstamp": row.get("tstamp")})
-    return records, texts
+    return records, texts, sources
 
 
 def _sha256(path: Path) -> str:
@@ -86,11 +88,13 @@ def import_answers(answer_dir: str | Path, out: str | Path, baseline: str | None
     if not paths:
         raise SpecBenchFormatError(f"{src}: no *.jsonl answer files")
     model_name, by_method, dtype = method_names([read_answer_file(p) for p in paths], baseline)
-    records, texts = [], []
+    records, texts, sources = [], [], []
     for method, answers in by_method.items():
-        recs, txt = _records(method, answers)
+        recs, txt, src_lines = _records(method, answers)
         records += recs
         texts += txt
+        sources += src_lines
+    check_records(records, sources)
     questions: dict[str, list[str]] = {}
     for r in records:
         if r.method == "ar" and r.turn == 1 and r.repeat == 0:
@@ -116,11 +120,62 @@ def import_answers(answer_dir: str | Path, out: str | Path, baseline: str | None
         "task_versions": dict.fromkeys(questions, IMPORTED_VERSION),
         "subtasks": {t: task_label(t) for t in questions},
     }
-    dst.mkdir(parents=True, exist_ok=True)
-    write_records(dst / RECORDS_FILE, records)
-    (dst / TEXT_FILE).write_text("".join(strict_json(t, ensure_ascii=False) + "\n" for t in texts), encoding="utf-8")
-    (dst / MANIFEST_FILE).write_text(strict_json(manifest, indent=2), encoding="utf-8")
+    files_text = {TEXT_FILE: "".join(strict_json(t, ensure_ascii=False) + "\n" for t in texts),
+                  MANIFEST_FILE: strict_json(manifest, indent=2)}
+    write_run_atomically(dst, records, files_text, sources)
     return manifest
+
+
+def check_records(records: list[Record], sources: list[str]) -> None:
+    """Each record as every reader will check it (types, finite and non-negative times, ...): the first
+    problem is a one-line error naming the answer file and line it came from, before anything is written."""
+    for rec, where in zip(records, sources):
+        try:
+            parse_record_line(strict_json(rec.to_json(), compact=True))
+        except ValueError as e:
+            raise SpecBenchFormatError(f"{where}: {e}") from None
+        problem = record_problem(rec)  # (an impossible time or count: refused naming the input, nothing written)
+        if problem:
+            raise SpecBenchFormatError(f"{where}: question {rec.question_id} turn {rec.turn}: {problem}; "
+                                       "nothing imported")
+
+
+def write_run_atomically(dst: Path, records: list[Record], files: dict[str, str], sources: list[str]) -> None:
+    """Write ``records`` and ``files`` (name -> text) into a temporary sibling of ``dst``, read it back as every command will
+    (``load_run``), and only then rename it into place: a failed import leaves no half-written run folder.
+    A problem found on reading back names the answer file's line (records are written one a line, in the
+    order of ``sources``), never the temporary folder's."""
+    dst.parent.mkdir(parents=True, exist_ok=True)
+    remove_stale_tmp(dst.parent)  # (what an import killed with SIGKILL left)
+    tmp = tmp_sibling(dst)
+    try:
+        tmp.mkdir()
+        write_records(tmp / RECORDS_FILE, records)
+        for name, text in files.items():
+            write_text_atomic(tmp / name, text)
+        try:
+            load_run(tmp)
+        except (UserError, ValueError) as e:
+            raise SpecBenchFormatError(_input_line(str(e), tmp / RECORDS_FILE, sources)) from None
+        if dst.is_dir():
+            dst.rmdir()  # (empty: checked before; a file placed there since makes this fail, not vanish)
+        tmp.rename(dst)
+    finally:
+        if tmp.exists():
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _input_line(message: str, records_path: Path, sources: list[str]) -> str:
+    """``message`` about ``records_path:N`` told about the answer line record ``N`` came from.
+
+    >>> _input_line("/t/.r.tmp-1/records.jsonl:3: wall time far from its steps", Path("/t/.r.tmp-1/records.jsonl"),
+    ...             ["a.jsonl:1", "a.jsonl:1", "b.jsonl:7"])
+    'b.jsonl:7: wall time far from its steps'
+    """
+    match = re.match(re.escape(str(records_path)) + r":(\d+): (.*)", message, re.S)
+    if match and 1 <= int(match[1]) <= len(sources):
+        return f"{sources[int(match[1]) - 1]}: {match[2]}"
+    return message.replace(str(records_path.parent), "(imported run)")
 
 
 def read_texts(run_dir: Path) -> dict[tuple[str, str, int], dict[str, Any]]:

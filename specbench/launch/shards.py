@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Sequence
 
 from specbench.errors import ConfigError
+from specbench.files.safe_names import inside
 from specbench.results.run_folder import MANIFEST_FILE, RECORDS_FILE
 
 RESERVED = ("--shard", "--out-dir", "--run-name")  # the launcher sets these for every shard
@@ -51,7 +52,7 @@ class ShardSet:
         return f"shard{k}of{self.n}"
 
     def folder(self, k: int) -> Path:
-        return self.shards_dir / self.name(k)
+        return inside(self.shards_dir, self.name(k), "shard name")
 
     def command(self, k: int, python: Sequence[str] = (sys.executable,)) -> list[str]:
         """The command line of shard ``k`` (1-based) run by ``python``."""

@@ -23,10 +23,10 @@ import json
 from types import SimpleNamespace  # noqa: F401  (the doctest's records)
 from typing import Any
 
-from tabulate import tabulate
-
 from specbench.catalog import BASELINE, OVERALL
 from specbench.reports.numfmt import fmt_num
+from specbench.reports.table import escaped_tabulate as tabulate  # every cell escaped for markdown and HTML
+from specbench.reports.table import html_text
 from specbench.results.lossless import first_divergence
 from specbench.results.loaded_run import Run, engine_label
 from specbench.results.request_acceptance import drafting_steps, mean_acceptance_length
@@ -149,7 +149,7 @@ def engine_section(own: Run, engine: Run, engine_stats: dict[str, dict[str, Cell
     """The report's section of the engine under test: its own tables (``rendered``: the report's tables of its
     view), then this module's."""
     label = engine_label(engine.manifest)
-    parts = [f"## Engine under test: {label}",
+    parts = [f"## Engine under test: {html_text(label)}",  # (its version: what the engine's binary printed)
              "Its rows are `engine:SETTING`, each timed and checked against the same engine with speculation off "
              "(`engine:off`, the row `ar` of this section's tables), on the same prompts (token ids) as specbench's "
              "own rows, question by question in the same run. The engine does not say how long it drafts, so "

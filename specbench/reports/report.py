@@ -13,8 +13,6 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Callable
 
-from tabulate import tabulate
-
 from specbench.catalog import BASELINE, OVERALL
 from specbench.engine.sampling_config import manifest_sampling
 from specbench.files.jsonfile import write_outputs
@@ -37,7 +35,8 @@ from specbench.reports.request_metrics import request_metrics_table
 from specbench.reports.spec_bench_section import spec_bench_section
 from specbench.reports.summary import (SUMMARY_CSV, SUMMARY_JSON, build_summary, engine_json, method_overhead,
                                        summary_csv, summary_text)
-from specbench.reports.table import Table
+from specbench.reports.table import Table, html_text
+from specbench.reports.table import escaped_tabulate as tabulate  # every cell escaped for markdown and HTML
 from specbench.reports.timing_sections import plausibility_parts, stall_part
 from specbench.results.context_lengths import length_groups
 from specbench.results.logprob_check import logprob_stats, logprob_table_rows
@@ -117,7 +116,7 @@ def render(run: Run, fmt: str = "github", stats: dict[str, dict[str, Cell]] | No
     categories = category_stats(run) if categories is None else categories
     cols = run.subtasks() + [OVERALL]
     methods = run.methods()
-    parts = _header(run.manifest) if run.manifest else []
+    parts = [html_text(line) for line in _header(run.manifest)] if run.manifest else []  # (names from the run folder)
     progress = progress_of(run)
     if progress is not None and progress.partial:  # interrupted or still running: its tables are not the run's
         parts.append(f"**Partial run: {progress.text()}.** The tables cover only the records present.")

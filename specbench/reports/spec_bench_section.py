@@ -14,9 +14,8 @@ Example (a run without the preset)::
 """
 from __future__ import annotations
 
-from tabulate import tabulate
-
 from specbench.catalog import OVERALL
+from specbench.reports.table import escaped_tabulate as tabulate  # every cell escaped for markdown and HTML
 from specbench.results.loaded_run import Run
 from specbench.results.spec_bench_speedup import SPEC_BENCH_DEFINITION, spec_bench_speedups
 

@@ -14,6 +14,7 @@ from pathlib import Path
 
 from specbench.catalog import order_subtasks
 from specbench.reports.numfmt import fmt_num
+from specbench.reports.table import md_text
 from specbench.results.budget_oracle import oracle_lines
 from specbench.results.sweep import Best, PointResult, SweepPoint, best_line
 
@@ -22,13 +23,13 @@ def sweep_table(method: str, results: list[PointResult]) -> list[str]:
     """The markdown table's lines: one row per point (``method``'s cells), subtask columns in report order."""
     subtasks = order_subtasks({s for r in results for s in r.subtasks})
     headers = ["point", f"{method} Overall speedup", "tau", "mean draft size", "acceptance", *subtasks]
-    lines = ["| " + " | ".join(headers) + " |", "| " + " | ".join(["---"] + ["---:"] * (len(headers) - 1)) + " |"]
+    lines = ["| " + " | ".join(map(md_text, headers)) + " |", "| " + " | ".join(["---"] + ["---:"] * (len(headers) - 1)) + " |"]
     for r in results:
         c = r.overall
         row = [f"`{r.point.label}`", c.speedup_text() if c else "-", fmt_num(c.tau if c else None),
                fmt_num(c.mean_draft_size if c else None), fmt_num(c.acceptance_rate if c else None, "{:.1%}")]
         row += [r.subtasks[s].speedup_text() if s in r.subtasks else "-" for s in subtasks]
-        lines.append("| " + " | ".join(row) + " |")
+        lines.append("| " + " | ".join(row[:1] + [md_text(c) for c in row[1:]]) + " |")  # (the point's own code span)
     return lines
 
 

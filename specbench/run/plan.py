@@ -30,6 +30,7 @@ from specbench.config.context_length import DEFAULT_LENGTHS, MIN_LENGTH, length_
 from specbench.config.method_labels import expand_budget, label_options, split_label
 from specbench.config.run_config import MAX_NAME, RunConfig
 from specbench.errors import ConfigError
+from specbench.files.safe_names import check_label
 from specbench.models.context import declared_context
 from specbench.paths import resolve_data_dir
 from specbench.plugins.registry import METHODS, make_task
@@ -105,7 +106,7 @@ def shard_slice(items: Sequence[T], shard: tuple[int, int], start: int = 0) -> l
 def _method_names(config: RunConfig) -> tuple[list[str], list[str]]:
     """The run's method labels, baseline first (``NAME@VARIANT`` labels and ``--budget`` expanded), and an engine's
     rows (``engine:off`` first)."""
-    given = [m.strip() for m in config.methods if m.strip()]
+    given = [check_label(m.strip(), "--methods") for m in config.methods if m.strip()]  # (labels reach folder names)
     engine = engine_labels(config, [m for m in given if is_engine_row(m)])
     methods = expand_budget([m for m in given if not is_engine_row(m)], config.budget)
     for m in methods:
@@ -253,4 +254,4 @@ def run_dir_for(plan: Plan) -> Path:
             name += f"_shard{plan.shard[0]}of{plan.shard[1]}"
         # many methods or custom tasks can make it longer than a file name may be: the digest keeps it unique
         name = f"{name[: MAX_NAME - 9]}_{config_digest(plan)}"
-    return Path(c.out_dir) / name
+    return Path(c.out_dir) / name  # (no '/' in it: labels are checked, task slugs are single names)

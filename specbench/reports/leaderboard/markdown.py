@@ -4,20 +4,17 @@ from __future__ import annotations
 from typing import Any
 
 from specbench.reports.leaderboard.tables import Group, Table
+from specbench.reports.table import html_text, md_text
 from specbench.reports.timing_sections import IMPLAUSIBLE_TITLE, implausible_lines
 
 TEXT_COLUMNS = {"Lossless", "run", "hardware", "draft shape"}
 
 
-def _esc(cell: str) -> str:
-    return cell.replace("|", "\\|").replace("\n", " ")
-
-
 def table_md(t: Table) -> str:
     """A pipe table; label columns (the first, "Lossless") left-aligned, numbers right-aligned."""
     align = [":---"] + [":---" if h in TEXT_COLUMNS else "---:" for h in t.headers[1:]]
-    lines = ["| " + " | ".join(map(_esc, t.headers)) + " |", "| " + " | ".join(align) + " |"]
-    lines += ["| " + " | ".join(_esc(c) for c in row) + " |" for row in t.rows]
+    lines = ["| " + " | ".join(map(md_text, t.headers)) + " |", "| " + " | ".join(align) + " |"]
+    lines += ["| " + " | ".join(md_text(c) for c in row) + " |" for row in t.rows]
     return "\n".join(lines)
 
 
@@ -29,27 +26,27 @@ def leaderboard_md(groups: list[Group], profile_tables: list[Table], profile: di
     out.append("Speedup = (method tokens / method time) / (ar tokens / ar time) over the same questions; "
                "±: half width of the 95% paired bootstrap CI over questions. tau = tokens per forward pass.")
     for g in groups:
-        out += ["", f"## {g.title}", ""]
+        out += ["", f"## {html_text(g.title)}", ""]  # (titles and footers hold the runs' names and settings)
         for t in g.tables:
-            out += [f"**{t.title}**", "", table_md(t), ""]
+            out += [f"**{html_text(t.title)}**", "", table_md(t), ""]
         bad = implausible_lines(g.stats)
         if bad:
-            out += [f"**{IMPLAUSIBLE_TITLE}:**", "", *(f"- {_esc(line)}" for line in bad), ""]
+            out += [f"**{IMPLAUSIBLE_TITLE}:**", "", *(f"- {html_text(line)}" for line in bad), ""]
         out += ["<details><summary>hardware, versions, config, commands</summary>", ""]
-        out += [f"- {line}" for line in g.footer]
+        out += [f"- {html_text(line)}" for line in g.footer]
         out += ["", "</details>"]
     if profile is not None:
         from specbench.profiling.profile import profile_table
 
         headers, rows = profile_table(profile)
         out += ["", "## Cost profile of this machine", "",
-                f"hardware: {profile.get('hardware')}; model: {profile.get('model')}; "
-                f"context: {profile.get('context_len')} cached tokens", ""]
+                html_text(f"hardware: {profile.get('hardware')}; model: {profile.get('model')}; "
+                          f"context: {profile.get('context_len')} cached tokens"), ""]
         out.append(table_md(Table("", headers, rows, [])))
         for t in profile_tables:
-            out += ["", f"**{t.title}**", "", table_md(t)]
+            out += ["", f"**{html_text(t.title)}**", "", table_md(t)]
     if published:
         out += ["", "## Published reference tables (not measured here)", ""]
         for t in published:
-            out += [f"**{t.title}**", "", table_md(t), ""]
+            out += [f"**{html_text(t.title)}**", "", table_md(t), ""]
     return "\n".join(out) + "\n"
