@@ -23,7 +23,7 @@ discovery, as methods are).
 Every other drafter is model-free: its seconds are priced by the host factor (``host_factor.py``).
 
 >>> drafter_key("eagle", {"top_k": 6, "total_tokens": 16})
-'eagle:3c5e8c4bb8'
+'eagle:edb4f2c6bf'
 >>> step_seconds({"1": {"size": 1, "s": 0.002}, "4": {"size": 4, "s": 0.005}}, 2)
 0.003
 """

@@ -10,7 +10,7 @@ row alone, hidden states asked as a drafter would).
 
 >>> cost = prefill_cost({"64": 0.01, "128": 0.02, "512": 0.1})
 >>> [round(cost(n), 4) for n in (32, 96, 512, 1024)]
-[0.01, 0.015, 0.1, 0.2025]
+[0.01, 0.015, 0.1, 0.2067]
 """
 from __future__ import annotations
 

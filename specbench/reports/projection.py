@@ -40,6 +40,7 @@ class Steps:
     """A record's decode steps (the prefill pass excluded) as arrays: rows verified, context, depth, drafting."""
 
     rows: np.ndarray  # [steps] 1 + draft nodes + aux rows
+    sizes: np.ndarray  # [steps] draft nodes
     context: np.ndarray  # [steps] cached tokens before the step
     depths: np.ndarray  # [steps] draft depth (the size for records without depths: chains)
     drafting_s: np.ndarray  # [steps] recorded drafting seconds
@@ -53,7 +54,7 @@ def decode_steps(rec: Record) -> Steps:
     aux = np.asarray(rec.aux_sizes if rec.aux_sizes else [0] * len(acc), dtype=int)
     depths = np.asarray(rec.draft_depths if rec.draft_depths else rec.draft_sizes, dtype=int)
     context = rec.prompt_tokens + np.cumsum(acc)[:-1]
-    return Steps(1 + sizes[1:] + aux[1:], context, depths[1:], np.asarray(rec.draft_times_s[1:], dtype=float),
+    return Steps(1 + sizes[1:] + aux[1:], sizes[1:], context, depths[1:], np.asarray(rec.draft_times_s[1:], dtype=float),
                  acc[1:])
 
 
