@@ -182,3 +182,24 @@ def test_project_command_writes_three_labelled_files_and_refuses_in_one_line(tmp
     (tmp_path / "bad.json").write_text(json.dumps({"schema": "specbench-device-profile/1", "target": {}}))
     assert main(["project", str(tmp_path / "run"), "--onto", str(tmp_path / "bad.json")]) == 2
     assert "not a valid device profile" in capsys.readouterr().err
+
+
+def test_device_profile_measured_on_a_tiny_model_prices_a_run_of_its_shape(tmp_path):
+    """The measured file validates, names the tiny model's shape, and its sps entry is the one a run's default sps
+    config asks for (the timings themselves are not checked: a unit test does not time the machine)."""
+    import torch
+
+    from conftest import make_tiny_model
+    from specbench.engine.backends import resolve_backend
+    from specbench.models.loading import LoadedModel
+    from specbench.profiling.device_measure import DeviceRequest, measure_device_profiles
+    from specbench.profiling.device_profile import check_device_profile
+
+    model = make_tiny_model("llama")
+    lm = LoadedModel(model, None, "tiny", "h", torch.device("cpu"), "float32", False)
+    req = DeviceRequest((16, 32), (1, 2), 1, 32, ("sps",), {}, depths=(1, 2))
+    profs = measure_device_profiles(lm, {"fast": resolve_backend("fast", lm.device, torch.float32)}, req, tmp_path)
+    prof = check_device_profile(profs["fast"], "fast")
+    assert prof["model"]["shape"]["layers"] == model.config.num_hidden_layers and prof["dtype"] == "float32"
+    assert drafter_identity("sps", sps_config()).key in prof["drafters"]
+    assert sorted(prof["target"]["latency_by_context_s"]) == ["16", "32"] and prof["host_s"] > 0
