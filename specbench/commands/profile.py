@@ -107,7 +107,7 @@ def _device_contexts(args: argparse.Namespace, model: object) -> tuple[int, ...]
 
 def _write_device_profiles(args: argparse.Namespace, lm: object, chosen: dict, out: Path) -> None:
     from specbench.paths import cache_dir
-    from specbench.profiling.device_measure import DeviceRequest, drafter_names, measure_device_profiles
+    from specbench.run.device_measure import DeviceRequest, drafter_names, measure_device_profiles
     from specbench.profiling.device_profile import save_device_profile
     from specbench.config.run_flags import parse_method_opts
 

@@ -2,7 +2,7 @@
 
 Per backend: the target's T(n) after each context of ``contexts`` (``measure.measure_forward_curve``) and its
 prefill P(L) (``prefill.py``). Once for all backends (they run in the same torch process, on the same host):
-each drafter that runs a model of its own (``draft_cost.measure_drafter``, random weights of the run's shape)
+each drafter that runs a model of its own (``drafter_probe.measure_drafter``, random weights of the run's shape)
 and the host's model-free drafting figure (``host_factor.py``). A drafter that cannot be built here is left out
 with a one-line warning; ``specbench project`` then names it and this command to measure it.
 
@@ -51,7 +51,8 @@ def drafter_names(text: str) -> tuple[str, ...]:
 def measure_drafters(lm: Any, req: DeviceRequest, cache_dir: Any) -> dict[str, dict[str, Any]]:
     """``{drafter key: entry}`` for each requested drafter (random weights on ``lm``'s target)."""
     from specbench.config.method_labels import label_options
-    from specbench.profiling.draft_cost import DEPTHS, drafter_key, measure_drafter
+    from specbench.profiling.draft_cost import DEPTHS, drafter_key
+    from specbench.run.drafter_probe import measure_drafter
     from specbench.run.method_env import MethodEnv
 
     env = MethodEnv(lm.model, lm.tokenizer, lm.model_id, lm.device, None, cache_dir)
