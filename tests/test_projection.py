@@ -25,7 +25,7 @@ from specbench.results.record import Record
 
 SHAPE = {"family": "llama", "hidden": 64, "layers": 2, "heads": 4, "kv_heads": 4, "intermediate": 128,
          "vocab": 512, "tokenizer": "abcd"}
-CONTEXTS, SIZES, DEPTHS, LENGTHS = (128, 512), (1, 2, 4, 8, 16), (1, 2, 4, 8), (16, 64, 256, 1024)
+CONTEXTS, SIZES, DEPTHS, LENGTHS = (128, 512), (1, 2, 4, 8, 16), (1, 2, 4, 8, 16), (16, 64, 256, 1024)
 
 
 @dataclass(frozen=True)
@@ -58,38 +58,57 @@ def sps_config() -> dict:
     return dataclasses.asdict(method_config("sps", {}))
 
 
+def eagle_config() -> dict:
+    from specbench.run.methods_factory import method_config
+
+    return dataclasses.asdict(method_config("eagle", {}))
+
+
 def profile_of(m: Machine, shape: dict | None = None, dtype: str = "float32", drafters: bool = True) -> dict:
-    ident = drafter_identity("sps", sps_config())
-    entry = {"method": "sps", "shape": ident.shape, "kind": "model",
-             "steps": {str(d): {"size": d, "s": m.draft(d)} for d in DEPTHS}}
+    entries = {}
+    for method, config in (("sps", sps_config()), ("eagle", eagle_config())):
+        ident = drafter_identity(method, config)
+        entries[ident.key] = {"method": method, "shape": ident.shape, "kind": "model",
+                              "steps": {str(d): {"size": d, "s": m.draft(d)} for d in DEPTHS}}
     return make_device_profile(ProfileParts(
         machine={"cpu": f"made-up CPU {m.a}"}, backend={"name": "fast", "key": "fast", "threads": 2}, dtype=dtype,
         model={"id": "tiny", "shape": shape or SHAPE},
         latency_by_context_s={c: {n: m.t(n, c) for n in SIZES} for c in CONTEXTS},
-        prefill_s={n: m.p0 + m.p1 * n for n in LENGTHS}, drafters={ident.key: entry} if drafters else {},
+        prefill_s={n: m.p0 + m.p1 * n for n in LENGTHS}, drafters=entries if drafters else {},
         host_s=m.host, created="2026-01-01T00:00:00+00:00"))
 
 
-# per method: (accept_lengths, draft_sizes) of one generation of 12 tokens; pld's drafting takes 0.25 host units
-STEPS = {"ar": ([1] * 12, [0] * 12), "pld": ([1, 3, 2, 4, 1, 1], [0, 3, 3, 4, 2, 2]),
-         "sps": ([1, 4, 3, 4], [0, 4, 4, 4])}
+# per method: (accept_lengths, draft_sizes, draft_depths) of one generation of MAX_NEW tokens; pld's drafting takes
+# 0.25 host units, sps's chain its drafted depth's seconds, eagle's tree the seconds of the depth the engine asked
+# for (the tokens left but one: its work follows the asked depth, not the depth its best path reached)
+MAX_NEW = 12
+STEPS = {"ar": ([1] * 12, [0] * 12, [0] * 12), "pld": ([1, 3, 2, 4, 1, 1], [0, 3, 3, 4, 2, 2], [0, 3, 3, 4, 2, 2]),
+         "sps": ([1, 4, 3, 4], [0, 4, 4, 4], [0, 4, 4, 4]), "eagle": ([1, 3, 4, 2, 2], [0, 10, 10, 8, 6], [0, 3, 4, 2, 1])}
+
+
+def drafting(method: str, m: Machine, acc: list[int], depths: list[int]) -> list[float]:
+    asked = [MAX_NEW - sum(acc[:i]) - 1 for i in range(len(acc))]
+    per = {"ar": lambda i: 0.0, "pld": lambda i: 0.25 * m.host, "sps": lambda i: m.draft(depths[i]),
+           "eagle": lambda i: m.draft(asked[i])}[method]
+    return [0.0] + [per(i) for i in range(1, len(acc))]
 
 
 def record(method: str, q: int, m: Machine, prompt: int) -> Record:
-    acc, sizes = STEPS[method]
-    drafts = [0.0] + [0.0 if method == "ar" else m.draft(s) if method == "sps" else 0.25 * m.host for s in sizes[1:]]
+    acc, sizes, depths = STEPS[method]
+    drafts = drafting(method, m, acc, depths)
     # the step's context: the prompt plus every token emitted before it (the prefill's included)
     wall = m.p0 + m.p1 * prompt + sum(m.t(1 + s, prompt + sum(acc[:i])) + drafts[i]
                                       for i, s in enumerate(sizes) if i > 0)
     return Record(method, "gsm8k", "GSM8K", "1", str(q), "", 1, 0, prompt, sum(acc), wall, len(acc), sum(drafts),
                   0.0, accept_lengths=list(acc), draft_sizes=list(sizes), draft_times_s=drafts,
-                  output_ids=list(range(5, 5 + sum(acc))), draft_depths=list(sizes))
+                  output_ids=list(range(5, 5 + sum(acc))), draft_depths=list(depths))
 
 
-def run_on(m: Machine, methods=("ar", "pld", "sps"), configs: dict | None = None) -> Run:
+def run_on(m: Machine, methods=("ar", "pld", "sps", "eagle"), configs: dict | None = None) -> Run:
     recs = [record(meth, q, m, prompt) for q, prompt in ((1, 150), (2, 300)) for meth in methods]
-    manifest = {"config": {"methods": list(methods)}, "model": {"dtype": "float32", "shape": SHAPE},
-                "method_configs": configs or {"sps": sps_config(), "pld": {}}, "host_s": m.host}
+    manifest = {"config": {"methods": list(methods), "max_new_tokens": MAX_NEW},
+                "model": {"dtype": "float32", "shape": SHAPE}, "host_s": m.host,
+                "method_configs": configs or {"sps": sps_config(), "pld": {}, "eagle": eagle_config()}}
     return Run(Path("results/made-up"), manifest, recs)
 
 
@@ -104,7 +123,7 @@ def test_projection_equals_the_measured_speedup_where_costs_follow_the_profile()
     on_a, on_b = run_on(A), run_on(B)
     proj = build_projection(on_a, [onto_profile("a.json", profile_of(A)), onto_profile("b.json", profile_of(B))])
     cells = {(r.method, r.subtask): r for r in proj.rows}
-    for method in ("pld", "sps"):
+    for method in ("pld", "sps", "eagle"):
         row = cells[method, "Overall"]
         assert row.measured == pytest.approx(measured(on_a, method), rel=1e-9)
         assert row.projected[0].speedup == pytest.approx(measured(on_a, method), rel=1e-9)
@@ -117,7 +136,7 @@ def test_every_output_format_labels_each_projected_figure_with_its_profile():
     proj = build_projection(run_on(A), [onto_profile("b.json", profile_of(B))])
     label = "made-up CPU 0.004, fast 2 threads, float32, 2026-01-01"
     text = projection_text(proj)
-    body = [ln for ln in text.splitlines() if ln.startswith("| pld") or ln.startswith("| sps")]
+    body = [ln for ln in text.splitlines() if ln.startswith(("| pld", "| sps", "| eagle"))]
     assert body and all(ln.count("x projected") == 1 for ln in body) and f"projected on {label}" in text
     data = projection_json(proj)
     assert data["profiles"][0]["created"] == "2026-01-01T00:00:00+00:00" and data["profiles"][0]["dtype"] == "float32"
@@ -128,7 +147,7 @@ def test_every_output_format_labels_each_projected_figure_with_its_profile():
 
 
 def test_budget_auto_rows_project_the_best_fixed_budget_in_hindsight_labelled_so():
-    configs = {"sps": sps_config(), "pld": {"budget": "auto"}}
+    configs = {"sps": sps_config(), "pld": {"budget": "auto"}, "eagle": eagle_config()}
     proj = build_projection(run_on(A, configs=configs), [onto_profile("b.json", profile_of(B))])
     pld = [r for r in proj.rows if r.method == "pld"]
     assert all(r.projected[0].basis.startswith("best fixed budget in hindsight (budget=") for r in pld)

@@ -29,7 +29,7 @@ from typing import Callable, Iterable
 
 import numpy as np
 
-from specbench.reports.projection_costs import HOST, NONE, Drafting, MachineCosts, drafting_seconds
+from specbench.reports.projection_costs import HOST, MODEL, NONE, Drafting, MachineCosts, drafting_seconds
 from specbench.results.record import Record, Unit
 
 Price = Callable[[Record], float]  # a generation's seconds on the other machine
@@ -45,6 +45,7 @@ class Steps:
     depths: np.ndarray  # [steps] draft depth (the size for records without depths: chains)
     drafting_s: np.ndarray  # [steps] recorded drafting seconds
     emitted: np.ndarray  # [steps] tokens emitted (accepted + 1)
+    before: np.ndarray  # [steps] tokens emitted before the step (the prefill's included)
 
 
 def decode_steps(rec: Record) -> Steps:
@@ -55,7 +56,25 @@ def decode_steps(rec: Record) -> Steps:
     depths = np.asarray(rec.draft_depths if rec.draft_depths else rec.draft_sizes, dtype=int)
     context = rec.prompt_tokens + np.cumsum(acc)[:-1]
     return Steps(1 + sizes[1:] + aux[1:], sizes[1:], context, depths[1:], np.asarray(rec.draft_times_s[1:], dtype=float),
-                 acc[1:])
+                 acc[1:], np.cumsum(acc)[:-1])
+
+
+def priced_depths(s: Steps, d: Drafting) -> np.ndarray:
+    """The depth each step's drafting is priced at in a drafter model's profile entry: a chain's drafted depth
+    (a chain drafter runs one step per token it drafts, and stops early on low confidence); a tree's depth asked of
+    the drafter, ``min(max_new_tokens - emitted - 1, K)`` (a tree drafter's work follows the depth it is asked
+    for, not the depth its best path reached: EAGLE's dynamic tree expands every asked level).
+
+    >>> s = Steps(*(np.array(v) for v in ([9, 9], [8, 8], [5, 9], [2, 2], [0.1, 0.1], [3, 2], [1, 4])))
+    >>> priced_depths(s, Drafting(MODEL, max_new_tokens=12)).tolist(), priced_depths(s, Drafting(MODEL)).tolist()
+    ([10, 7], [2, 2])
+    """
+    if d.kind != MODEL or d.max_new_tokens is None or np.array_equal(s.depths, s.sizes):
+        return s.depths
+    asked = d.max_new_tokens - s.before - 1
+    if d.depth_cap is not None:
+        asked = np.minimum(asked, d.depth_cap)
+    return np.maximum(asked, s.depths)
 
 
 def projected_seconds(rec: Record, onto: MachineCosts, drafting: Drafting) -> float:
@@ -65,7 +84,7 @@ def projected_seconds(rec: Record, onto: MachineCosts, drafting: Drafting) -> fl
     if not len(s.rows):
         return prefill
     return prefill + float(np.sum(onto.target(s.rows, s.context)
-                                  + drafting_seconds(drafting, s.drafting_s, s.depths, s.context)))
+                                  + drafting_seconds(drafting, s.drafting_s, priced_depths(s, drafting), s.context)))
 
 
 def pooled(method_recs: Iterable[Record], ar_recs: Iterable[Record], price_method: Price,
@@ -92,5 +111,5 @@ def method_price(onto: MachineCosts, drafting: Drafting) -> Price:
     return lambda r: projected_seconds(r, onto, drafting)
 
 
-__all__ = ["HOST", "NONE", "Drafting", "MachineCosts", "Steps", "decode_steps", "projected_seconds", "pooled",
-           "ar_price", "method_price"]
+__all__ = ["HOST", "NONE", "Drafting", "MachineCosts", "Steps", "decode_steps", "priced_depths", "projected_seconds",
+           "pooled", "ar_price", "method_price"]

@@ -23,7 +23,7 @@ from typing import Iterable
 
 import numpy as np
 
-from specbench.reports.projection import Price, decode_steps, pooled
+from specbench.reports.projection import Price, decode_steps, pooled, priced_depths
 from specbench.reports.projection_costs import Drafting, MachineCosts, drafting_seconds
 from specbench.results.record import Record
 
@@ -48,7 +48,8 @@ def cut_seconds(rec: Record, onto: MachineCosts, drafting: Drafting, k: int) -> 
     share = np.where(s.depths > 0, cut / np.maximum(s.depths, 1), 0.0)
     sizes = np.ceil(s.sizes * share)
     emitted = np.minimum(s.emitted - 1, cut) + 1
-    step_s = onto.target(1 + sizes + aux, s.context) + drafting_seconds(drafting, s.drafting_s, cut, s.context)
+    priced = np.minimum(priced_depths(s, drafting), k)
+    step_s = onto.target(1 + sizes + aux, s.context) + drafting_seconds(drafting, s.drafting_s, priced, s.context)
     return prefill + float(np.sum(step_s)) * float(np.sum(s.emitted)) / float(np.sum(emitted))
 
 

@@ -103,7 +103,11 @@ def drafting_for(label: str, manifest: dict[str, Any], onto: MachineCosts, profi
     if entry is None or not entry.get("steps"):
         raise ConfigError(f"profile {where} lacks the drafter {label} used ({ident.key}, shape {ident.shape}): "
                           f"measure it on that machine with `{_measure_hint(label, config, profile)}`")
-    return Drafting(MODEL, steps=entry["steps"])
+    budget = config.get("budget")
+    cap = budget if isinstance(budget, int) and not isinstance(budget, bool) else None
+    room = (manifest.get("config") or {}).get("max_new_tokens")
+    asked = isinstance(room, int) and str(budget) != "auto"  # (auto's hint is not recorded: the drafted depth)
+    return Drafting(MODEL, steps=entry["steps"], max_new_tokens=room if asked else None, depth_cap=cap)
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,8 @@ context, how deep the draft was and how long drafting took here. On the other ma
 - the target's forward costs ``T_onto(rows, context)`` (the profile's curves by context);
 - the prefill costs ``P_onto(prompt tokens)``, the same for AR and every method;
 - drafting costs, by the drafter's kind (``Drafting``):
-  ``model`` (its own model: SpS, EAGLE, Medusa, ...): the profile's measured seconds at the step's draft depth;
+  ``model`` (its own model: SpS, EAGLE, Medusa, ...): the profile's measured seconds at the step's draft depth
+  (``projection.priced_depths``: a chain's drafted depth, a tree's depth asked of the drafter);
   ``host`` (model-free: PLD, REST, suffix, lookahead): the recorded seconds x ``host_onto / host_here``, the
   ratio of the two hosts' figures on the fixed drafting benchmark (``profiling/host_factor.py``);
   ``target`` (the target with layers skipped, SWIFT): the recorded seconds x ``T_onto(1) / T_here(1)``;
@@ -63,6 +64,10 @@ class Drafting:
     steps: dict[str, dict[str, float]] | None = None  # ``model``: the profile's entry's seconds by depth
     host_ratio: float = 1.0  # ``host``: host_onto / host_here
     target_ratio: Callable[[np.ndarray], np.ndarray] | None = None  # ``target``: T_onto(1, c) / T_here(1, c)
+    # what the engine asked of a drafter each step (``engine/step.py``): min(tokens left - 1, a fixed budget K);
+    # None (runs without max_new_tokens, and budget=auto, whose hint is not recorded): the drafted depth
+    max_new_tokens: int | None = None
+    depth_cap: int | None = None
 
 
 def drafting_seconds(d: Drafting, recorded_s: Sequence[float], depths: Sequence[int],
