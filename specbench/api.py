@@ -68,6 +68,11 @@ from specbench.models.embedded import embedded_tokenizer
 from specbench.models.hub import is_hub_id, resolve_checkpoint
 from specbench.models.loading import load_model, stop_token_ids
 
+# a drafter's own model, declared to device profiles (``specbench profile``; projections price it on other machines)
+from specbench.profiling.draft_cost import register_draft_cost
+from specbench.profiling.draft_probes import DEEPEST as DEEPEST_PROBE
+from specbench.profiling.draft_probes import config_shape, distilled_shape, random_distilled_draft
+
 # the trained-drafter kit: draft layers, trees and tree templates several methods share
 from specbench.drafting.layers import (PREFILL_ROWS, MLP, Attention, DecoderLayer, DraftCache, LayerShape, RMSNorm,
                                        causal_chunks)
@@ -127,6 +132,7 @@ __all__ = [
     "resolve_data_dir",
     "resolve_backend", "PreallocatedCache", "draft_dtype", "pack_for_inference", "DTYPES", "is_hub_id",
     "resolve_checkpoint", "load_model", "stop_token_ids", "embedded_tokenizer",
+    "register_draft_cost", "DEEPEST_PROBE", "config_shape", "distilled_shape", "random_distilled_draft",
     "PREFILL_ROWS", "MLP", "Attention", "DecoderLayer", "DraftCache", "LayerShape", "RMSNorm", "causal_chunks",
     "RopeScaling", "MC_SIM_7B_63",
     "VOCAB_CHOICES", "choose_draft_vocab", "frozen_rows", "kept_columns", "parse_vocab", "record_head_rows",

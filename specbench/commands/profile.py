@@ -4,7 +4,10 @@ Each backend is measured side by side (default: ``fast`` and ``reference``; ``--
 llama.cpp beside the engine's own), with the bandwidth floor
 (weight bytes per forward / measured memory read bandwidth) so a user sees how close a backend gets.
 Writes ``profile.json`` (+ ``profile.md`` and ``profile.png``) into ``--out``; pass the json to
-``specbench leaderboard --profile`` to see predicted next to measured speedups.
+``specbench leaderboard --profile`` to see predicted next to measured speedups. Also writes one device profile per
+backend (``device-profile-<backend>.json``, ``specbench/profiling/device_profile.py``): T(n) after each of
+``--contexts``, the prefill, each drafter model of ``--drafters`` and the host figure, the file that
+``specbench project RUN --onto`` prices a run with on this machine (docs/projection.md).
 """
 from __future__ import annotations
 
@@ -89,7 +92,33 @@ def profile_command(args: argparse.Namespace) -> int:
     (out / "profile.png").write_bytes(base64.b64decode(uri.split(",", 1)[1]))
     print(text)
     print(f"wrote {out / 'profile.json'}, profile.md, profile.png")
+    _write_device_profiles(args, lm, chosen, out)
     return 0
+
+
+def _device_contexts(args: argparse.Namespace, model: object) -> tuple[int, ...]:
+    """``--contexts`` that leave room for the widest forward in the model's context (``--context`` if none)."""
+    from specbench.models.context import config_context
+
+    limit = config_context(getattr(model, "config", None))
+    fit = [c for c in sorted(set(args.contexts) | {args.context}) if limit is None or c + max(args.sizes) <= limit]
+    return tuple(fit) or (args.context,)
+
+
+def _write_device_profiles(args: argparse.Namespace, lm: object, chosen: dict, out: Path) -> None:
+    from specbench.paths import cache_dir
+    from specbench.run.device_measure import DeviceRequest, drafter_names, measure_device_profiles
+    from specbench.profiling.device_profile import save_device_profile
+    from specbench.config.run_flags import parse_method_opts
+
+    contexts = _device_contexts(args, lm.model)
+    req = DeviceRequest(contexts, args.sizes, args.repeats, max(contexts),
+                        drafter_names(args.drafters), parse_method_opts(args.method_opt))
+    for key, prof in measure_device_profiles(lm, chosen, req, cache_dir(), args.threads).items():
+        path = out / f"device-profile-{key}.json"
+        save_device_profile(prof, path)
+        print(f"wrote {path} (device profile: {len(prof['drafters'])} drafter models, "
+              f"{len(prof['target']['latency_by_context_s'])} contexts)")
 
 
 def register(subs: argparse._SubParsersAction) -> None:
@@ -108,5 +137,11 @@ def register(subs: argparse._SubParsersAction) -> None:
     p.add_argument("--backends", type=_backends, default=("fast", "reference"),
                    help="comma-separated engine backends to measure side by side (default fast,reference" + "".join(
                        f"; {n}: {backend_spec(n).summary}" for n in backend_names() if backend_spec(n).loader) + ")")
+    p.add_argument("--contexts", type=_sizes, default=(128, 512), help="the device profile's contexts besides "
+                   "--context (T(n) after each; those the model cannot hold are left out)")
+    p.add_argument("--drafters", default="all", help="drafter models the device profile times with random weights "
+                   "of their shape: all (default: every method with a model of its own), none, or a comma list")
+    p.add_argument("--method-opt", action="append", metavar="METHOD.KEY=VALUE",
+                   help="a drafter's options as the run sets them (its shape must match the run's to price it)")
     p.add_argument("--out", default="results/profile", type=out_folder, help="output folder (profile.json, profile.md, profile.png)")
     p.set_defaults(func=profile_command)

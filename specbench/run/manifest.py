@@ -63,6 +63,22 @@ def build_manifest(device: torch.device | str | None = None, **fields: Any) -> d
     }
 
 
+def _model_shape(lm: Any) -> dict[str, Any] | None:
+    """The target's shape (``profiling/model_shape.py``): a projection refuses profiles of another one."""
+    from specbench.profiling.model_shape import shape_of_config
+
+    config = getattr(lm.model, "config", None)
+    return None if config is None else shape_of_config(config, lm.tokenizer)
+
+
+def _host_seconds() -> float:
+    """This host's model-free drafting figure (``profiling/host_factor.py``, about 0.1 s): a projection scales the
+    run's PLD-like drafting seconds by another host's figure over this one."""
+    from specbench.profiling.host_factor import measure_host_seconds
+
+    return measure_host_seconds(repeats=7)
+
+
 def write_run_manifest(ctx: RunContext, configs: dict, artifacts: dict, chat_template: dict[str, Any],
                        estimate: Any = None, machine: Any = None, engine: dict[str, Any] | None = None) -> None:
     """Write (or, resuming, note a resumption in) the run's ``manifest.json``: everything a reader checks
@@ -78,7 +94,7 @@ def write_run_manifest(ctx: RunContext, configs: dict, artifacts: dict, chat_tem
         shard=list(ctx.plan.shard) if ctx.plan.shard else None,
         model={"id": lm.model_id, "hash": lm.model_hash, "dtype": lm.dtype, "tf32": lm.tf32,
                "device": str(lm.device), "class": type(lm.model).__name__, "vocab_size": vocab_size(lm.model),
-               "verified": lm.verification},
+               "verified": lm.verification, "shape": _model_shape(lm)},
         verified_files=verified_files(),
         backend=ctx.engine.backend.describe(lm.model),
         method_configs=configs,
@@ -91,6 +107,7 @@ def write_run_manifest(ctx: RunContext, configs: dict, artifacts: dict, chat_tem
         sampling=ctx.sampling.as_dict(),
         chat_template=chat_template,
         estimate=estimate.as_dict() if estimate else None,  # (estimate.py; seconds)
+        host_s=_host_seconds(),
     )
     lengths = {t: {"requested": task.asked_length or task.context_length, "prompt_tokens": task.prompt_tokens}
                for t, task in ctx.plan.tasks.items() if task.context_length is not None}

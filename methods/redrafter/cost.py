@@ -1,0 +1,8 @@
+"""redrafter's draft model, declared to device profiles (``specbench.api.register_draft_cost``): its shape is its config
+without the training-only fields (the tree, head vocabulary and dtype fix a step's work); a profile times the
+drafter with random weights (``checkpoint=random``) at each draft depth."""
+from __future__ import annotations
+
+from specbench.api import config_shape, register_draft_cost
+
+register_draft_cost("redrafter", config_shape(), random_options={"checkpoint": "random"})

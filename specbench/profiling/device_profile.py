@@ -1,0 +1,161 @@
+"""A device profile: one machine's measured costs as a file you can carry to another machine (issue 69).
+
+One file per (machine, backend, dtype, threads, model shape), written by ``specbench profile``; ``specbench
+project RUN --onto PROFILE`` prices a run's per-step records with it (``reports/projection.py``). It holds:
+
+- ``machine``: the hardware fingerprint (``fingerprint.py``) and ``backend``: name, key, threads;
+- ``dtype`` and ``model``: the target's id and **shape** (``model_shape.py``: layers, widths, vocabulary and the
+  tokenizer's hash), since a forward's cost depends on the shape, not on the weights' values;
+- ``target``: T(n) after each measured context (``latency_by_context_s``, as ``cost_profile.py`` keeps it) and the
+  prefill P(L) by prompt length (``prefill_s``, ``prefill.py``);
+- ``drafters``: per drafter that runs a model of its own, keyed by ``draft_cost.drafter_key``, its ``propose``
+  seconds and width by draft depth (``steps``);
+- ``host_s``: the seconds of the fixed model-free drafting benchmark (``host_factor.py``) on this host;
+- ``created`` (UTC) and ``fields``: one line per field, so the file explains itself to whoever receives it.
+
+Example (the smallest valid profile, every cost made up for the example):
+
+>>> prof = make_device_profile(ProfileParts(
+...     machine={"cpu": "Example CPU", "cores": 4}, backend={"name": "fast", "key": "fast", "threads": 2},
+...     dtype="float32", model={"id": "tiny", "shape": {"layers": 2}},
+...     latency_by_context_s={128: {1: 0.01, 4: 0.02}}, prefill_s={16: 0.02, 64: 0.05}, drafters={},
+...     host_s=0.004, created="2026-01-01T00:00:00+00:00"))
+>>> check_device_profile(prof, "p.json")["schema"] == DEVICE_PROFILE_SCHEMA
+True
+>>> profile_label(prof)
+'Example CPU, fast 2 threads, float32, 2026-01-01'
+"""
+from __future__ import annotations
+
+import datetime as dt
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from specbench.errors import ConfigError
+from specbench.files.jsonfile import load_json, save_json
+
+DEVICE_PROFILE_SCHEMA = "specbench-device-profile/1"  # bump on an incompatible change; readers refuse others
+DEVICE_PROFILE_FILE = "device-profile.json"
+
+FIELDS = {
+    "machine": "hardware fingerprint of the machine measured (CPU, cores, GPU, torch)",
+    "backend": "the engine backend measured: name, key (what distinguishes its costs), threads",
+    "dtype": "the target's precision",
+    "model": "the target's id and shape (layers, widths, vocabulary, tokenizer hash): what a forward's cost depends on",
+    "target.latency_by_context_s": "seconds of one target forward of n new tokens (inner key) after c cached tokens "
+                                   "(outer key)",
+    "target.prefill_s": "seconds of the prefill of a prompt of L tokens (key) into an empty cache",
+    "drafters": "per drafter running a model of its own (method:shape hash): propose seconds and draft width by depth",
+    "host_s": "seconds of the fixed model-free drafting benchmark on this host (lower: faster PLD-like drafting)",
+    "created": "when the profile was measured (UTC)",
+}
+
+
+@dataclass(frozen=True)
+class ProfileParts:
+    """What ``specbench profile`` measured, to be written as a device profile."""
+
+    machine: dict[str, Any]
+    backend: dict[str, Any]
+    dtype: str
+    model: dict[str, Any]
+    latency_by_context_s: dict[int, dict[int, float]]
+    prefill_s: dict[int, float]
+    drafters: dict[str, dict[str, Any]]
+    host_s: float
+    created: str | None = None
+
+
+def make_device_profile(parts: ProfileParts) -> dict[str, Any]:
+    """The device profile's JSON object (see the module docstring)."""
+    created = parts.created or dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
+    by_context = {str(c): {str(n): float(t) for n, t in sorted(curve.items())}
+                  for c, curve in sorted(parts.latency_by_context_s.items())}
+    return {
+        "schema": DEVICE_PROFILE_SCHEMA,
+        "created": created,
+        "machine": parts.machine,
+        "backend": parts.backend,
+        "dtype": parts.dtype,
+        "model": parts.model,
+        "target": {"latency_by_context_s": by_context,
+                   "prefill_s": {str(n): float(t) for n, t in sorted(parts.prefill_s.items())}},
+        "drafters": parts.drafters,
+        "host_s": float(parts.host_s),
+        "fields": FIELDS,
+    }
+
+
+def save_device_profile(profile: dict[str, Any], path: str | Path) -> None:
+    save_json(profile, path, indent=1)
+
+
+def _positive(v: Any) -> bool:
+    return not isinstance(v, bool) and isinstance(v, (int, float)) and 0 < float(v) < math.inf
+
+
+def _curve_ok(curve: Any) -> bool:
+    """Token counts (> 0) mapped to finite positive seconds."""
+    if not isinstance(curve, dict) or not curve:
+        return False
+    try:
+        return all(int(k) > 0 and _positive(v) for k, v in curve.items())
+    except (TypeError, ValueError):
+        return False
+
+
+def _problem(data: dict[str, Any]) -> str | None:
+    """What is wrong with a device profile's contents, or None."""
+    target = data.get("target")
+    if not isinstance(target, dict):
+        return "target must hold latency_by_context_s and prefill_s"
+    by = target.get("latency_by_context_s")
+    if not isinstance(by, dict) or not by or not all(str(c).isdigit() and _curve_ok(v) for c, v in by.items()):
+        return "target.latency_by_context_s must map each context to a curve of positive seconds"
+    if not _curve_ok(target.get("prefill_s")):
+        return "target.prefill_s must map prompt lengths to positive seconds"
+    if not _positive(data.get("host_s")):
+        return "host_s must be positive seconds"
+    if not isinstance(data.get("model"), dict) or not isinstance(data["model"].get("shape"), dict):
+        return "model.shape is missing"
+    drafters = data.get("drafters")
+    if not isinstance(drafters, dict):
+        return "drafters must map drafter keys to entries"
+    for key, entry in drafters.items():
+        steps = entry.get("steps") if isinstance(entry, dict) else None
+        if steps is not None and not (isinstance(steps, dict) and steps and all(
+                str(d).isdigit() and isinstance(v, dict) and _positive(v.get("s")) for d, v in steps.items())):
+            return f"drafters.{key}.steps must map draft depths to {{size, s}} with positive seconds"
+    return None
+
+
+def check_device_profile(data: dict[str, Any], path: str | Path) -> dict[str, Any]:
+    """``data`` when it is a well-formed device profile, else a one-line ``ConfigError`` naming ``path``."""
+    if data.get("schema") != DEVICE_PROFILE_SCHEMA:
+        raise ConfigError(f"{path}: not a device profile (schema {DEVICE_PROFILE_SCHEMA}); write one with "
+                          "`specbench profile`")
+    bad = _problem(data)
+    if bad:
+        raise ConfigError(f"{path}: not a valid device profile ({bad})")
+    return data
+
+
+def load_device_profile(path: str | Path) -> dict[str, Any]:
+    """A device profile file, checked (a missing or malformed file is a one-line ``ConfigError``)."""
+    try:
+        data = load_json(path, DEVICE_PROFILE_SCHEMA, "target", "device profile")
+    except FileNotFoundError:
+        raise ConfigError(f"{path}: no such device profile") from None
+    return check_device_profile(data, path)
+
+
+def profile_label(profile: dict[str, Any]) -> str:
+    """``machine, backend threads, dtype, date``: how every projected cell names the profile it used."""
+    machine = profile.get("machine") or {}
+    name = machine.get("gpu") or machine.get("cpu") or "unknown machine"
+    backend = profile.get("backend") or {}
+    threads = f" {backend['threads']} threads" if backend.get("threads") else ""
+    date = str(profile.get("created") or "")[:10] or "undated"
+    return f"{name}, {backend.get('name', '?')}{threads}, {profile.get('dtype', '?')}, {date}"

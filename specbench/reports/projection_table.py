@@ -1,0 +1,129 @@
+"""``specbench project``'s table: per method and subtask (and Overall), the measured speedup and one projected
+speedup per device profile, each projected cell carrying its label, its basis and the profile it used.
+
+Built from the run's single-sequence records of its own methods (an engine under test is not priced: its steps
+are not the engine's). A fixed budget's cell is its recorded steps priced on the profile; a ``budget=auto``
+cell is the best fixed budget in hindsight (``projection_auto.py``).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from specbench.catalog import BASELINE
+from specbench.errors import ConfigError
+from specbench.reports.projection import ar_price, method_price, pooled
+from specbench.reports.projection_auto import AUTO_NOTE, auto_labels, best_fixed_budget, cut_price, hindsight_label
+from specbench.reports.projection_checks import HereCosts, check_per_step, check_profile_fits, drafting_for
+from specbench.reports.projection_costs import MachineCosts, machine_costs
+from specbench.results.loaded_run import OWN, Run, subject_view
+from specbench.results.record import Record
+
+OVERALL = "Overall"
+PROJECTED = "projected"
+RECORDED = "recorded steps priced on the profile"
+
+
+@dataclass(frozen=True)
+class OntoProfile:
+    """A device profile a run is projected onto: where it came from, its contents, prices and label."""
+
+    where: str
+    profile: dict[str, Any]
+    costs: MachineCosts
+    label: str
+
+    def describe(self) -> dict[str, Any]:
+        """What every output states of the profile a projected cell used."""
+        p = self.profile
+        return {"label": self.label, "file": self.where, "machine": p.get("machine"), "backend": p.get("backend"),
+                "dtype": p.get("dtype"), "created": p.get("created")}
+
+
+@dataclass(frozen=True)
+class ProjectedCell:
+    speedup: float | None
+    basis: str
+    kind: str = PROJECTED  # (never anything else: the label each output writes beside the figure)
+
+
+@dataclass(frozen=True)
+class ProjectionRow:
+    method: str
+    subtask: str
+    measured: float | None
+    projected: tuple[ProjectedCell, ...]  # one per profile, in --onto order
+
+
+@dataclass(frozen=True)
+class Projection:
+    run: str
+    profiles: tuple[OntoProfile, ...]
+    rows: tuple[ProjectionRow, ...]
+    notes: tuple[str, ...]
+
+
+def onto_profile(where: str, profile: dict[str, Any]) -> OntoProfile:
+    from specbench.profiling.device_profile import profile_label
+
+    return OntoProfile(where, profile, machine_costs(profile), profile_label(profile))
+
+
+def _by_subtask(recs: list[Record]) -> dict[str, list[Record]]:
+    out: dict[str, list[Record]] = {OVERALL: list(recs)}
+    for r in recs:
+        out.setdefault(r.subtask, []).append(r)
+    return out
+
+
+def build_projection(run: Run, onto: list[OntoProfile], here: MachineCosts | None = None) -> Projection:
+    """The projection of ``run`` onto each profile (one-line ``ConfigError`` for each refusal)."""
+    own = subject_view(run, OWN)
+    records = [r for r in own.records if r.unit.batch == 1]
+    check_per_step(run.name, records)
+    for o in onto:
+        check_profile_fits(run.name, run.manifest, o.profile, o.where)
+    here_costs = HereCosts.of_run(run.manifest, here)
+    configs = run.manifest.get("method_configs") or {}
+    methods = [m for m in own.methods() if m != BASELINE]
+    autos = set(auto_labels(methods, configs))
+    manifest = {**run.manifest, "run_name": run.name}
+    pricing = {(m, i): drafting_for(m, manifest, o.costs, o.profile, here_costs, o.where)
+               for m in methods for i, o in enumerate(onto)}
+    by_method: dict[str, list[Record]] = {}
+    for r in records:
+        by_method.setdefault(r.method, []).append(r)
+    ar = _by_subtask(by_method.get(BASELINE, []))
+    subtasks = [OVERALL] + [s for s in own.subtasks() if s in ar]
+    rows = []
+    for m in methods:
+        mine = _by_subtask(by_method.get(m, []))
+        cuts = {i: best_fixed_budget(mine[OVERALL], ar[OVERALL], o.costs, pricing[m, i], ar_price(o.costs))
+                for i, o in enumerate(onto)} if m in autos else {}
+        for sub in subtasks:
+            if sub not in mine:
+                continue
+            cells, measured = [], None
+            for i, o in enumerate(onto):
+                if m in autos:
+                    best = cuts[i]
+                    price = cut_price(o.costs, pricing[m, i], best[0]) if best else None
+                    basis = hindsight_label(best[0]) if best else "no paired drafts to cut"
+                else:
+                    price, basis = method_price(o.costs, pricing[m, i]), RECORDED
+                pm = pooled(mine[sub], ar[sub], price, ar_price(o.costs)) if price else None
+                if pm is not None:
+                    measured = pm[1]
+                cells.append(ProjectedCell(pm[0] if pm else None, basis))
+            if measured is None:
+                measured = _measured(mine[sub], ar[sub])
+            rows.append(ProjectionRow(m, sub, measured, tuple(cells)))
+    if not rows:
+        raise ConfigError(f"run {run.name}: no drafting method with paired AR records to project")
+    notes = tuple(AUTO_NOTE.format(label=m) for m in methods if m in autos)
+    return Projection(run.name, tuple(onto), tuple(rows), notes)
+
+
+def _measured(method_recs: list[Record], ar_recs: list[Record]) -> float | None:
+    pm = pooled(method_recs, ar_recs, lambda r: r.wall_time_s, lambda r: r.wall_time_s)
+    return None if pm is None else pm[1]
