@@ -12,6 +12,14 @@ cache="${SPECBENCH_CACHE:-$HOME/.cache/specbench}/llama.cpp"
 flags=(-DCMAKE_BUILD_TYPE=Release -DBUILD_SHARED_LIBS=ON -DGGML_NATIVE=ON -DLLAMA_BUILD_TESTS=OFF
        -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_TOOLS=ON -DLLAMA_BUILD_SERVER=ON -DLLAMA_USE_PREBUILT_UI=OFF
        -DLLAMA_BUILD_UI=OFF -DLLAMA_OPENSSL=OFF -DCMAKE_BUILD_WITH_INSTALL_RPATH=ON '-DCMAKE_INSTALL_RPATH=$ORIGIN')
+# ggml's AMX matrix kernels (enabled by -march=native on Sapphire Rapids and later Xeons) crash this version on
+# small quantised models (a segfault in the first decode of a Q8_0 or Q4_1 GGUF, seen here; llama.cpp issue
+# #20824 reports the same machine-dependent crash): on a CPU with AMX they are compiled out, and ggml uses its
+# AVX-512 kernels instead (explicit -mno-* flags win over -march=native whatever their order)
+if grep -qm1 '^flags.* amx_int8' /proc/cpuinfo 2>/dev/null; then
+  flags+=("-DCMAKE_C_FLAGS=-mno-amx-tile -mno-amx-int8 -mno-amx-bf16"
+          "-DCMAKE_CXX_FLAGS=-mno-amx-tile -mno-amx-int8 -mno-amx-bf16")
+fi
 cpu=$( (uname -m; grep -m1 '^flags' /proc/cpuinfo 2>/dev/null || true) | sha256sum | cut -c1-8)
 key=$(printf '%s\n' "$VERSION" "${flags[*]}" | sha256sum | cut -c1-12)
 out="$cache/$VERSION-$key-$cpu"

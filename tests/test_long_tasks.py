@@ -217,7 +217,7 @@ def test_docstring_examples():
 
 def test_a_length_past_the_models_context_is_named_by_the_length_built(tmp_path):
     """``--context-length 1000000`` on a 1024-token model builds 888-token prompts: its task, column, records and
-    length table say 888 (the manifest and the report say 1000000 -> 888), never "1000000"."""
+    length table say 888 (the manifest and the report say 1000000 → 888), never "1000000"."""
     model = save_tiny_model(tmp_path / "m", context=1024)
     argv = ["run", "--model", str(model), "--tasks", "long_low", "--context-length", "1000000", "--limit", "1",
             "--methods", "pld", "--max-new-tokens", "8", "--warmup", "0", "--out-dir", str(tmp_path / "runs"),
@@ -228,5 +228,5 @@ def test_a_length_past_the_models_context_is_named_by_the_length_built(tmp_path)
         ("long_low@888", "Long-low 888", 888, 888)}
     assert read_manifest(run_dir)["context_lengths"] == {"long_low@888": {"requested": 1000000, "prompt_tokens": 888}}
     report = (run_dir / "report.md").read_text()
-    assert "long_low@888 1000000 -> 888 tokens" in report and re.search(r"\| Long-low \| +888 \| +888 \|", report)
-    assert "1000000" not in report.replace("long_low@888 1000000 -> 888", "")  # (only where it says what was asked)
+    assert "long_low@888 1000000 → 888 tokens" in report and re.search(r"\| Long-low \| +888 \| +888 \|", report)
+    assert "1000000" not in report.replace("long_low@888 1000000 → 888", "")  # (only where it says what was asked)

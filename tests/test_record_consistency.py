@@ -78,7 +78,7 @@ def test_import_refuses_an_impossible_wall_time_naming_the_input(tmp_path, capsy
     rows[0]["choices"][0]["wall_time"][0] = 1e-9
     eagle.write_text("".join(json.dumps(r) + "\n" for r in rows))
     code, err = cli(["import-specbench", str(src), "--out", str(tmp_path / "out")], capsys)
-    assert code == 2 and f"{eagle}: question 81 choice 0 turn 1: field 'wall_time_s' (1e-09 s) is below 1 us" in err
+    assert code == 2 and f"{eagle}:1: field 'wall_time_s' (1e-09 s) is below 1 us" in err
     assert not (tmp_path / "out").exists()
 
 

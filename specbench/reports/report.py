@@ -71,7 +71,7 @@ def _header(manifest: dict[str, Any]) -> list[str]:
     if manifest.get("imported"):  # Spec-Bench answers: their token counts and timings, no lossless check
         lines.append(str(manifest["imported"].get("note")))
     lengths = manifest.get("context_lengths") or {}
-    cut = [f"{t} {v.get('requested')} -> {v.get('prompt_tokens')} tokens" for t, v in lengths.items()
+    cut = [f"{t} {v.get('requested')} → {v.get('prompt_tokens')} tokens" for t, v in lengths.items()
            if isinstance(v, dict) and v.get("prompt_tokens") != v.get("requested")]
     if cut:
         lines.append("Input lengths cut to fit the model's context with --max-new-tokens and the draft headroom: "

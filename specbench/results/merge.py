@@ -25,7 +25,8 @@ from specbench.results.validation import read_validated_records
 
 # per-shard or per-machine-path keys that may differ between shards
 IGNORED_KEYS = {"timestamp", "command", "shard", "config_digest", "run_name", "questions", "turns", "resumed", "data_dir",
-                "merged_from", "verified_files", "machine_state", UNRUNNABLE}
+                "merged_from", "verified_files", "machine_state", UNRUNNABLE,
+                "host_s"}  # (host_s: a timing of this process's host, measured anew by every shard)
 IGNORED_CONFIG_KEYS = {"shard", "run_name", "out_dir", "data_dir", "verify"}
 
 
