@@ -1,5 +1,6 @@
-"""``specbench compare RUN_A RUN_B [...] [--plot FILE.png]``: side-by-side speedups of the same methods on
-different machines, dtypes or models; runs that differ in model or dtype also get per-model / per-dtype views."""
+"""``specbench compare RUN_A RUN_B [...] [--plot FILE.png] [--onto PROFILE ...]``: side-by-side speedups of the
+same methods on different machines, dtypes or models; runs that differ in model or dtype also get per-model /
+per-dtype views; ``--onto`` adds each run's speedups projected onto those machines (one run is enough)."""
 from __future__ import annotations
 
 import argparse
@@ -13,6 +14,8 @@ def compare_command(args: argparse.Namespace) -> int:
     from specbench.interop.published import load_published, published_table, published_vs_published, run_vs_published
     from specbench.reports.compare import NotComparable, compare_runs, speedup_plot
     from specbench.reports.leaderboard.markdown import table_md
+    from specbench.reports.projection_columns import load_request, project_runs
+    from specbench.reports.projection_files import projected_md, write_projection_files, write_projection_plot
     from specbench.reports.table import html_text
     from specbench.reports.timing_sections import IMPLAUSIBLE_TITLE, implausible_lines
     from specbench.results.loaded_run import load_run
@@ -20,9 +23,15 @@ def compare_command(args: argparse.Namespace) -> int:
     from specbench.results.stats import run_stats
 
     refs = [load_published(name) for name in args.reference or []]
-    if len(args.run_dirs) + len(refs) < 2 and not (refs and not args.run_dirs):
-        raise UserError("compare needs two runs, or a run and --reference spec-bench:<table>, or references alone")
+    alone = (refs and not args.run_dirs) or (args.onto and len(args.run_dirs) == 1)  # (one run, N machines)
+    if len(args.run_dirs) + len(refs) < 2 and not alone:
+        raise UserError("compare needs two runs, or a run and --reference spec-bench:<table> or --onto PROFILE, "
+                        "or references alone")
+    if args.onto and not args.run_dirs:
+        raise UserError("--onto needs a run to project")
+    request = load_request(args.onto, args.here)  # (before any run loads: a bad profile fails fast)
     runs = [load_run(d) for d in args.run_dirs]
+    projections = project_runs(runs, request)
     stats = [run_stats(r, args.bootstrap, 0) for r in runs]
     tables, diffs = [], []
     if len(runs) >= 2:
@@ -38,6 +47,7 @@ def compare_command(args: argparse.Namespace) -> int:
     if diffs:
         parts.append("**Warning: compared despite differences (--force):**\n\n" + "\n".join(f"- {html_text(d)}" for d in diffs))
     parts += [f"**{html_text(t.title)}**\n\n{table_md(t)}" for t in tables]  # (titles name the runs)
+    parts += [projected_md(p) for p in projections]
     bad = implausible_lines({r.name: st for r, st in zip(runs, stats)})
     if bad:
         parts.append(f"**{IMPLAUSIBLE_TITLE}:**\n\n" + "\n".join(f"- {html_text(line)}" for line in bad))
@@ -47,10 +57,14 @@ def compare_command(args: argparse.Namespace) -> int:
         Path(args.out).parent.mkdir(parents=True, exist_ok=True)
         Path(args.out).write_text(text, encoding="utf-8")
         print(f"wrote {args.out}")
+        if projections:
+            print(f"wrote {' and '.join(map(str, write_projection_files(Path(args.out), projections)))}")
     if args.plot and runs:
         Path(args.plot).parent.mkdir(parents=True, exist_ok=True)
         speedup_plot(runs, stats).savefig(args.plot, dpi=100, bbox_inches="tight")
         print(f"wrote {args.plot}")
+    if args.plot and projections:
+        print(f"wrote {write_projection_plot(Path(args.plot), projections)}")
     return 0
 
 
@@ -65,5 +79,11 @@ def register(subs: argparse._SubParsersAction) -> None:
     p.add_argument("--force", action="store_true", help="compare even if questions, max_new_tokens, backend or method configs differ")
     p.add_argument("--out", help="also write the tables to this markdown file")
     p.add_argument("--plot", help="also write a PNG: Overall speedup per method, one bar per run (labelled by model / dtype)")
+    p.add_argument("--onto", action="append", metavar="PROFILE",
+                   help="a device profile (specbench profile's device-profile-*.json) to project each run onto: a "
+                        "table per run, measured column first, one projected column per profile (repeatable; with "
+                        "--out also FILE's .projection.json/.csv, with --plot also FILE's -projected.png)")
+    p.add_argument("--here", metavar="PROFILE", help="with --onto: a device profile of the machine the runs ran on "
+                   "(needed for runs that recorded no host figure, and for drafters that run the target itself)")
     p.add_argument("--bootstrap", type=positive_int, default=1000, help="bootstrap resamples for the 95%% CI")
     p.set_defaults(func=compare_command)

@@ -1,4 +1,5 @@
-"""``specbench leaderboard RUN_DIR [RUN_DIR ...] --out DIR``: leaderboard.md + self-contained leaderboard.html."""
+"""``specbench leaderboard RUN_DIR [RUN_DIR ...] --out DIR [--onto PROFILE ...]``: leaderboard.md + self-contained
+leaderboard.html (with ``--onto``: each run's speedups projected onto those machines, docs/projection.md)."""
 from __future__ import annotations
 
 import argparse
@@ -11,11 +12,13 @@ def leaderboard_command(args: argparse.Namespace) -> int:
     from specbench.interop.published import load_published, published_table
     from specbench.profiling.profile import load_profile
     from specbench.reports.leaderboard.build import build_leaderboard
+    from specbench.reports.projection_columns import load_request
 
     profile = load_profile(args.profile) if args.profile else None
     published = [published_table(load_published(name)) for name in args.reference or []]  # before any run loads
+    request = load_request(args.onto, args.here) if args.onto else None
     paths = build_leaderboard(args.run_dirs, args.out, profile, args.bootstrap, args.seed, plots=not args.no_plots,
-                              published=published)
+                              published=published, projection=request)
     print(paths["text"])
     if not paths["failed"]:
         print(f"wrote {paths['markdown']} and {paths['html']}")
@@ -33,4 +36,10 @@ def register(subs: argparse._SubParsersAction) -> None:
     p.add_argument("--reference", action="append", metavar="spec-bench:TABLE",
                    help="add a published Spec-Bench table (marked published, never pooled with the runs), e.g. "
                         "spec-bench:a100-vicuna-7b (repeatable)")
+    p.add_argument("--onto", action="append", metavar="PROFILE",
+                   help="a device profile (specbench profile's device-profile-*.json) to project each run onto: a "
+                        "table per run, measured column first, one projected column per profile, a figure, and "
+                        "projection.json / projection.csv in --out (repeatable)")
+    p.add_argument("--here", metavar="PROFILE", help="with --onto: a device profile of the machine the runs ran on "
+                   "(needed for runs that recorded no host figure, and for drafters that run the target itself)")
     p.set_defaults(func=leaderboard_command)

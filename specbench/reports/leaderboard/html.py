@@ -5,6 +5,9 @@ import html
 from typing import Any
 
 from specbench.reports.leaderboard.tables import Group, Table
+from specbench.reports.projection_columns import projection_notes, projection_table
+from specbench.reports.projection_files import PLOT_ALT, PROJECTED_SECTION
+from specbench.reports.projection_table import Projection
 from specbench.reports.timing_sections import IMPLAUSIBLE_TITLE, implausible_lines
 
 _CSS = """
@@ -57,6 +60,18 @@ def table_html(t: Table, table_id: str) -> str:
             f"<thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>")
 
 
+def projected_html(projs: list[Projection], plot: str | None) -> str:
+    """Each run's projected table (every projected cell names its profile) with its notes, then the figure."""
+    parts = [f"<h2>{html.escape(PROJECTED_SECTION)}</h2>"]
+    for i, proj in enumerate(projs):
+        parts.append(table_html(projection_table(proj), f"proj{i}"))
+        parts.append('<div class="footer"><ul>' + "".join(
+            f"<li>{html.escape(line)}</li>" for line in projection_notes(proj)) + "</ul></div>")
+    if plot:
+        parts.append(f'<img class="plot" alt="{html.escape(PLOT_ALT)}" src="{plot}">')
+    return "\n".join(parts)
+
+
 def leaderboard_html(
     groups: list[Group],
     plots: list[list[tuple[str, str]]],
@@ -64,9 +79,12 @@ def leaderboard_html(
     profile: dict[str, Any] | None,
     profile_plot: str | None,
     published: list[Table] | None = None,
+    *,
+    projected: tuple[list[Projection], str | None] = ([], None),
 ) -> str:
-    """The page: per group its tables, plots (``(alt, data_uri)`` pairs) and footer; then the profile; then
-    published reference tables in their own section."""
+    """The page: per group its tables, plots (``(alt, data_uri)`` pairs) and footer; then the runs' projections
+    (``--onto``: their tables and figure); then the profile; then published reference tables in their own
+    section."""
     parts = ["<!DOCTYPE html><html><head><meta charset='utf-8'><title>specbench leaderboard</title>",
              f"<style>{_CSS}</style></head><body><h1>specbench leaderboard</h1>",
              "<p>Speedup = (method tokens / method time) / (ar tokens / ar time) over the same questions; "
@@ -84,6 +102,8 @@ def leaderboard_html(
             f'<img class="plot" alt="{html.escape(alt)}" src="{uri}">' for alt, uri in figs) + "</div>")
         parts.append('<div class="footer"><ul>' + "".join(
             f"<li>{html.escape(line)}</li>" for line in g.footer) + "</ul></div>")
+    if projected[0]:
+        parts.append(projected_html(*projected))
     if profile is not None:
         from specbench.profiling.profile import profile_table
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 from typing import Any
 
 from specbench.reports.leaderboard.tables import Group, Table
+from specbench.reports.projection_files import PROJECTED_SECTION, projected_md
+from specbench.reports.projection_table import Projection
 from specbench.reports.table import html_text, md_text
 from specbench.reports.timing_sections import IMPLAUSIBLE_TITLE, implausible_lines
 
@@ -19,9 +21,10 @@ def table_md(t: Table) -> str:
 
 
 def leaderboard_md(groups: list[Group], profile_tables: list[Table], profile: dict[str, Any] | None,
-                   published: list[Table] | None = None) -> str:
-    """The whole ``leaderboard.md``: per group its tables and footer, then the cost profile, then published
-    reference tables (``--reference``), in their own section: never part of a run's statistics."""
+                   published: list[Table] | None = None, *, projected: list[Projection] | None = None) -> str:
+    """The whole ``leaderboard.md``: per group its tables and footer, then the runs' projections (``--onto``),
+    then the cost profile, then published reference tables (``--reference``), in their own section: never part
+    of a run's statistics."""
     out = ["# specbench leaderboard", ""]
     out.append("Speedup = (method tokens / method time) / (ar tokens / ar time) over the same questions; "
                "±: half width of the 95% paired bootstrap CI over questions. tau = tokens per forward pass.")
@@ -35,6 +38,9 @@ def leaderboard_md(groups: list[Group], profile_tables: list[Table], profile: di
         out += ["<details><summary>hardware, versions, config, commands</summary>", ""]
         out += [f"- {html_text(line)}" for line in g.footer]
         out += ["", "</details>"]
+    if projected:
+        out += ["", f"## {PROJECTED_SECTION}", ""]
+        out.append("\n\n".join(projected_md(proj) for proj in projected))
     if profile is not None:
         from specbench.profiling.profile import profile_table
 

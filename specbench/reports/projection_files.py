@@ -1,0 +1,66 @@
+"""What ``compare --onto`` and ``leaderboard --onto`` write of their projections: the markdown block of a run's
+projected table, the JSON and CSV files (``specbench project``'s formats, every run in one file) and the figure.
+
+A compare written to ``cmp.md`` gets ``cmp.projection.json`` and ``cmp.projection.csv`` beside it, and a
+``--plot cmp.png`` gets ``cmp-projected.png``:
+
+>>> from pathlib import Path
+>>> projection_paths(Path("out/cmp.md"))
+(PosixPath('out/cmp.projection.json'), PosixPath('out/cmp.projection.csv'))
+>>> projected_plot_path(Path("out/cmp.png"))
+PosixPath('out/cmp-projected.png')
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from specbench.reports.projection_columns import projection_notes, projection_table, projections_csv, projections_json
+from specbench.reports.projection_table import Projection
+from specbench.reports.table import html_text
+
+PROJECTED_SECTION = "Projected onto other machines' device profiles (not measured)"
+PLOT_ALT = "speedup per method per machine (hatched bars: projected)"
+
+
+def projected_md(proj: Projection) -> str:
+    """A run's projected table in markdown, with its notes as a list under it."""
+    from specbench.reports.leaderboard.markdown import table_md
+
+    table = projection_table(proj)
+    notes = "\n".join(f"- {html_text(line)}" for line in projection_notes(proj))
+    return f"**{html_text(table.title)}**\n\n{table_md(table)}\n\n{notes}"
+
+
+def projection_paths(markdown: Path) -> tuple[Path, Path]:
+    """The JSON and CSV files written beside a compare's ``--out`` markdown."""
+    return markdown.with_suffix(".projection.json"), markdown.with_suffix(".projection.csv")
+
+
+def projection_texts(projs: list[Projection]) -> tuple[str, str]:
+    """The JSON and CSV text of ``projs``."""
+    return json.dumps(projections_json(projs), indent=1) + "\n", projections_csv(projs)
+
+
+def write_projection_files(markdown: Path, projs: list[Projection]) -> tuple[Path, Path]:
+    """Write ``projection_paths(markdown)``; returns them."""
+    from specbench.files.jsonfile import write_json_atomic
+
+    json_path, csv_path = projection_paths(markdown)
+    write_json_atomic(json_path, projections_json(projs), indent=1)
+    csv_path.write_text(projection_texts(projs)[1], encoding="utf-8")
+    return json_path, csv_path
+
+
+def projected_plot_path(plot: Path) -> Path:
+    return plot.with_name(f"{plot.stem}-projected{plot.suffix or '.png'}")
+
+
+def write_projection_plot(plot: Path, projs: list[Projection]) -> Path:
+    """The per-machine figure (``projection_plot.py``) beside the compare's ``--plot`` file; returns its path."""
+    from specbench.reports.projection_plot import machine_speedup_plot
+
+    path = projected_plot_path(plot)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    machine_speedup_plot(projs).savefig(path, dpi=100, bbox_inches="tight")
+    return path
