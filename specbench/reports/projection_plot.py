@@ -10,7 +10,7 @@ it beside the per-run figure, the leaderboard embeds it (``--no-plots`` skips it
 ...     label = "Example GPU, fast, float16, 2026-01-01"
 >>> proj = Projection("demo", (P(),), (ProjectionRow("pld", "Overall", 1.5, (ProjectedCell(1.2, "recorded"),)),), ())
 >>> [(s.label, s.hatch) for s in bar_series([proj])]
-[('measured: demo', None), ('projected: Example GPU, fast, float16, 2026-01-01', '//')]
+[('measured: run demo', None), ('projected: Example GPU, fast, float16, 2026-01-01', '//')]
 >>> bar_series([proj])[1].heights
 {'pld': 1.2}
 """
@@ -39,7 +39,7 @@ def bar_series(projs: list[Projection]) -> list[BarSeries]:
     for proj in projs:
         tail = f" (run {proj.run})" if len(projs) > 1 else ""
         overall = [r for r in proj.rows if r.subtask == OVERALL]
-        out.append(BarSeries(f"measured: {proj.run}",
+        out.append(BarSeries(f"measured: run {proj.run}",
                              {r.method: r.measured for r in overall if r.measured is not None}, None))
         for i, p in enumerate(proj.profiles):
             heights = {r.method: r.projected[i].speedup for r in overall if r.projected[i].speedup is not None}
