@@ -13,9 +13,9 @@ from specbench.errors import UserError
 def compare_command(args: argparse.Namespace) -> int:
     from specbench.interop.published import load_published, published_table, published_vs_published, run_vs_published
     from specbench.reports.compare import NotComparable, compare_runs, speedup_plot
-    from specbench.reports.leaderboard.markdown import table_md
+    from specbench.reports.leaderboard.markdown import projected_md, table_md
     from specbench.reports.projection_columns import load_request, project_runs
-    from specbench.reports.projection_files import projected_md, write_projection_files, write_projection_plot
+    from specbench.reports.projection_files import write_projection_files, write_projection_plot
     from specbench.reports.table import html_text
     from specbench.reports.timing_sections import IMPLAUSIBLE_TITLE, implausible_lines
     from specbench.results.loaded_run import load_run

@@ -1,5 +1,6 @@
-"""What ``compare --onto`` and ``leaderboard --onto`` write of their projections: the markdown block of a run's
-projected table, the JSON and CSV files (``specbench project``'s formats, every run in one file) and the figure.
+"""What ``compare --onto`` and ``leaderboard --onto`` write of their projections beside their markdown (whose
+block is ``leaderboard.markdown.projected_md``): the JSON and CSV files (``specbench project``'s formats, every
+run in one file) and the figure.
 
 A compare written to ``cmp.md`` gets ``cmp.projection.json`` and ``cmp.projection.csv`` beside it, and a
 ``--plot cmp.png`` gets ``cmp-projected.png``:
@@ -15,21 +16,11 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from specbench.reports.projection_columns import projection_notes, projection_table, projections_csv, projections_json
+from specbench.reports.projection_columns import projections_csv, projections_json
 from specbench.reports.projection_table import Projection
-from specbench.reports.table import html_text
 
 PROJECTED_SECTION = "Projected onto other machines' device profiles (not measured)"
 PLOT_ALT = "speedup per method per machine (hatched bars: projected)"
-
-
-def projected_md(proj: Projection) -> str:
-    """A run's projected table in markdown, with its notes as a list under it."""
-    from specbench.reports.leaderboard.markdown import table_md
-
-    table = projection_table(proj)
-    notes = "\n".join(f"- {html_text(line)}" for line in projection_notes(proj))
-    return f"**{html_text(table.title)}**\n\n{table_md(table)}\n\n{notes}"
 
 
 def projection_paths(markdown: Path) -> tuple[Path, Path]:

@@ -4,7 +4,8 @@ from __future__ import annotations
 from typing import Any
 
 from specbench.reports.leaderboard.tables import Group, Table
-from specbench.reports.projection_files import PROJECTED_SECTION, projected_md
+from specbench.reports.projection_columns import projection_notes, projection_table
+from specbench.reports.projection_files import PROJECTED_SECTION
 from specbench.reports.projection_table import Projection
 from specbench.reports.table import html_text, md_text
 from specbench.reports.timing_sections import IMPLAUSIBLE_TITLE, implausible_lines
@@ -18,6 +19,13 @@ def table_md(t: Table) -> str:
     lines = ["| " + " | ".join(map(md_text, t.headers)) + " |", "| " + " | ".join(align) + " |"]
     lines += ["| " + " | ".join(md_text(c) for c in row) + " |" for row in t.rows]
     return "\n".join(lines)
+
+
+def projected_md(proj: Projection) -> str:
+    """A run's projected table (``--onto``), with its notes as a list under it."""
+    table = projection_table(proj)
+    notes = "\n".join(f"- {html_text(line)}" for line in projection_notes(proj))
+    return f"**{html_text(table.title)}**\n\n{table_md(table)}\n\n{notes}"
 
 
 def leaderboard_md(groups: list[Group], profile_tables: list[Table], profile: dict[str, Any] | None,
