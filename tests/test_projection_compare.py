@@ -184,3 +184,10 @@ def test_each_refusal_is_one_line_exit_2_in_both_commands(setup, capsys, command
 def test_compare_onto_needs_a_run(setup, capsys):
     code = main(["compare", "--onto", str(setup / "b.json")])
     assert "compare needs two runs" in one_line_error(capsys, code)
+
+
+@pytest.mark.parametrize("command", ["compare", "leaderboard"])
+def test_here_without_onto_is_refused(setup, capsys, command):
+    code = main([command, str(setup / "run"), str(setup / "run"), "--here", str(setup / "a.json"), "--out",
+                 str(setup / "lb")])
+    assert "give --onto PROFILE too" in one_line_error(capsys, code)

@@ -7,6 +7,7 @@ import argparse
 from pathlib import Path
 
 from specbench.config.argtypes import positive_int
+from specbench.config.onto_flags import add_onto_arguments
 from specbench.errors import UserError
 
 
@@ -79,11 +80,6 @@ def register(subs: argparse._SubParsersAction) -> None:
     p.add_argument("--force", action="store_true", help="compare even if questions, max_new_tokens, backend or method configs differ")
     p.add_argument("--out", help="also write the tables to this markdown file")
     p.add_argument("--plot", help="also write a PNG: Overall speedup per method, one bar per run (labelled by model / dtype)")
-    p.add_argument("--onto", action="append", metavar="PROFILE",
-                   help="a device profile (specbench profile's device-profile-*.json) to project each run onto: a "
-                        "table per run, measured column first, one projected column per profile (repeatable; with "
-                        "--out also FILE's .projection.json/.csv, with --plot also FILE's -projected.png)")
-    p.add_argument("--here", metavar="PROFILE", help="with --onto: a device profile of the machine the runs ran on "
-                   "(needed for runs that recorded no host figure, and for drafters that run the target itself)")
+    add_onto_arguments(p, "FILE's .projection.json/.csv with --out, FILE's -projected.png with --plot")
     p.add_argument("--bootstrap", type=positive_int, default=1000, help="bootstrap resamples for the 95%% CI")
     p.set_defaults(func=compare_command)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 
 from specbench.config.argtypes import out_folder, positive_int
+from specbench.config.onto_flags import add_onto_arguments
 from specbench.results.stats import DEFAULT_BOOTSTRAP, DEFAULT_SEED
 
 
@@ -16,7 +17,7 @@ def leaderboard_command(args: argparse.Namespace) -> int:
 
     profile = load_profile(args.profile) if args.profile else None
     published = [published_table(load_published(name)) for name in args.reference or []]  # before any run loads
-    request = load_request(args.onto, args.here) if args.onto else None
+    request = load_request(args.onto, args.here)  # (before any run loads: a bad profile fails fast)
     paths = build_leaderboard(args.run_dirs, args.out, profile, args.bootstrap, args.seed, plots=not args.no_plots,
                               published=published, projection=request)
     print(paths["text"])
@@ -36,10 +37,5 @@ def register(subs: argparse._SubParsersAction) -> None:
     p.add_argument("--reference", action="append", metavar="spec-bench:TABLE",
                    help="add a published Spec-Bench table (marked published, never pooled with the runs), e.g. "
                         "spec-bench:a100-vicuna-7b (repeatable)")
-    p.add_argument("--onto", action="append", metavar="PROFILE",
-                   help="a device profile (specbench profile's device-profile-*.json) to project each run onto: a "
-                        "table per run, measured column first, one projected column per profile, a figure, and "
-                        "projection.json / projection.csv in --out (repeatable)")
-    p.add_argument("--here", metavar="PROFILE", help="with --onto: a device profile of the machine the runs ran on "
-                   "(needed for runs that recorded no host figure, and for drafters that run the target itself)")
+    add_onto_arguments(p, "a figure, and projection.json / projection.csv in --out")
     p.set_defaults(func=leaderboard_command)

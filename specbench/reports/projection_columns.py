@@ -26,6 +26,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from specbench.errors import ConfigError
 from specbench.reports.projection_output import HINDSIGHT_MARK, projection_csv, projection_json
 from specbench.reports.projection_table import PROJECTED, RECORDED, OntoProfile, Projection, build_projection
 from specbench.reports.projection_costs import MachineCosts
@@ -50,6 +51,8 @@ def load_request(onto: list[str] | None, here: str | None) -> ProjectionRequest:
     from specbench.reports.projection_costs import machine_costs
     from specbench.reports.projection_table import onto_profile
 
+    if here and not onto:
+        raise ConfigError("--here PROFILE prices a projection: give --onto PROFILE too")
     profiles = tuple(onto_profile(p, load_device_profile(p)) for p in onto or [])
     return ProjectionRequest(profiles, machine_costs(load_device_profile(here)) if here else None)
 
