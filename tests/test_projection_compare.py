@@ -191,3 +191,17 @@ def test_here_without_onto_is_refused(setup, capsys, command):
     code = main([command, str(setup / "run"), str(setup / "run"), "--here", str(setup / "a.json"), "--out",
                  str(setup / "lb")])
     assert "give --onto PROFILE too" in one_line_error(capsys, code)
+
+
+def test_budget_auto_cells_are_marked_and_explained_under_the_table():
+    from specbench.reports.projection_columns import projection_notes, projection_table
+    from test_projection import eagle_config, sps_config
+
+    configs = {"sps": sps_config(), "pld": {"budget": "auto"}, "eagle": eagle_config()}
+    proj = build_projection(run_on(A, configs=configs), [onto_profile("b.json", profile_of(B))])
+    table = projection_table(proj)
+    cells = {r[0]: r[3] for r in table.rows}
+    assert cells["pld"].endswith(f"x projected* on {LABEL_B}") and cells["sps"].endswith(f"x projected on {LABEL_B}")
+    notes = projection_notes(proj)
+    assert any(n.startswith("projected*: the best fixed budget in hindsight") for n in notes)
+    assert any("pld ran with budget=auto" in n for n in notes)
