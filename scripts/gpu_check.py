@@ -6,9 +6,12 @@
 3. cli: ``run_bench.py`` end to end on a small random Llama at batch sizes 1 and 4, ``--budget both``;
 4. cost profile: T(n)/T(1), n = 1..64, after 1k and 8k tokens on a Llama-7B-shaped bfloat16 model,
    written as ``profile.json``;
-5. first visit: AR's decode step the first time it meets a prompt's lengths against the second time (a
+5. device profile: the embedded model's shape (SmolLM2-135M, random weights) and its drafters' models, float32
+   and bfloat16, written as ``device-profile-embedded.json`` (float32) and ``device-profile-embedded-bfloat16.json``:
+   ``specbench project RUN --onto`` prices a CPU run of the embedded model with it (``gpucheck/embedded_profile.py``);
+6. first visit: AR's decode step the first time it meets a prompt's lengths against the second time (a
    kernel that builds per shape would slow the method timed first, AR, alone);
-6. ``summary.md`` and ``summary.json`` in ``--out`` (default ``$OUT``, else a new temporary folder).
+7. ``summary.md`` and ``summary.json`` in ``--out`` (default ``$OUT``, else a new temporary folder).
 
 Exits 1 when a step finds a MISMATCH or crashes (a crashed step is recorded and the next one runs), else 0.
 ``--device cpu`` is the smoke mode CI runs (tiny sizes, about a minute on 2 cores).
@@ -38,17 +41,24 @@ from gpucheck.summary import exit_status, run_step, write_summary  # noqa: E402
 # cell (every method, one family and dtype, 2 records of 24 tokens) takes 20-25 s, since a tiny model's
 # forward there is bound by Python and kernel launches, so the 12 cells need about 250 s (at 180 s, 10 of
 # them ran); the CLI step took 50-70 s, the 7B-shaped profile 45 s, the first-visit step a few seconds. With
-# the wheels' install the check takes about 7 minutes, and stays under 9 when every budget is used up. A step
-# past its budget stops and says so.
+# the wheels' install the check took about 7 minutes before the embedded device profile was added; that step's
+# budget (not yet measured on a GPU: a 135M model's forward there is bound by kernel launches, 10-20 ms) adds at
+# most 150 s, under 12 minutes in all when every budget is used up. A step past its budget stops and says so. CPU
+# smoke mode times the embedded shape on a few forwards only (seconds on 2 cores) and each drafter at depth 1.
 MODES: dict[str, dict[str, Any]] = {
     "cuda": {"families": ("llama", "qwen2", "gpt2", "neox"), "dtypes": ("float32", "bfloat16", "float16"),
              "exact_tokens": 24, "exact_limit": 2, "exact_budget_s": 270,
              "cli_hidden": 256, "cli_tokens": 32, "cli_limit": 8, "cli_dtype": "float16", "cli_budget_s": 100,
-             "profile_budget_s": 120, "visit_hidden": 256, "visit_tokens": 24, "visit_dtype": "float16"},
+             "profile_budget_s": 120, "visit_hidden": 256, "visit_tokens": 24, "visit_dtype": "float16",
+             "device_dtypes": ("float32", "bfloat16"), "device_contexts": (128, 512, 1024),
+             "device_sizes": (1, 2, 4, 8, 16, 32, 64, 128), "device_repeats": 5, "device_drafters": "all",
+             "device_depths": None, "device_budget_s": 150},
     "cpu": {"families": ("llama", "qwen2", "gpt2", "neox"), "dtypes": ("float32", "bfloat16", "float16"),
             "exact_tokens": 12, "exact_limit": 1, "exact_budget_s": 60,
             "cli_hidden": 64, "cli_tokens": 12, "cli_limit": 4, "cli_dtype": "float32", "cli_budget_s": 90,
-            "profile_budget_s": 30, "visit_hidden": 64, "visit_tokens": 12, "visit_dtype": "float32"},
+            "profile_budget_s": 30, "visit_hidden": 64, "visit_tokens": 12, "visit_dtype": "float32",
+            "device_dtypes": ("float32",), "device_contexts": (16,), "device_sizes": (1, 2), "device_repeats": 1,
+            "device_drafters": "all", "device_depths": (1,), "device_budget_s": 60},
 }
 NEEDED = ("pydivsufsort", "faiss", "matplotlib", "transformers", "safetensors", "tokenizers", "yaml", "tabulate")
 
@@ -56,7 +66,8 @@ NEEDED = ("pydivsufsort", "faiss", "matplotlib", "transformers", "safetensors", 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description="Check a GPU install: exactness, the CLI, the cost profile.")
     p.add_argument("--device", default="cuda", help="cuda (the full check) or cpu (smoke mode, tiny sizes)")
-    p.add_argument("--out", default=None, help="folder of summary.md, summary.json, profile.json "
+    p.add_argument("--out", default=None, help="folder of summary.md, summary.json, "
+                   "profile.json, device-profile-embedded*.json "
                    "(default $OUT, else a new temporary folder)")
     args = p.parse_args(argv)
     if args.device.split(":")[0] not in MODES:
@@ -139,6 +150,18 @@ def cost_profile(out: Path, device: str, mode: dict[str, Any]) -> tuple[str, dic
     return ("stopped", {**got, "error": got["stopped"]}) if got["stopped"] else ("passed", got)
 
 
+def device_profile(out: Path, work: Path, device: str, mode: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+    """The embedded shape's device profiles in ``out``; ``failed`` when a drafter asked for is not in them."""
+    from gpucheck.embedded_profile import EmbeddedRequest, measure_embedded_profiles
+
+    req = EmbeddedRequest(mode["device_dtypes"], mode["device_contexts"], mode["device_sizes"], mode["device_repeats"],
+                          mode["device_drafters"], mode["device_depths"])
+    got = measure_embedded_profiles(out, device, req, time.monotonic() + mode["device_budget_s"], work / "cache")
+    if got["missing_drafters"]:
+        return "failed", {**got, "error": f"drafters not profiled: {', '.join(got['missing_drafters'])}"}
+    return ("stopped", {**got, "error": got["stopped"]}) if got["stopped"] else ("passed", got)
+
+
 def first_visit(work: Path, device: str, mode: dict[str, Any]) -> tuple[str, dict[str, Any]]:
     """AR's first visit of a prompt's lengths against its second: ``failed`` past ``first_visit.LIMIT``."""
     from gpucheck.first_visit import LIMIT, measure_visits
@@ -165,6 +188,7 @@ def main(argv: list[str] | None = None) -> int:
                  run_step("exactness", lambda: exactness(work, args.device, mode)),
                  run_step("cli", lambda: cli(work, args.device, mode)),
                  run_step("cost profile", lambda: cost_profile(out, args.device, mode)),
+                 run_step("device profile", lambda: device_profile(out, work, args.device, mode)),
                  run_step("first visit", lambda: first_visit(work, args.device, mode))]
     finally:
         if cache_before is None:

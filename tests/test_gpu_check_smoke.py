@@ -1,4 +1,4 @@
-"""``scripts/gpu_check.py`` in its CPU smoke mode (what CI runs, about 35 s on 2 cores), and its verdicts:
+"""``scripts/gpu_check.py`` in its CPU smoke mode (what CI runs, about 50 s on 2 cores), and its verdicts:
 a MISMATCH or a crashing step makes it exit 1 with the next steps still run; a step out of time says so."""
 from __future__ import annotations
 
@@ -15,10 +15,15 @@ import gpu_check  # noqa: E402
 from gpucheck.exactness import count_classes  # noqa: E402
 
 
-def test_cpu_smoke_mode_passes_and_writes_its_summary(tmp_path: Path) -> None:
+def test_cpu_smoke_mode_passes_and_writes_its_summary(tmp_path: Path, monkeypatch) -> None:
+    import conftest
+
+    # the device profile step times a model of the embedded shape (135M random weights), a few forwards of it in
+    # smoke mode (seconds): the suite's guard against profiling real-size models lets this one through
+    monkeypatch.setattr(conftest, "PROFILE_PARAMETER_LIMIT", 200_000_000)
     assert gpu_check.main(["--device", "cpu", "--out", str(tmp_path)]) == 0
     summary = json.loads((tmp_path / "summary.json").read_text())
-    assert [s["status"] for s in summary["steps"]] == ["passed"] * 5
+    assert [s["status"] for s in summary["steps"]] == ["passed"] * 6
     exact = summary["steps"][1]["figures"]
     assert {(c["family"], c["dtype"]) for c in exact["cells"]} == {
         (f, d) for f in ("llama", "qwen2", "gpt2", "neox") for d in ("float32", "bfloat16", "float16")}
@@ -30,12 +35,39 @@ def test_cpu_smoke_mode_passes_and_writes_its_summary(tmp_path: Path) -> None:
     assert set(ratio) == {"32", "128"} and all(r["1"] == 1.0 and "64" in r for r in ratio.values())
     from specbench.profiling.profile import load_profile
     assert set(load_profile(tmp_path / "profile.json")["latency_by_context_s"]["128"]) == {str(n) for n in range(1, 65)}
-    visits = summary["steps"][4]["figures"]
+    assert_embedded_profile(tmp_path / "device-profile-embedded.json", summary["steps"][4]["figures"])
+    visits = summary["steps"][5]["figures"]
     assert [r["prompt"] for r in visits["rows"]] == [61, 161, 307] and visits["cudnn_sdp"] is False
     assert all(len(r["step_ms"]) == 2 and min(r["step_ms"]) > 0 for r in visits["rows"])
     assert "First visit -> second" in (tmp_path / "summary.md").read_text()
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["profile.json", "summary.json", "summary.md"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["device-profile-embedded.json", "profile.json",
+                                                         "summary.json", "summary.md"]
     assert "| pld | 0 / 0 of" in (tmp_path / "summary.md").read_text()
+
+
+def assert_embedded_profile(path: Path, figures: dict) -> None:
+    """The check's device profile loads, is of the shape a run of the embedded model records (tokenizer hash
+    included), in float32, and prices every drafter that runs a model of its own (or the target)."""
+    from gpucheck.embedded_record import recorded_shape
+    from specbench.profiling.device_profile import load_device_profile
+    from specbench.profiling.model_shape import shape_difference
+
+    prof = load_device_profile(path)
+    assert prof["model"]["shape"] == recorded_shape() and prof["dtype"] == "float32"
+    assert shape_difference(recorded_shape(), prof["model"]["shape"]) is None and prof["model"]["id"] == "embedded"
+    from specbench.profiling.draft_cost import DRAFT_COSTS
+    assert {e["method"] for e in prof["drafters"].values()} == set(DRAFT_COSTS.names()) >= {"sps", "eagle", "swift"}
+    assert list(prof["target"]["latency_by_context_s"]) == ["16"] and figures["missing_drafters"] == []
+    assert figures["files"] == ["device-profile-embedded.json"] and figures["dtypes"]["float32"]["t1_ms"]["16"] > 0
+
+
+def test_the_recorded_embedded_shape_is_the_embedded_models(embedded) -> None:
+    """``embedded_shape.json`` is the shape a CPU run of the embedded model records in its manifest, tokenizer
+    hash included, so the GPU check's profile of it is accepted by ``specbench project`` for such a run."""
+    from gpucheck.embedded_record import recorded_shape
+    from specbench.profiling.model_shape import shape_of_config
+
+    assert recorded_shape() == shape_of_config(embedded.model.config, embedded.tokenizer)
 
 
 def test_mismatch_and_crash_exit_1_and_the_next_steps_still_run(tmp_path: Path, monkeypatch) -> None:
@@ -47,12 +79,13 @@ def test_mismatch_and_crash_exit_1_and_the_next_steps_still_run(tmp_path: Path, 
     ran = []
     monkeypatch.setattr(gpu_check, "cli", lambda *a: ran.append("cli") or 1 / 0)
     monkeypatch.setattr(gpu_check, "cost_profile", lambda *a: ran.append("profile") or ("passed", {}))
+    monkeypatch.setattr(gpu_check, "device_profile", lambda *a: ran.append("device") or ("passed", {}))
     monkeypatch.setattr(gpu_check, "first_visit", lambda *a: ran.append("visit") or ("passed", {}))
     assert gpu_check.main(["--device", "cpu", "--out", str(tmp_path)]) == 1
     steps = {s["name"]: s for s in json.loads((tmp_path / "summary.json").read_text())["steps"]}
     assert steps["exactness"]["status"] == "failed" and steps["exactness"]["error"].startswith("12 MISMATCH")
     assert steps["cli"]["status"] == "crashed" and steps["cli"]["error"] == "ZeroDivisionError: division by zero"
-    assert ran == ["cli", "profile", "visit"] and steps["cost profile"]["status"] == "passed"
+    assert ran == ["cli", "profile", "device", "visit"] and steps["cost profile"]["status"] == "passed"
     assert "| pld | 4 / 4 of 12 | 4 / 4 of 12 | 4 / 4 of 12 |" in (tmp_path / "summary.md").read_text()
 
 

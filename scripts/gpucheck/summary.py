@@ -57,6 +57,8 @@ def markdown(header: dict[str, Any], steps: list[dict[str, Any]]) -> list[str]:
             lines += ["", *exactness_table(s["figures"]["cells"])]
         if s["name"] == "cost profile" and s["figures"].get("ratio"):
             lines += ["", *ratio_table(s["figures"]["ratio"])]
+        if s["name"] == "device profile" and s["figures"].get("dtypes"):
+            lines += ["", *device_table(s["figures"])]
         if s["name"] == "first visit" and s["figures"].get("rows"):
             lines += ["", *visit_table(s["figures"]["rows"])]
         shown = {k: v for k, v in s["figures"].items() if k != "traceback"}
@@ -87,6 +89,22 @@ def ratio_table(ratio: dict[str, dict[str, float]]) -> list[str]:
     return ["Cost profile T(n)/T(1)", "", "| context | " + " | ".join(f"n={n}" for n in sizes) + " |",
             "|---" * (len(sizes) + 1) + "|",
             *(f"| {c} | " + " | ".join(str(r.get(n, "-")) for n in sizes) + " |" for c, r in ratio.items())]
+
+
+def device_table(figures: dict[str, Any]) -> list[str]:
+    """The embedded shape's T(1) per context and the drafters profiled, per dtype, and the files written.
+
+    >>> device_table({"files": ["device-profile-embedded.json"], "dtypes": {"float32": {
+    ...     "t1_ms": {"128": 9.1}, "prefill_ms": {"16": 9.8}, "drafters": ["eagle", "sps"]}}})[-1]
+    '| float32 | 128: 9.1 | 16: 9.8 | eagle, sps |'
+    """
+    def pairs(d: dict[str, float]) -> str:
+        return ", ".join(f"{k}: {v}" for k, v in d.items())
+
+    return [f"Device profile of the embedded model's shape (random weights; ms): {', '.join(figures['files'])}", "",
+            "| dtype | T(1) after context | prefill by prompt tokens | drafters |", "|---|---|---|---|",
+            *(f"| {d} | {pairs(f['t1_ms'])} | {pairs(f['prefill_ms'])} | {', '.join(f['drafters'])} |"
+              for d, f in figures["dtypes"].items())]
 
 
 def visit_table(rows: list[dict[str, Any]]) -> list[str]:

@@ -138,7 +138,7 @@ def load_model(name: str = EMBEDDED, dtype: str = "float32", device: str = "auto
             raise ModelLoadError(f"model directory not found or has no config.json: {name}")
         if not looks_local:
             check_hub_model(name)
-    tf32 = _precision(dtype)
+    tf32 = set_precision(dtype)
     try:
         tokenizer, model = _from_pretrained(path, dtype, gguf_file)
     except Exception as e:  # truncated or corrupt weights raise many types (safetensors, torch, json)
@@ -151,8 +151,9 @@ def load_model(name: str = EMBEDDED, dtype: str = "float32", device: str = "auto
     return LoadedModel(model, tokenizer, model_id, weights_hash(verification), dev, dtype, tf32, verification)
 
 
-def _precision(dtype: str) -> bool:
-    """fp32: TF32 off; returns whether TF32 is on. Half-precision GEMMs accumulate in fp32 either way."""
+def set_precision(dtype: str) -> bool:
+    """The precision flags a run sets (fp32: TF32 off; exact reductions, steady attention kernels); returns
+    whether TF32 is on. Half-precision GEMMs accumulate in fp32 either way."""
     tf32 = False
     if dtype == "float32":
         torch.backends.cuda.matmul.allow_tf32 = False
