@@ -29,8 +29,16 @@ def measure_forward_curve(
     vocab_limit: int | None = None,
     seed: int = 0,
     backend: Any = "auto",
+    lead_in: int = 0,
 ) -> dict[int, float]:
     """Median seconds of one forward of ``n`` new tokens after ``context_len`` cached ones.
+
+    ``lead_in`` untimed forwards of the same ``n`` run right before each timed one. Why: the rounds interleave
+    the sizes, so without it every timed forward follows one of another shape, and on this project's CPU a T(1)
+    timed right after a T(128) read 14-21% above a T(1) in AR's loop, where each follows another T(1)
+    (docs/measurements.md, "A run projected onto another backend"). Every caller keeps 0 for now: device profiles
+    measured with 1 moved that check's errors both ways (better at 1 thread, worse at 2), within the noise of
+    profiles repeated on that machine.
 
     The forward is the engine's own: ``backend``'s (a name, or a resolved backend such as ``llamacpp``'s)
     cache and weights, a chain of ``n`` tokens with the model's default causal mask and positions, exactly
@@ -51,6 +59,9 @@ def measure_forward_curve(
         # rounds over every size (not one size after another): warm-up and machine drift hit all sizes alike
         for i in range(warmup + repeats):
             for n in sizes:
+                for _ in range(lead_in):
+                    target.run(batches[n], cache, context_len, hidden=False)
+                    trim_cache(cache, context_len, [])
                 synchronize(target.device)
                 t = time.perf_counter()
                 target.run(batches[n], cache, context_len, hidden=False)
