@@ -39,7 +39,7 @@ def write_projection_files(markdown: Path, projs: list[Projection]) -> tuple[Pat
 
     json_path, csv_path = projection_paths(markdown)
     write_json_atomic(json_path, projections_json(projs), indent=1)
-    csv_path.write_text(projection_texts(projs)[1], encoding="utf-8")
+    csv_path.write_text(projections_csv(projs), encoding="utf-8")  # (not projection_texts: its JSON would be built twice)
     return json_path, csv_path
 
 
