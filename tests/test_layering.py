@@ -260,3 +260,53 @@ def test_backends_are_asked_not_named() -> None:
 def test_string_constants_skip_docstrings() -> None:
     found = string_constants('"""Doc llamacpp."""\ndef f():\n    """Doc."""\n    return f"on {x} llamacpp" + "y"\n')
     assert sorted(t for _, t in found) == [" llamacpp", "on ", "y"]
+
+
+ARCHITECTURE = ROOT / "docs" / "architecture.md"
+
+
+def documented_layers(text: str) -> dict[str, int]:
+    """Room -> its layer's index (0 = entry, the top) from the layer table of docs/architecture.md: rows
+    ``| layer | rooms |`` whose rooms are code spans, ``commands/`` naming a subpackage and ``cli.py`` a module.
+
+    >>> documented_layers("| layer | rooms |\\n| --- | --- |\\n| entry | `cli.py`, `commands/` (not `x/`) |\\n| ground | `files/` |")
+    {'cli': 0, 'commands': 0, 'files': 1}
+    """
+    import re
+
+    rows = [line for line in text.splitlines() if line.startswith("| ") and "`" in line]
+    return {span.removesuffix("/").removesuffix(".py"): i
+            for i, row in enumerate(rows)  # (a parenthesised note may name other folders: not rooms)
+            for span in re.findall(r"`([^`]+)`", re.sub(r"\([^)]*\)", "", row.split("|")[2]))}
+
+
+def layer_violations(layers: dict[str, int], room_edges: dict[str, set[str]]) -> list[str]:
+    """``a -> b`` for every room edge from a lower layer to a higher one (a larger index is lower).
+
+    >>> layer_violations({"run": 2, "engine": 4}, {"engine": {"run"}, "run": {"engine"}})
+    ['engine (layer 4) imports run (layer 2)']
+    """
+    return [f"{a} (layer {layers[a]}) imports {b} (layer {layers[b]})"
+            for a in sorted(room_edges) for b in sorted(room_edges[a]) if layers[b] < layers[a]]
+
+
+def room_graph() -> dict[str, set[str]]:
+    """Room -> the rooms its modules import (``specbench.run.plan`` is in room ``run``, ``specbench.cli`` in ``cli``)."""
+    graph = import_graph()
+    room = {m: m.split(".")[1] if "." in m else m for m in graph}
+    rooms: dict[str, set[str]] = {}
+    for mod, edges in graph.items():
+        rooms.setdefault(room[mod], set()).update(room[e] for e in edges if room[e] != room[mod])
+    return rooms
+
+
+def test_the_documented_layers_are_the_code_layers() -> None:
+    """Every room is in docs/architecture.md's layer table once, and no room imports one of a higher layer."""
+    layers = documented_layers(ARCHITECTURE.read_text())
+    rooms = room_graph()
+    missing = sorted(set(rooms) - set(layers) - {"specbench"})  # (the package's own __init__)
+    assert not missing, f"rooms missing from docs/architecture.md's layer table: {missing}"
+    stale = sorted(set(layers) - set(rooms))
+    assert not stale, f"docs/architecture.md's layer table names rooms that do not exist: {stale}"
+    bad = layer_violations(layers, {r: e & set(layers) for r, e in rooms.items() if r in layers})
+    assert not bad, "imports against docs/architecture.md's layer order:\n" + "\n".join(bad)
