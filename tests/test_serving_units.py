@@ -25,7 +25,7 @@ from specbench.serving.settings import draft_model, setting_flags
 MODULES = ("specbench.serving.passes", "specbench.serving.reply", "specbench.serving.llama_stream",
            "specbench.serving.openai_api", "specbench.serving.prometheus", "specbench.serving.settings",
            "specbench.serving.http_client", "specbench.serving.process", "specbench.serving.own_server", "specbench.config.engine_choice",
-           "specbench.results.loaded_run", "specbench.reports.engine_report", "specbench.catalog")
+           "specbench.results.loaded_run", "specbench.reports.serving_report", "specbench.catalog")
 
 
 def test_doctests() -> None:
@@ -174,7 +174,7 @@ def test_plan_puts_the_engine_rows_after_specbench_s_and_keeps_old_digests() -> 
     assert plan.methods == ["ar", "pld"] and plan.engine_methods == [ENGINE_BASELINE, "engine:ngram", "engine:ngram@n3"]
     assert [m for u, _, m in plan.jobs() if u.question_id == plan.questions["gsm8k"][0].question_id] == plan.all_methods
     assert plan.options_of("engine:ngram@n3") == {"spec-ngram-simple-size-n": "3"}
-    from specbench.run.engine_rows import concurrency_jobs
+    from specbench.run.serving_rows import concurrency_jobs
     jobs = list(concurrency_jobs(plan))
     assert [(j.method, j.level, len(j.units)) for j in jobs] == [(m, 4, 2) for m in plan.engine_methods]
     assert all(u.batch == 4 for j in jobs for u in j.units)

@@ -25,15 +25,15 @@ from specbench.reports import metric_tables as MT
 from specbench.reports.auto_report import auto_table
 from specbench.reports.budget_report import auto_vs_default_table, prediction_table
 from specbench.reports.drafter_state import drafter_state_table
-from specbench.reports.engine_report import engine_counters, engine_section
 from specbench.reports.labels import backend_label, checked_precision, ran_on_cpu
 from specbench.reports.long_context import length_prediction_table, length_tables
 from specbench.reports.long_context_plot import PLOT_FILE, write_length_figure
 from specbench.reports.noise_floor import noise_floor_note
 from specbench.reports.numfmt import fmt_num
 from specbench.reports.request_metrics import request_metrics_table
+from specbench.reports.serving_report import serving_counters, serving_section
 from specbench.reports.spec_bench_section import spec_bench_section
-from specbench.reports.summary import (SUMMARY_CSV, SUMMARY_JSON, build_summary, engine_json, method_overhead,
+from specbench.reports.summary import (SUMMARY_CSV, SUMMARY_JSON, build_summary, method_overhead, serving_json,
                                        summary_csv, summary_text)
 from specbench.reports.table import Table, html_text
 from specbench.reports.table import escaped_tabulate as tabulate  # every cell escaped for markdown and HTML
@@ -233,14 +233,14 @@ def _batch_sections(run: Run, by_size: dict[int, dict[str, dict[str, Cell]]], fm
     return "\n\n".join(parts) + "\n"
 
 
-def _engine_sections(own: Run, engine: Run, own_stats: dict[str, dict[str, Cell]]) -> str:
-    """The engine under test's section (``engine_report.py``): its view's tables, then its own tables."""
+def _serving_sections(own: Run, engine: Run, own_stats: dict[str, dict[str, Cell]]) -> str:
+    """The engine under test's section (``serving_report.py``): its view's tables, then its own tables."""
     stats = run_stats(engine)
     rendered = render(engine, stats=stats, categories=category_stats(engine))
     rendered = rendered[rendered.find("### "):]  # (the run's header lines are the report's, above)
     if engine.batch_sizes() != [1]:
         rendered += "\n\n" + _batch_sections(engine, batch_stats(engine))
-    return engine_section(own, engine, stats, own_stats, rendered)
+    return serving_section(own, engine, stats, own_stats, rendered)
 
 
 FORMATS = ("md", "json", "csv")
@@ -261,7 +261,7 @@ def write_report(run_dir: str | Path, fmt: str = "md") -> str:
         text += "\n" + _batch_sections(run, by_size)
     engine = load_run(run_dir, subject=ENGINE) if run.manifest.get("engine") else None
     if engine is not None and engine.records:
-        text += "\n" + _engine_sections(run, engine, stats)
+        text += "\n" + _serving_sections(run, engine, stats)
     if not run.records:
         write_outputs(run.path, {REPORT_FILE: text})
         return text
@@ -270,7 +270,7 @@ def write_report(run_dir: str | Path, fmt: str = "md") -> str:
         write_length_figure(run.path, groups, run.methods(), stats)
     summary = build_summary(run, stats=stats, categories=categories)
     if engine is not None and engine.records:
-        summary["engine"] = engine_json(engine, engine_counters(engine))
+        summary["engine"] = serving_json(engine, serving_counters(engine))
     out = {"md": text, "json": summary_text(summary), "csv": summary_csv(summary)}
     write_outputs(run.path, {REPORT_FILE: text, SUMMARY_JSON: out["json"], SUMMARY_CSV: out["csv"]})
     return out[fmt]

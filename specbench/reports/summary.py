@@ -133,8 +133,8 @@ def plausibility_json(run: Run, stats: dict[str, dict[str, Cell]]) -> dict[str, 
             "stalled": [s.line() for s in stalled(run.every or run.records)]}
 
 
-def engine_json(engine: Run, counters: dict[str, Any], n_boot: int = DEFAULT_BOOTSTRAP,
-                seed: int = DEFAULT_SEED) -> dict[str, Any]:
+def serving_json(engine: Run, counters: dict[str, Any], n_boot: int = DEFAULT_BOOTSTRAP,
+                 seed: int = DEFAULT_SEED) -> dict[str, Any]:
     """``summary.json``'s ``engine``: the engine view's rows (its baseline named ``engine:off`` again) at its base
     level and, with several concurrency levels, at each (``by_concurrency``), and its counters."""
     def rows(view: Run) -> list[dict]:

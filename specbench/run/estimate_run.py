@@ -38,7 +38,7 @@ from specbench.run.batch_jobs import batch_jobs
 from specbench.run.batch_runner import WARMUP_TOKENS
 from specbench.run.context import RunContext
 from specbench.run.drafter_state import first_pending
-from specbench.run.engine_rows import concurrency_jobs
+from specbench.run.serving_rows import concurrency_jobs
 from specbench.run.estimate import (Cost, PendingBuild, RunEstimate, Work, estimate_work, format_estimate, priced,
                                     unique_builds)
 from specbench.run.method_env import MethodEnv

@@ -37,13 +37,13 @@ from specbench.results.record import Record, Unit
 from specbench.results.run_folder import RecordWriter, read_manifest
 from specbench.results.validation import read_validated_records
 from specbench.run.batch_jobs import batch_jobs
-from specbench.run.engine_rows import concurrency_jobs
+from specbench.run.serving_rows import concurrency_jobs
 from specbench.run.batch_runner import BatchRuns
 from specbench.run.budgets import build_budgets
 from specbench.run.context import RunContext
 from specbench.run.context_fit import check_up_front, checked_fit
 from specbench.run.drafter_state import RepeatIsolation, first_pending, learn, replay
-from specbench.run.engine_runs import EngineRuns
+from specbench.run.serving_runs import ServingRuns
 from specbench.run.estimate_run import announce_estimate
 from specbench.run.guards import (check_attention_layout, check_run_folder, check_same_config, check_same_model,
                                   check_same_prompts, other_commit)
@@ -72,7 +72,7 @@ class Runner:
         self.progress = progress
         # the lossless references (AR's, and an engine's engine:off) and the verdicts against them
         self.refs = References(plan.config.sampling.greedy, plan.config.tie_threshold)
-        self.engines: EngineRuns | None = None
+        self.servers: ServingRuns | None = None
         self.sampling = plan.config.sampling
         self.ctx: RunContext | None = None  # what the run's helpers read of it, once the engine is up
         self.digest: str | None = None
@@ -182,11 +182,11 @@ class Runner:
         drafters, configs, artifacts = self._build_drafters()
         self.drafters = drafters
         ctx.budgets = build_budgets(ctx, configs)
-        self.engines = self._exits.enter_context(EngineRuns(ctx, self.checked, encode))  # (servers up, or no-op)
-        self.refs.margin_at = self.engines.margin_at
+        self.servers = self._exits.enter_context(ServingRuns(ctx, self.checked, encode))  # (servers up, or no-op)
+        self.refs.margin_at = self.servers.margin_at
         configs.update({m: self.plan.options_of(m) for m in self.plan.engine_methods})
         write_run_manifest(ctx, configs, artifacts, self.template_record(), self.estimate, self.machine,
-                           self.engines.describe())
+                           self.servers.describe())
 
         existing = read_validated_records(self.run_dir, read_manifest(self.run_dir))
         done = {r.key for r in existing}
@@ -195,7 +195,7 @@ class Runner:
         jobs = list(self.plan.jobs())
         todo = [(unit, q, method) for unit, q, method in jobs if (method, unit) not in done]
         batched = BatchRuns(ctx, {r.key: r for r in existing})
-        pending, engine_pending = batched.pending(done), self.engines.pending(done)
+        pending, engine_pending = batched.pending(done), self.servers.pending(done)
         if not todo and not pending and not engine_pending:
             return self.refs.mismatches
         isolation = RepeatIsolation(self.cfg.repeats)
@@ -216,7 +216,7 @@ class Runner:
                 bar.set_postfix_str(f"{unit.task}/{unit.question_id} t{unit.turn} {method}", refresh=False)
                 slot, prompt = (method, unit.task), self.prompt_for(unit, q)
                 if method not in self.plan.methods:  # an engine's row: the engine does the work
-                    writer.write(self.engines.one(unit, q, method, prompt))
+                    writer.write(self.servers.one(unit, q, method, prompt))
                     bar.update(1)
                     continue
                 drafter, budget = isolation.parts_for(slot, (unit,), [drafters[slot], ctx.budgets.auto.get(slot)])
@@ -236,7 +236,7 @@ class Runner:
             for job in engine_pending:
                 bar.set_postfix_str(f"concurrency {job.level} {job.units[0].task} t{job.units[0].turn} {job.method}",
                                     refresh=False)
-                bar.update(self.engines.time_job(job, done, writer))
+                bar.update(self.servers.time_job(job, done, writer))
         bar.close()
         return self.refs.mismatches
 

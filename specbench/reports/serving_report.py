@@ -40,7 +40,7 @@ def tokens_per_drafted_pass(records: list[Any]) -> float | None:
     return mean_acceptance_length([s for r in records for s in drafting_steps(r.accept_lengths, r.draft_sizes)])
 
 
-def engine_counters(run: Run) -> dict[str, dict[str, Any]]:
+def serving_counters(run: Run) -> dict[str, dict[str, Any]]:
     """Each engine row's ``/metrics`` counters since its warm-up (accepted tokens per draft position included),
     added up over the run's invocations."""
     path = run.path.joinpath(*COUNTERS_PATH)
@@ -65,7 +65,7 @@ def engine_counters(run: Run) -> dict[str, dict[str, Any]]:
 def position_rows(run: Run, depth: int = 4) -> list[list[str]]:
     """Per engine row, the share of drafted steps that accepted draft position 1..``depth``: ours (the passes
     rebuilt) / the engine's ``/metrics`` (accepted tokens per position over its drafts)."""
-    every, counters, rows = run.every or run.records, engine_counters(run), []
+    every, counters, rows = run.every or run.records, serving_counters(run), []
     for m in run.methods():
         if m == BASELINE:
             continue
@@ -87,7 +87,7 @@ def _request_acceptance(records: list[Any]) -> float | None:
 def counters_rows(run: Run, stats: dict[str, dict[str, Cell]]) -> list[list[str]]:
     """One row per engine row (``run``: the engine's view, all its records in ``every``)."""
     every = run.every or run.records
-    counters = engine_counters(run)
+    counters = serving_counters(run)
     rows = []
     for m in run.methods():
         if m == BASELINE:
@@ -144,8 +144,8 @@ def side_by_side_rows(own_stats: dict[str, dict[str, Cell]], engine_stats: dict[
     return rows
 
 
-def engine_section(own: Run, engine: Run, engine_stats: dict[str, dict[str, Cell]],
-                   own_stats: dict[str, dict[str, Cell]], rendered: str, fmt: str = "github") -> str:
+def serving_section(own: Run, engine: Run, engine_stats: dict[str, dict[str, Cell]],
+                    own_stats: dict[str, dict[str, Cell]], rendered: str, fmt: str = "github") -> str:
     """The report's section of the engine under test: its own tables (``rendered``: the report's tables of its
     view), then this module's."""
     label = engine_label(engine.manifest)

@@ -1,5 +1,5 @@
 """An engine under test inside a run: its session built from the run (``session_spec``), its records made like the
-runner's own (``engine_record``), and its work at concurrency levels above 1 (``ConcurrencyJob``).
+runner's own (``serving_record``), and its work at concurrency levels above 1 (``ConcurrencyJob``).
 
 An engine row's record is the runner's record of the reply's ``Generation`` (``serving/reply.py``): its passes
 rebuilt from the engine's counters, its time to first token and steps from the arrival times, the engine's own
@@ -35,7 +35,7 @@ from specbench.serving.reply import EngineReply
 from specbench.serving.session import SessionSpec
 from specbench.serving.settings import SPS_DRAFT, draft_model
 
-ENGINE_DIR = "engine"  # the run folder's: the servers' logs and the counters file
+SERVING_DIR = "engine"  # the run folder's: the servers' logs and the counters file
 MEMORY_KIND = "engine_rss_peak_since_start"
 CTX_MARGIN, CTX_ROUND = 128, 256
 # the run's model at full precision (F32 / F16 / BF16 weights): an F32 KV cache and no flash attention (llama.cpp's CPU
@@ -116,14 +116,14 @@ def session_spec(ctx: Any, template_encode: Any) -> SessionSpec:
     per_slot = min(limit, math.ceil((ctx.longest_context + CTX_MARGIN) / CTX_ROUND) * CTX_ROUND)
     vocab = getattr(getattr(ctx.loaded.model, "config", None), "vocab_size", None)
     return SessionSpec(kind, {m: {k: str(v) for k, v in plan.options_of(m).items()} for m in plan.engine_methods},
-                       ctx.run_dir / ENGINE_DIR, vocab=vocab, url=url, model_file=model_file,
+                       ctx.run_dir / SERVING_DIR, vocab=vocab, url=url, model_file=model_file,
                        draft_files=_draft_files(plan, model_file, ctx) if kind == LLAMA_SERVER else {},
                        threads=_threads(cfg), ctx=per_slot, parallel=max(cfg.concurrency),
                        engine_options=dict(cfg.engine_options), base_flags=base_flags,
                        warmup_prompt=template_encode(PROBE), warmups=cfg.warmup)
 
 
-def engine_record(ctx: Any, engines: Any, reply: EngineReply, method: str, unit: Unit, q: Question,
+def serving_record(ctx: Any, engines: Any, reply: EngineReply, method: str, unit: Unit, q: Question,
                   prompt: list[int], job: tuple[float, float, float, int] | None = None) -> Record:
     """The record of one engine reply (before its lossless verdict); ``job``: (admitted, finished, the job's
     seconds, its requests) of a request sent at a concurrency level above 1."""

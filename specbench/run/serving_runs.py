@@ -8,10 +8,10 @@ own): each setting's counters since its warm-up, so the report can add them up.
 
 Example, as the runner uses it::
 
-    with EngineRuns(ctx, checked, encode) as engine:     # no-op for a run without --engine
-        rec = engine.one(unit, q, "engine:ngram", prompt)
-        for job in engine.pending(done):
-            engine.time_job(job, done, writer)
+    with ServingRuns(ctx, checked, encode) as servers:     # no-op for a run without --engine
+        rec = servers.one(unit, q, "engine:ngram", prompt)
+        for job in servers.pending(done):
+            servers.time_job(job, done, writer)
 """
 from __future__ import annotations
 
@@ -23,13 +23,13 @@ from typing import Any, Callable
 from specbench.files.jsonfile import write_json_atomic
 from specbench.results.record import Record, Unit
 from specbench.run.context_fit import checked_fit
-from specbench.run.engine_rows import ENGINE_DIR, ConcurrencyJob, concurrency_jobs, engine_record, session_spec
+from specbench.run.serving_rows import SERVING_DIR, ConcurrencyJob, concurrency_jobs, serving_record, session_spec
 from specbench.serving.session import EngineSession
 
 COUNTERS_FILE = "counters.json"
 
 
-class EngineRuns:
+class ServingRuns:
     """See the module docstring; ``checked(record, unit, prompt)`` gives a record its lossless verdict."""
 
     def __init__(self, ctx: Any, checked: Callable[[Record, Unit, list[int]], Record],
@@ -37,7 +37,7 @@ class EngineRuns:
         self.ctx, self.checked, self.encode = ctx, checked, encode
         self.session: EngineSession | None = None
 
-    def __enter__(self) -> "EngineRuns":
+    def __enter__(self) -> "ServingRuns":
         if self.ctx.plan.engine_methods:
             self.session = EngineSession(session_spec(self.ctx, self.encode)).__enter__()
         return self
@@ -58,7 +58,7 @@ class EngineRuns:
         """One engine row's generation of ``unit`` at concurrency 1, checked against ``engine:off``."""
         checked_fit(self.ctx.run_dir, self.ctx.loaded.model, len(prompt), self.ctx.cfg.max_new_tokens, str(unit))
         reply = self.session.complete(method, prompt, self.ctx.cfg.max_new_tokens)
-        return self.checked(engine_record(self.ctx, self.session, reply, method, unit, q, prompt), unit, prompt)
+        return self.checked(serving_record(self.ctx, self.session, reply, method, unit, q, prompt), unit, prompt)
 
     def margin_at(self, label: str, prompt: list[int], output: list[int], position: int) -> float | None:
         return None if self.session is None else self.session.margin_at(label, prompt, output, position)
@@ -74,7 +74,7 @@ class EngineRuns:
         results, wall = self.session.complete_many(job.method, prompts, self.ctx.cfg.max_new_tokens, job.level)
         written = 0
         for u, q, p, (reply, admitted, finished) in zip(job.units, job.questions, prompts, results):
-            rec = engine_record(self.ctx, self.session, reply, job.method, u, q, p,
+            rec = serving_record(self.ctx, self.session, reply, job.method, u, q, p,
                                 (admitted, finished, wall, len(job.units)))
             if (job.method, u) not in done:
                 writer.write(self.checked(rec, u, p))
@@ -82,7 +82,7 @@ class EngineRuns:
         return written
 
     def _save_counters(self) -> None:
-        folder = self.ctx.run_dir / ENGINE_DIR
+        folder = self.ctx.run_dir / SERVING_DIR
         path = folder / COUNTERS_FILE
         try:
             entries = json.loads(path.read_text()) if path.is_file() else []
