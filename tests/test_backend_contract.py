@@ -1,4 +1,4 @@
-"""Backends, targets, caches and drafters as declared contracts (``engine/contract.py``, ``backend_registry.py``):
+"""Backends, targets, caches and drafters as declared contracts (``engine/backends/contract.py``, ``registry.py``):
 a backend defined outside specbench runs every method exactly once registered, and everything that used to test a
 backend's name now asks its spec."""
 from __future__ import annotations
@@ -11,15 +11,15 @@ import torch
 import toy_backend
 from conftest import make_tiny_model
 from specbench.config.run_config import RunConfig
-from specbench.engine import backend_registry
-from specbench.engine.backends import resolve_backend
+from specbench.engine.backends import registry as backend_registry
+from specbench.engine.backends.torch_backends import resolve_backend
 from specbench.engine.batch_loop import BatchDecoder, Request
-from specbench.engine.contract import TargetCaps, TrimsRows
+from specbench.engine.backends.contract import TargetCaps, TrimsRows
 from specbench.engine.drafter import BaseDrafter, Drafter
-from specbench.engine.kv_cache import PreallocatedCache
-from specbench.engine.llamacpp.spec import LLAMACPP
+from specbench.engine.backends.kv_cache import PreallocatedCache
+from specbench.engine.backends.llamacpp.spec import LLAMACPP
 from specbench.engine.loop import Engine
-from specbench.engine.target import TargetModel
+from specbench.engine.backends.target import TargetModel
 from specbench.errors import ConfigError
 from specbench.reports.labels import backend_label, checked_precision
 from test_engine_exact import FAMILIES, RandomDrafter
@@ -105,10 +105,10 @@ def test_doctests_of_the_new_modules() -> None:
     import doctest
     import importlib
 
-    for name in ("specbench.engine.acceptance_stats", "specbench.engine.budget", "specbench.engine.llamacpp.spec",
+    for name in ("specbench.engine.acceptance_stats", "specbench.engine.budget", "specbench.engine.backends.llamacpp.spec",
                  "specbench.training.windows", "specbench.drafting.layers", "specbench.drafting.trees",
                  "replay_accept"):
         module = importlib.import_module(name)
         result = doctest.testmod(module)
         assert result.failed == 0, name
-    assert doctest.testmod(importlib.import_module("specbench.engine.llamacpp.spec")).attempted == 2
+    assert doctest.testmod(importlib.import_module("specbench.engine.backends.llamacpp.spec")).attempted == 2

@@ -13,10 +13,10 @@ from typing import Any
 import torch
 from transformers import DynamicCache
 
-from specbench.engine.batch_cache import BatchedCache
-from specbench.engine.contract import BackendSpec, TargetCaps
-from specbench.engine.kv_cache import trim_cache
-from specbench.engine.target import TargetModel
+from specbench.engine.backends.batch_cache import BatchedCache
+from specbench.engine.backends.contract import BackendSpec, TargetCaps
+from specbench.engine.backends.kv_cache import trim_cache
+from specbench.engine.backends.target import TargetModel
 
 
 class ToyCache(DynamicCache):

@@ -4,7 +4,7 @@ Every sequence ("slot") goes through the single-sequence loop's steps (``loop.py
 side by side:
 1. draft: each slot's drafter proposes for its own context (``step.draft``);
 2. verify: one forward over every slot's ``[root] + tree (+ auxiliary rows)``, padded to the longest
-   (``batch_inputs.py``), on a KV cache with per-slot lengths (``batch_cache.py``);
+   (``batch_inputs.py``), on a KV cache with per-slot lengths (``backends/batch_cache.py``);
 3. accept: each slot's longest matching path (or rejection sampling), ragged across slots;
 4. trim: each slot keeps its context plus its accepted path;
 5. emit and stop: each slot emits; a finished slot leaves the batch (its slot is given to the last
@@ -29,7 +29,7 @@ import torch
 
 from specbench.engine import step
 from specbench.engine.aux_rows import append_aux
-from specbench.engine.batch_cache import BatchedCache
+from specbench.engine.backends.batch_cache import BatchedCache
 from specbench.engine.batch_inputs import batch_inputs
 from specbench.engine.budget import DraftBudget
 from specbench.engine.draft_or_skip import SequenceState

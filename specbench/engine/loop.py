@@ -26,14 +26,14 @@ import torch
 
 from specbench.engine import step
 from specbench.engine.aux_rows import append_aux
-from specbench.engine.backend_registry import DEFAULT_BACKEND
-from specbench.engine.backends import Backend, resolve_backend
+from specbench.engine.backends.registry import DEFAULT_BACKEND
+from specbench.engine.backends.torch_backends import Backend, resolve_backend
 from specbench.engine.budget import DraftBudget
 from specbench.engine.draft_or_skip import SequenceState
 from specbench.engine.draft_step import Draft
 from specbench.engine.drafter import Drafter
 from specbench.engine.generation import Generation
-from specbench.engine.kv_cache import trim_cache
+from specbench.engine.backends.kv_cache import trim_cache
 from specbench.engine.sampling import Sampler
 from specbench.engine.sampling_config import SamplingConfig
 from specbench.engine.step import DRAFT_HEADROOM, Decoding

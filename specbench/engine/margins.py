@@ -16,7 +16,7 @@ from typing import Callable, Sequence
 
 import torch
 
-from specbench.engine.target import TargetModel
+from specbench.engine.backends.target import TargetModel
 
 
 def relative_margins(logits: torch.Tensor) -> torch.Tensor:

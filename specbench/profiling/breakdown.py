@@ -29,10 +29,10 @@ def measure_breakdown(model: Any, context_len: int = 256, forwards: int = 10, ba
     import torch
     from torch.profiler import ProfilerActivity, profile
 
-    from specbench.engine.backend_registry import backend_spec
-    from specbench.engine.backends import resolve_backend
-    from specbench.engine.kv_cache import trim_cache
-    from specbench.engine.target import TargetModel
+    from specbench.engine.backends.registry import backend_spec
+    from specbench.engine.backends.torch_backends import resolve_backend
+    from specbench.engine.backends.kv_cache import trim_cache
+    from specbench.engine.backends.target import TargetModel
 
     param = next(model.parameters())
     spec = backend_spec(backend) if isinstance(backend, str) else None

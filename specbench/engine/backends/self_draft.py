@@ -24,9 +24,9 @@ from typing import Any
 
 import torch
 
-from specbench.engine.batch_cache import BatchedCache, StepPlan
-from specbench.engine.kv_cache import trim_cache
-from specbench.engine.layer_skip import SkipSet
+from specbench.engine.backends.batch_cache import BatchedCache, StepPlan
+from specbench.engine.backends.kv_cache import trim_cache
+from specbench.engine.backends.layer_skip import SkipSet
 
 
 class SelfDraft:

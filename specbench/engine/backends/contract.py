@@ -1,6 +1,6 @@
 """What the engine asks of a backend, its target and its KV cache: declared contracts, not name checks.
 
-A backend (``backends.py``: ``reference``, ``fast``; ``llamacpp/``) prepares the model, makes a KV cache per
+A backend (``torch_backends.py``: ``reference``, ``fast``; ``llamacpp/``) prepares the model, makes a KV cache per
 generation and hands the engine a ``Target`` whose ``run`` is the only forward the decode loop calls. What a
 target can do beyond that is declared in its ``caps`` (``TargetCaps``), so the loops, the budget and the run
 configuration ask instead of testing the backend's name:
@@ -16,7 +16,7 @@ configuration ask instead of testing the backend's name:
 A cache that keeps the accepted rows itself declares ``trim`` (``TrimsRows``); a transformers cache without it is
 trimmed by gathering its tensors (``kv_cache.trim_cache``).
 
-A backend is registered by name with a ``BackendSpec`` (``backend_registry.py``): its target's caps, the dtypes it
+A backend is registered by name with a ``BackendSpec`` (``registry.py``): its target's caps, the dtypes it
 runs, how reports label it and what its lossless check compared at, and a factory that builds it (imported only
 when a run uses it, so ``--help`` and reports never load llama.cpp).
 
@@ -96,7 +96,7 @@ class Backend(Protocol):
 
 @dataclass(frozen=True)
 class BackendSpec:
-    """A backend as the rest of specbench asks about it, registered by name (``backend_registry.py``).
+    """A backend as the rest of specbench asks about it, registered by name (``registry.py``).
 
     ``factory`` (``"module:function"``, imported on first use) builds it: ``function(name, device, dtype, gguf,
     threads)``. ``dtypes``: the ``--dtype`` values it runs (empty: the torch dtypes). ``batch_refusal``: why

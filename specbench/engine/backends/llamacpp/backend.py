@@ -15,11 +15,11 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from specbench.engine.llamacpp.context import LlamaContext
-from specbench.engine.llamacpp.spec import LLAMACPP, NAME
-from specbench.engine.llamacpp.target import LlamaCache, LlamaTarget
-from specbench.engine.llamacpp.gguf_files import QUANTISED, GgufModel
-from specbench.engine.llamacpp.library import library_info
+from specbench.engine.backends.llamacpp.context import LlamaContext
+from specbench.engine.backends.llamacpp.spec import LLAMACPP, NAME
+from specbench.engine.backends.llamacpp.target import LlamaCache, LlamaTarget
+from specbench.engine.backends.llamacpp.gguf_files import QUANTISED, GgufModel
+from specbench.engine.backends.llamacpp.library import library_info
 
 
 

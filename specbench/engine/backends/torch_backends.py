@@ -1,4 +1,4 @@
-"""How the target's forward is executed: the torch backends and ``resolve_backend`` (the names: ``backend_registry.py``).
+"""How the target's forward is executed: the torch backends and ``resolve_backend`` (the names: ``registry.py``).
 
 - ``reference``: the transformers module exactly as loaded, with transformers' ``DynamicCache`` (every layer
   keeping every position, ``kv_cache.full_length_cache``). The yardstick every other backend is compared with
@@ -26,13 +26,13 @@ from typing import Any
 
 import torch
 
-from specbench.engine.backend_registry import backend_choices, backend_spec
-from specbench.engine.batch_cache import BatchedCache
-from specbench.engine.contract import TargetCaps
-from specbench.engine.kv_cache import PreallocatedCache, full_length_cache
-from specbench.engine.packed_linear import describe as describe_packing
-from specbench.engine.packed_linear import is_packed, pack_linears, packing_supported, unpack_linears
-from specbench.engine.target import TargetModel
+from specbench.engine.backends.registry import backend_choices, backend_spec
+from specbench.engine.backends.batch_cache import BatchedCache
+from specbench.engine.backends.contract import TargetCaps
+from specbench.engine.backends.kv_cache import PreallocatedCache, full_length_cache
+from specbench.engine.backends.packed_linear import describe as describe_packing
+from specbench.engine.backends.packed_linear import is_packed, pack_linears, packing_supported, unpack_linears
+from specbench.engine.backends.target import TargetModel
 
 _STATE_ATTR = "_specbench_backend"
 
@@ -96,7 +96,7 @@ def torch_backend(name: str, device: torch.device, dtype: torch.dtype, gguf: Any
 def resolve_backend(name: str, device: torch.device, dtype: torch.dtype, gguf: Any = None,
                     threads: int | None = None) -> Any:
     """The backend ``name`` (``auto`` or a registered one: ``reference``, ``fast``, ``llamacpp``, ...) on ``device``
-    in ``dtype``; ``llamacpp`` runs ``gguf`` (a ``engine.llamacpp.gguf_files.GgufModel``) on ``threads`` threads."""
+    in ``dtype``; ``llamacpp`` runs ``gguf`` (a ``engine.backends.llamacpp.gguf_files.GgufModel``) on ``threads`` threads."""
     spec = backend_spec(name)
     if spec is None:
         raise ValueError(f"unknown backend {name!r}; choose one of {', '.join(backend_choices())}")

@@ -11,12 +11,12 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-from specbench.engine.contract import BackendSpec, TargetCaps
-from specbench.engine.llamacpp.spec import LLAMACPP
+from specbench.engine.backends.contract import BackendSpec, TargetCaps
+from specbench.engine.backends.llamacpp.spec import LLAMACPP
 
 DEFAULT_BACKEND = "auto"
 AUTO_MEANS = "fast"  # the fastest backend that stays lossless on every device tested (docs/measurements.md)
-_TORCH = "specbench.engine.backends:torch_backend"
+_TORCH = "specbench.engine.backends.torch_backends:torch_backend"
 
 _SPECS: dict[str, BackendSpec] = {}
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 import torch
 
 from specbench.engine.attention_layout import Masks, additive, attention_layout, key_positions
-from specbench.engine.contract import Forward, TargetCaps
-from specbench.engine.kv_cache import full_length_cache
-from specbench.engine.layer_skip import SkipSet, skipping
+from specbench.engine.backends.contract import Forward, TargetCaps
+from specbench.engine.backends.kv_cache import full_length_cache
+from specbench.engine.backends.layer_skip import SkipSet, skipping
 
 
 class TargetModel:
