@@ -38,12 +38,18 @@ _STATE_ATTR = "_specbench_backend"
 
 
 @dataclass(frozen=True)
-class Backend:
-    """A resolved backend: its name and whether linears are packed on this device/dtype."""
+class TorchBackend:
+    """A resolved torch backend (``reference``, ``fast``): its name and whether linears are packed on this
+    device/dtype."""
 
     name: str
     packed: bool
-    caps = TargetCaps()  # (what ``TargetModel`` can do: batching, intermediate layers, tree masks)
+
+    @property
+    def caps(self) -> TargetCaps:
+        """What its target can do, as its spec declares (``registry.py``): batching, intermediate layers, tree
+        masks, skipped layers; a prompt's states come for free."""
+        return backend_spec(self.name).caps
 
     def prepare(self, model: torch.nn.Module) -> None:
         """Put ``model`` in this backend's state (idempotent, cheap when already there)."""
@@ -72,8 +78,8 @@ class Backend:
         return self.name
 
     def target(self, model: torch.nn.Module) -> TargetModel:
-        """The forward the engine runs: the transformers module through ``TargetModel``."""
-        return TargetModel(model)
+        """The forward the engine runs: the transformers module through ``TargetModel``, with this backend's caps."""
+        return TargetModel(model, self.caps)
 
     def describe(self, model: torch.nn.Module | None = None) -> dict[str, Any]:
         """What the manifest and reports record about the backend."""
@@ -88,9 +94,9 @@ class Backend:
 
 
 def torch_backend(name: str, device: torch.device, dtype: torch.dtype, gguf: Any = None,
-                  threads: int | None = None) -> Backend:
+                  threads: int | None = None) -> TorchBackend:
     """``reference`` or ``fast`` (the registry's factory for both): linears packed where ``fast`` supports it."""
-    return Backend(name, packed=name == "fast" and packing_supported(device, dtype))
+    return TorchBackend(name, packed=name == "fast" and packing_supported(device, dtype))
 
 
 def resolve_backend(name: str, device: torch.device, dtype: torch.dtype, gguf: Any = None,
