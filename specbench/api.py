@@ -35,7 +35,7 @@ from __future__ import annotations
 # the drafter contract: methods only propose (engine/drafter.py has the glossary)
 from specbench.engine.aux_rows import AuxRows
 from specbench.engine.drafter import BaseDrafter, DraftContext, Drafter, Proposal, StepResult
-from specbench.engine.layer_skip import SkipSet  # a self-drafting method's skipped sub-layers (DraftContext.target_draft)
+from specbench.engine.backends.layer_skip import SkipSet  # a self-drafting method's skipped sub-layers (DraftContext.target_draft)
 from specbench.engine.tree import DraftTree
 from specbench.run.method_env import MethodEnv
 from specbench.run.methods_factory import build_drafter  # a method composing another by name (SAMD's auxiliary)
@@ -60,9 +60,9 @@ from specbench.files.stale_tmp import remove_stale_tmp, tmp_sibling
 from specbench.paths import resolve_data_dir
 
 # the target, drafters' own copies of weights, checkpoints
-from specbench.engine.backends import resolve_backend
-from specbench.engine.kv_cache import PreallocatedCache
-from specbench.engine.packed_linear import draft_dtype, pack_for_inference
+from specbench.engine.backends.torch_backends import resolve_backend
+from specbench.engine.backends.kv_cache import PreallocatedCache
+from specbench.engine.backends.packed_linear import draft_dtype, pack_for_inference
 from specbench.models.dtypes import DTYPES
 from specbench.models.embedded import embedded_tokenizer
 from specbench.models.hub import is_hub_id, resolve_checkpoint

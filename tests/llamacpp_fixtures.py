@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 import torch
 
-from specbench.engine.llamacpp.library import INSTALL_HINT, available
+from specbench.engine.backends.llamacpp.library import INSTALL_HINT, available
 
 needs_llamacpp = pytest.mark.skipif(not available(), reason=f"llama-cpp-python not installed: {INSTALL_HINT}")
 
@@ -80,8 +80,8 @@ def write_tiny_gguf(model: torch.nn.Module, path: Path) -> Path:
 def tiny_backend(model: torch.nn.Module, folder: Path, dtype: str = "float32", threads: int = 1):
     """A ``LlamaCppBackend`` running ``model`` written as a tiny GGUF in ``folder`` (quantised by llama.cpp for
     ``q8_0`` / ``q4_1``)."""
-    from specbench.engine.llamacpp.backend import LlamaCppBackend
-    from specbench.engine.llamacpp.gguf_files import FTYPES, GgufModel, _quantise
+    from specbench.engine.backends.llamacpp.backend import LlamaCppBackend
+    from specbench.engine.backends.llamacpp.gguf_files import FTYPES, GgufModel, _quantise
 
     path = write_tiny_gguf(model, folder / "tiny-f32.gguf")
     if dtype != "float32":

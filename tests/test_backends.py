@@ -6,10 +6,10 @@ import torch
 from transformers import DynamicCache
 
 from conftest import make_tiny_model
-from specbench.engine.backends import resolve_backend
-from specbench.engine.kv_cache import PreallocatedCache
+from specbench.engine.backends.torch_backends import resolve_backend
+from specbench.engine.backends.kv_cache import PreallocatedCache
 from specbench.engine.loop import Engine
-from specbench.engine.packed_linear import PackedLinear, describe, is_packed, pack_linears, packing_supported
+from specbench.engine.backends.packed_linear import PackedLinear, describe, is_packed, pack_linears, packing_supported
 from test_engine_exact import FAMILIES, RandomDrafter
 
 CPU = torch.device("cpu")

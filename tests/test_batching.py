@@ -16,7 +16,7 @@ from test_aux_rows import AuxProbe
 from test_engine_exact import OracleDrafter, RandomDrafter
 from tiny_model_dir import save_tiny_model
 from specbench.config.run_config import RunConfig
-from specbench.engine.batch_cache import BatchedCache
+from specbench.engine.backends.batch_cache import BatchedCache
 from specbench.engine.batch_loop import BatchDecoder, Request
 from specbench.engine.budget import DraftBudget
 from specbench.engine.drafter import BaseDrafter

@@ -19,7 +19,9 @@ from tests.conftest import make_tiny_model
 
 ROOT = Path(__file__).resolve().parent.parent
 # the code that runs per generation or per timed forward: every tensor it makes goes to a device it names
-HOT_PATHS = [*sorted((ROOT / "specbench" / "engine").glob("*.py")), ROOT / "specbench" / "profiling" / "measure.py",
+HOT_PATHS = [*sorted((ROOT / "specbench" / "engine").glob("*.py")),
+             *sorted((ROOT / "specbench" / "engine" / "backends").glob("*.py")),
+             ROOT / "specbench" / "profiling" / "measure.py",
              ROOT / "methods" / "pld.py",
              ROOT / "methods" / "rest.py", ROOT / "methods" / "crest.py", ROOT / "methods" / "dresd" / "drafter.py",
              *(ROOT / "methods" / "redrafter" / f"{m}.py" for m in ("beam", "prefix", "drafter"))]

@@ -60,7 +60,7 @@ def test_a_reduced_vocabulary_is_widened_to_the_target_s(tmp_path) -> None:
 def test_the_embedded_target_written_back_equals_its_f32_gguf(embedded, tmp_path) -> None:
     from gguf import GGUFReader
 
-    from specbench.engine.llamacpp.gguf_files import gguf_model
+    from specbench.engine.backends.llamacpp.gguf_files import gguf_model
 
     f32 = gguf_model("embedded", "float32").path
     out = write_draft_gguf(embedded.model, None, f32, tmp_path / "target.gguf")
@@ -78,7 +78,7 @@ def test_a_reduced_vocabulary_draft_scores_as_the_draft_does(embedded, tmp_path)
     (its inputs mapped as sps maps them) and 0 on every other token."""
     from transformers import AutoModelForCausalLM, LlamaConfig, LlamaForCausalLM
 
-    from specbench.engine.llamacpp.gguf_files import gguf_model
+    from specbench.engine.backends.llamacpp.gguf_files import gguf_model
     from specbench.training.draft_distill import draft_ids
 
     torch.manual_seed(0)

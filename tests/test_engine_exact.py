@@ -9,10 +9,10 @@ from transformers import DynamicCache
 from conftest import make_tiny_model
 from specbench.engine.drafter import BaseDrafter
 from specbench.engine.budget import DraftBudget
-from specbench.engine.kv_cache import trim_cache
+from specbench.engine.backends.kv_cache import trim_cache
 from specbench.engine.loop import Engine
 from specbench.engine.tree import DraftTree, compile_tree
-from specbench.engine.target import TargetModel
+from specbench.engine.backends.target import TargetModel
 from specbench.engine.verify import accept_greedy
 
 FAMILIES = ["llama", "qwen2", "gpt2", "neox"]
@@ -109,7 +109,7 @@ def backend(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> 
     """The default backend, and a backend defined only in the tests (``tests/toy_backend.py``) once registered."""
     if request.param == "toy":
         import toy_backend
-        from specbench.engine import backend_registry
+        from specbench.engine.backends import registry as backend_registry
 
         monkeypatch.setitem(backend_registry._SPECS, "toy", toy_backend.SPECS["toy"])
     return request.param

@@ -6,10 +6,10 @@ import torch
 from transformers import DynamicCache
 
 from conftest import make_tiny_model
-from specbench.engine.kv_cache import trim_cache
-from specbench.engine.kv_cache import PreallocatedCache, PreallocatedLayer
+from specbench.engine.backends.kv_cache import trim_cache
+from specbench.engine.backends.kv_cache import PreallocatedCache, PreallocatedLayer
 from specbench.engine.tree import DraftTree, compile_tree
-from specbench.engine.target import TargetModel
+from specbench.engine.backends.target import TargetModel
 from specbench.engine.verify import accept_greedy
 
 FAMILIES = ["llama", "qwen2", "gpt2", "neox"]

@@ -226,7 +226,7 @@ def test_the_loops_share_only_public_steps() -> None:
 
 # backends with a package of their own, by name: only that package may name them; everything else asks the spec
 OWN_PACKAGE_BACKENDS = ("llamacpp",)
-BACKEND_NAME_HOMES = (CORE / "engine" / "llamacpp",)
+BACKEND_NAME_HOMES = (CORE / "engine" / "backends" / "llamacpp",)
 
 
 def string_constants(source: str) -> list[tuple[int, str]]:

@@ -57,7 +57,7 @@ def test_llama_server_drafts_with_a_draft_gguf(embedded, tmp_path) -> None:
     import torch
     from transformers import LlamaConfig, LlamaForCausalLM
 
-    from specbench.engine.llamacpp.gguf_files import gguf_model
+    from specbench.engine.backends.llamacpp.gguf_files import gguf_model
     from specbench.serving.draft_gguf import write_draft_gguf
 
     torch.manual_seed(0)
@@ -75,7 +75,7 @@ def test_llama_server_drafts_with_a_draft_gguf(embedded, tmp_path) -> None:
 
 
 def test_openai_adapter_on_llama_servers_openai_endpoint(embedded, tmp_path) -> None:
-    from specbench.engine.llamacpp.gguf_files import gguf_model
+    from specbench.engine.backends.llamacpp.gguf_files import gguf_model
     from specbench.serving.llama_server import LlamaServer
 
     gguf = gguf_model("embedded", "float32").path

@@ -16,7 +16,7 @@ from methods.eagle.method import DraftHead, EagleConfig, EagleDrafter
 from methods.eagle.layer import EagleLayer, LayerShape
 from methods.lookahead.method import LookaheadConfig, LookaheadDrafter
 from specbench.engine.drafter import BaseDrafter
-from specbench.engine.kv_cache import trim_cache
+from specbench.engine.backends.kv_cache import trim_cache
 from specbench.engine.loop import Engine
 from specbench.engine.tree import DraftTree, compile_tree
 from specbench.engine.verify import accept_greedy

@@ -1,4 +1,4 @@
-"""The engine's attention mask as llama.cpp sequence ids (``engine/llamacpp/seq_layout.py``): what llama.cpp
+"""The engine's attention mask as llama.cpp sequence ids (``engine/backends/llamacpp/seq_layout.py``): what llama.cpp
 would let each row see under the layout equals the engine's 4D mask, on trees, chains, Lookahead's auxiliary
 rows and both together; masks it cannot express fail in one line. Pure numpy: no llama.cpp needed."""
 from __future__ import annotations
@@ -11,7 +11,7 @@ import torch
 
 from methods.lookahead.window import JacobiWindow
 from specbench.engine.aux_rows import AuxRows, append_aux
-from specbench.engine.llamacpp.seq_layout import LayoutError, implied_mask, layout_sequences
+from specbench.engine.backends.llamacpp.seq_layout import LayoutError, implied_mask, layout_sequences
 from specbench.engine.tree import DraftTree, compile_tree
 from test_engine_exact import random_tree
 

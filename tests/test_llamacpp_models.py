@@ -16,7 +16,7 @@ from test_cli_errors import run_main
 
 
 def test_missing_library_is_a_one_line_error_naming_the_extra(monkeypatch) -> None:
-    import specbench.engine.llamacpp.library as lib
+    import specbench.engine.backends.llamacpp.library as lib
 
     monkeypatch.setattr(lib, "available", lambda: False)
     lib.llama.cache_clear()
@@ -28,7 +28,7 @@ def test_missing_library_is_a_one_line_error_naming_the_extra(monkeypatch) -> No
 
 
 def test_missing_library_from_the_cli(monkeypatch, capsys, tmp_path) -> None:
-    import specbench.engine.llamacpp.library as lib
+    import specbench.engine.backends.llamacpp.library as lib
 
     monkeypatch.setattr(lib, "available", lambda: False)
     lib.llama.cache_clear()
@@ -59,7 +59,7 @@ def test_configs_that_cannot_run_are_refused(kwargs, needle) -> None:
 def test_f32_gguf_holds_the_weights_transformers_runs(embedded) -> None:
     from gguf import GGUFReader
 
-    from specbench.engine.llamacpp.gguf_files import gguf_model
+    from specbench.engine.backends.llamacpp.gguf_files import gguf_model
 
     g = gguf_model("embedded", "float32")
     reader = GGUFReader(g.path)
@@ -90,7 +90,7 @@ def test_f32_gguf_holds_the_weights_transformers_runs(embedded) -> None:
 @pytest.mark.embedded
 @needs_llamacpp
 def test_prompt_ids_identical_across_backends(embedded) -> None:
-    from specbench.engine.backend_registry import load_model_for
+    from specbench.engine.backends.registry import load_model_for
     from specbench.prompts.task import encode_prompt
 
     llama = load_model_for("llamacpp", "embedded", "q8_0", "cpu")

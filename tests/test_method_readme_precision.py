@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 import torch
 
-import specbench.engine.packed_linear as packed_linear
+import specbench.engine.backends.packed_linear as packed_linear
 from specbench.api import draft_dtype
 from specbench.plugins.registry import METHODS
 

@@ -269,7 +269,7 @@ def test_unwritable_cache_fails_before_the_conversion(tmp_path, capsys, monkeypa
 def test_unwritable_cache_fails_before_training_or_a_gguf_rewrite() -> None:
     from types import SimpleNamespace
 
-    from specbench.engine.llamacpp.gguf_files import _made
+    from specbench.engine.backends.llamacpp.gguf_files import _made
     from specbench.training.checkpoints import load_or_train
 
     folder = Path("/proc/specbench-cache/medusa/default-0")

@@ -209,7 +209,7 @@ def test_device_profile_measured_on_a_tiny_model_prices_a_run_of_its_shape(tmp_p
     import torch
 
     from conftest import make_tiny_model
-    from specbench.engine.backends import resolve_backend
+    from specbench.engine.backends.torch_backends import resolve_backend
     from specbench.models.loading import LoadedModel
     from specbench.run.device_measure import DeviceRequest, measure_device_profiles
     from specbench.profiling.device_profile import check_device_profile

@@ -6,7 +6,7 @@ import torch
 
 import methods.redrafter.train as train_mod
 from methods.redrafter.train import TrainConfig, build_train_head, train_redrafter
-from specbench.engine.packed_linear import draft_dtype
+from specbench.engine.backends.packed_linear import draft_dtype
 from specbench.run.method_env import MethodEnv
 from specbench.run.methods_factory import build_drafter
 from tests.conftest import make_tiny_model

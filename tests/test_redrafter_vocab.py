@@ -11,7 +11,7 @@ from methods.redrafter.head import build_head, drafting_head, head_config_for
 from methods.redrafter.vocab import DATA, choose_draft_vocab, token_counts
 from specbench.config.coerce import from_dict
 from specbench.engine.loop import Engine
-from specbench.engine.packed_linear import draft_dtype
+from specbench.engine.backends.packed_linear import draft_dtype
 from specbench.errors import ConfigError
 from specbench.run.method_env import MethodEnv
 from tests.conftest import make_tiny_model

@@ -31,7 +31,7 @@ MARK = "STALL-POINT"
 # prints MARK and keeps computing until the file argv[2] exists, then runs on as usual.
 CHILD = r"""
 import os, sys, json
-from specbench.engine.target import TargetModel
+from specbench.engine.backends.target import TargetModel
 from specbench.run.runner import Runner
 import specbench.commands.bench as bench
 

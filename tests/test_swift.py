@@ -1,5 +1,5 @@
-"""SWIFT (``methods/swift``) and what the engine gives it: the skipped-layer forward (``engine/layer_skip.py``), the
-target as a draft over the generation's cache (``engine/self_draft.py``), the layer search, the confidence tree, and
+"""SWIFT (``methods/swift``) and what the engine gives it: the skipped-layer forward (``engine/backends/layer_skip.py``), the
+target as a draft over the generation's cache (``engine/backends/self_draft.py``), the layer search, the confidence tree, and
 exactness on the four tiny families (greedy on both torch backends, batched, sampled)."""
 from __future__ import annotations
 
@@ -15,17 +15,17 @@ from transformers import DynamicCache
 
 from conftest import make_tiny_model
 from test_sampling_lossless import N_SAMPLES, SAMPLING, chi_square_pvalue, exact_distribution
-from specbench.engine import layer_skip
-from specbench.engine.batch_cache import BatchedCache
+from specbench.engine.backends import layer_skip
+from specbench.engine.backends.batch_cache import BatchedCache
 from specbench.engine.batch_inputs import batch_inputs
 from specbench.engine.batch_loop import BatchDecoder, Request
 from specbench.engine.budget import DraftBudget
-from specbench.engine.kv_cache import PreallocatedCache
-from specbench.engine.layer_skip import SkipSet
+from specbench.engine.backends.kv_cache import PreallocatedCache
+from specbench.engine.backends.layer_skip import SkipSet
 from specbench.engine.loop import Engine
-from specbench.engine.self_draft import SelfDraft
+from specbench.engine.backends.self_draft import SelfDraft
 from specbench.engine.step import check_self_draft
-from specbench.engine.target import TargetModel
+from specbench.engine.backends.target import TargetModel
 from specbench.engine.tree import CompiledTree
 from specbench.errors import ConfigError
 from methods.swift import layer_search, method
@@ -290,9 +290,10 @@ def test_a_backend_that_cannot_skip_layers_refuses_in_one_line() -> None:
     with pytest.raises(ConfigError, match=r"cannot run \(llama.cpp runs its graph whole\); use --backend fast$"):
         check_self_draft(target, SwiftDrafter(SwiftConfig()))
     check_self_draft(target, None)  # AR needs nothing
-    from specbench.engine.llamacpp.spec import LLAMACPP
+    from specbench.engine.backends.llamacpp.spec import LLAMACPP
+    from specbench.engine.backends.registry import backend_spec
 
-    assert not LLAMACPP.caps.skips_layers and TargetModel.caps.skips_layers
+    assert not LLAMACPP.caps.skips_layers and backend_spec("fast").caps.skips_layers  # (the torch targets' caps)
 
 
 def test_missing_bayes_extra_is_a_one_line_error(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -53,7 +53,7 @@ def measure_one(device: str, dtype: str, req: EmbeddedRequest, cache: Path) -> d
     """The device profile of the embedded shape in ``dtype`` on ``device`` (random weights)."""
     import torch
 
-    from specbench.engine.backends import backend_for
+    from specbench.engine.backends.torch_backends import backend_for
     from specbench.models.embedded import EMBEDDED
     from specbench.models.random_model import random_model
     from specbench.profiling.model_shape import TOKENIZER

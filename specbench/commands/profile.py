@@ -17,7 +17,7 @@ from pathlib import Path
 from specbench.config.argtypes import out_folder, positive_int
 from specbench.errors import ConfigError
 from specbench.models.dtypes import DTYPE_NAMES
-from specbench.engine.backend_registry import backend_names, backend_spec
+from specbench.engine.backends.registry import backend_names, backend_spec
 
 
 def _sizes(text: str) -> tuple[int, ...]:
@@ -51,7 +51,7 @@ def profile_command(args: argparse.Namespace) -> int:
 
     if 1 not in args.sizes:
         raise ConfigError("--sizes must include 1 (T(1) is the autoregressive cost)")
-    from specbench.engine.backend_registry import backend_spec, load_model_for
+    from specbench.engine.backends.registry import backend_spec, load_model_for
 
     engines = [b for b in args.backends if not backend_spec(b).torch_forward]  # (each runs a file of its own)
     if engines and len(args.backends) > 1 and args.dtype != "float32":
@@ -61,7 +61,7 @@ def profile_command(args: argparse.Namespace) -> int:
         lm = load_model_for(engines[0] if engines else "auto", args.model, args.dtype, args.device, args.threads)
     except ModelLoadError as e:
         raise ConfigError(str(e)) from None
-    from specbench.engine.backends import backend_for
+    from specbench.engine.backends.torch_backends import backend_for
     from specbench.profiling.breakdown import breakdown_text, measure_breakdown
 
     chosen = {b: backend_for(b, lm, args.threads) for b in args.backends}

@@ -25,7 +25,7 @@ from specbench.config.run_flags import add_run_arguments, config_from_args, mism
 from specbench.errors import ConfigError
 from specbench.files.jsonfile import save_json
 from specbench.files.safe_names import NAME_RULE, is_safe_name
-from specbench.engine.backend_registry import load_model_for
+from specbench.engine.backends.registry import load_model_for
 from specbench.plugins.registry import METHODS
 from specbench.reports.report import write_report
 from specbench.reports.sweep_report import sweep_markdown, sweep_table, write_sweep_plot

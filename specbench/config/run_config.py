@@ -15,7 +15,7 @@ from specbench.catalog import ENGINE_BASELINE, ENGINE_PREFIX, is_engine_row
 from specbench.config.coerce import short_repr
 from specbench.config.context_length import MIN_LENGTH
 from specbench.config.engine_choice import parse_engine
-from specbench.engine.backend_registry import backend_choices, backend_spec, dtype_hint
+from specbench.engine.backends.registry import backend_choices, backend_spec, dtype_hint
 from specbench.engine.budget import RUN_BUDGETS
 from specbench.engine.sampling_config import SamplingConfig
 from specbench.errors import ConfigError

@@ -4,7 +4,7 @@ Every sequence ("slot") goes through the single-sequence loop's steps (``loop.py
 side by side:
 1. draft: each slot's drafter proposes for its own context (``step.draft``);
 2. verify: one forward over every slot's ``[root] + tree (+ auxiliary rows)``, padded to the longest
-   (``batch_inputs.py``), on a KV cache with per-slot lengths (``batch_cache.py``);
+   (``batch_inputs.py``), on a KV cache with per-slot lengths (``backends/batch_cache.py``);
 3. accept: each slot's longest matching path (or rejection sampling), ragged across slots;
 4. trim: each slot keeps its context plus its accepted path;
 5. emit and stop: each slot emits; a finished slot leaves the batch (its slot is given to the last
@@ -29,7 +29,8 @@ import torch
 
 from specbench.engine import step
 from specbench.engine.aux_rows import append_aux
-from specbench.engine.batch_cache import BatchedCache
+from specbench.engine.backends.batch_cache import BatchedCache
+from specbench.engine.backends.contract import BatchedTarget, require
 from specbench.engine.batch_inputs import batch_inputs
 from specbench.engine.budget import DraftBudget
 from specbench.engine.draft_or_skip import SequenceState
@@ -41,7 +42,6 @@ from specbench.engine.sampling import Sampler
 from specbench.engine.sampling_config import SamplingConfig
 from specbench.engine.step import DRAFT_HEADROOM, Decoding
 from specbench.engine.tree import CompiledTree, compile_tree
-from specbench.errors import ConfigError
 
 
 @dataclass
@@ -61,8 +61,8 @@ class _Slot:
 
 
 class BatchDecoder:
-    """Decodes ``requests`` ``width`` at a time on ``engine``'s target (its backend declares ``caps.batching`` and
-    makes the batched cache, ``Backend.new_batch_cache``)."""
+    """Decodes ``requests`` ``width`` at a time on ``engine``'s target (its backend declares ``caps.batching``: the
+    target is a ``BatchedTarget`` and the backend makes the batched cache, ``BatchingBackend.new_batch_cache``)."""
 
     def __init__(self, engine: Engine, max_new_tokens: int, record_margins: bool = False,
                  sampling: SamplingConfig | None = None, budget: DraftBudget | None = None,
@@ -70,8 +70,8 @@ class BatchDecoder:
         """``max_draft_depth`` (a fixed budget K): every slot's draft is cut to depth K (``Engine.generate``)."""
         if max_new_tokens < 1:
             raise ValueError("max_new_tokens must be >= 1")
-        if not engine.backend.caps.batching:
-            raise ConfigError(f"the {engine.backend.name} backend decodes one sequence at a time: --batch-size 1")
+        require(engine.target, BatchedTarget,
+                f"the {engine.backend.name} backend decodes one sequence at a time: --batch-size 1")
         self.engine, self.max_new = engine, max_new_tokens
         self.record_margins = record_margins
         self.sampling = None if sampling is None or sampling.greedy else sampling

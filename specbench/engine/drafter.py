@@ -45,12 +45,12 @@ class DraftContext:
 
     ``layer_states`` (only for a drafter that declares ``feature_layers``, see ``BaseDrafter``): the
     target's hidden states of those layers at the same rows as ``hidden_states``, ``[k, len(layers), h]``,
-    in the declared order (layer indices as ``engine/target.py``'s ``TargetModel``: 0 the embeddings, ``i``
+    in the declared order (layer indices as ``engine/backends/target.py``'s ``TargetModel``: 0 the embeddings, ``i``
     the input of decoder layer ``i``, ``L`` the final-norm state). Example: ``feature_layers = (2, 15, 27)``
     on a 30-layer target, prompt of 40 tokens -> ``[40, 3, h]`` at the first step; None for other drafters.
 
     ``target_draft`` (only for a drafter that declares ``drafts_with_target``): the generation's target and KV
-    cache as a draft model with chosen sub-layers skipped (``engine/self_draft.py``); the engine cuts the cache
+    cache as a draft model with chosen sub-layers skipped (``engine/backends/self_draft.py``); the engine cuts the cache
     back after ``propose``. None for other drafters.
     """
 
@@ -62,7 +62,7 @@ class DraftContext:
     hidden_states: torch.Tensor | None = None  # [k, hidden_size]
     sampler: Any = None
     layer_states: torch.Tensor | None = None  # [k, len(feature_layers), hidden_size]
-    target_draft: Any = None  # engine/self_draft.SelfDraft, for a drafter that drafts_with_target
+    target_draft: Any = None  # engine/backends/self_draft.SelfDraft, for a drafter that drafts_with_target
 
 
 @dataclass(frozen=True)
@@ -151,7 +151,7 @@ class BaseDrafter:
       ``hidden_states``. A drafter that never does may set it False: a backend for which they cost extra
       (llama.cpp outputs them only with every row's logits) then skips them and hands zero-width ``[k, 0]`` ones.
     - ``drafts_with_target`` (default False): the drafter's draft model is the target itself with sub-layers
-      skipped (SWIFT): each ``DraftContext`` then carries ``target_draft`` (``engine/self_draft.py``); a backend
+      skipped (SWIFT): each ``DraftContext`` then carries ``target_draft`` (``engine/backends/self_draft.py``); a backend
       whose target cannot skip layers (``TargetCaps.skips_layers``: llama.cpp) refuses it in one line.
     - ``row_topk`` (int, 0 = off): how many top token ids of each verified row ``StepResult.row_topk``
       carries (the engine computes them only for a drafter that sets it).

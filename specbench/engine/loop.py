@@ -26,14 +26,15 @@ import torch
 
 from specbench.engine import step
 from specbench.engine.aux_rows import append_aux
-from specbench.engine.backend_registry import DEFAULT_BACKEND
-from specbench.engine.backends import Backend, resolve_backend
+from specbench.engine.backends.contract import Backend, checked_target
+from specbench.engine.backends.registry import DEFAULT_BACKEND
+from specbench.engine.backends.torch_backends import resolve_backend
 from specbench.engine.budget import DraftBudget
 from specbench.engine.draft_or_skip import SequenceState
 from specbench.engine.draft_step import Draft
 from specbench.engine.drafter import Drafter
 from specbench.engine.generation import Generation
-from specbench.engine.kv_cache import trim_cache
+from specbench.engine.backends.kv_cache import trim_cache
 from specbench.engine.sampling import Sampler
 from specbench.engine.sampling_config import SamplingConfig
 from specbench.engine.step import DRAFT_HEADROOM, Decoding
@@ -47,13 +48,13 @@ class Engine:
     """Draft -> verify decoding (greedy, or sampling) of one target model; the only code that runs the model."""
 
     def __init__(self, model: torch.nn.Module, stop_ids: set[int], backend: str | Backend | Any = DEFAULT_BACKEND) -> None:
-        """``backend``: a name (``backends.resolve_backend``) or a resolved backend (``llamacpp``'s needs its GGUF)."""
+        """``backend``: a name (``backends.torch_backends.resolve_backend``) or a resolved backend (``llamacpp``'s needs its GGUF)."""
         self.model = model
         self.stop_ids = set(stop_ids)
         param = next(model.parameters())
         self.backend = resolve_backend(backend, param.device, param.dtype) if isinstance(backend, str) else backend
         self.backend.prepare(model)
-        self.target = self.backend.target(model)
+        self.target = checked_target(self.backend, model)  # (what its caps declare, it has)
         device = self.target.device
         self.sync = lambda: synchronize(device)  # (the batched loop waits for the device the same way)
 

@@ -4,7 +4,7 @@ The engine records the margin of every token AR emits from the very logits that 
 (``Engine.generate(..., record_margins=True)``), so in fp16/bf16 the tie test reads the same kind of
 forward (one token after a KV cache) that produced the AR output. ``margin_at`` recomputes it with a
 full forward, for AR records written before margins were recorded; in fp32 both agree to ~1e-7.
-The forward goes through the engine's ``TargetModel``, the one path that runs the target model.
+The forward is the engine's target's (``contract.Target.forward``), the one path that runs the target model.
 
 >>> # margin = (l1 - l2) / max(|l1|, 1): logits top-2 of 10.0 and 9.5 give 0.05
 >>> round(float(relative_margins(torch.tensor([[10.0, 1.0, 9.5]]))[0]), 6)
@@ -16,7 +16,7 @@ from typing import Callable, Sequence
 
 import torch
 
-from specbench.engine.target import TargetModel
+from specbench.engine.backends.contract import Target
 
 
 def relative_margins(logits: torch.Tensor) -> torch.Tensor:
@@ -25,7 +25,7 @@ def relative_margins(logits: torch.Tensor) -> torch.Tensor:
     return (top[:, 0] - top[:, 1]) / top[:, 0].abs().clamp_min(1.0)
 
 
-def recorded_or_recomputed(recorded: Sequence[float] | None, target: TargetModel, prompt: list[int],
+def recorded_or_recomputed(recorded: Sequence[float] | None, target: Target, prompt: list[int],
                            ar_ids: list[int]) -> Callable[[int], float]:
     """``margin(pos)`` from AR's recorded margins when present, else ``margin_at`` (older records)."""
     if recorded is not None and len(recorded) == len(ar_ids):
@@ -33,7 +33,7 @@ def recorded_or_recomputed(recorded: Sequence[float] | None, target: TargetModel
     return margin_at(target, prompt, ar_ids)
 
 
-def margin_at(target: TargetModel, prompt: list[int], ar_ids: list[int]) -> Callable[[int], float]:
+def margin_at(target: Target, prompt: list[int], ar_ids: list[int]) -> Callable[[int], float]:
     """``margin(pos)``: AR's relative top-2 margin when choosing ``ar_ids[pos]`` after ``prompt``."""
 
     def margin(pos: int) -> float:

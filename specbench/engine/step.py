@@ -29,7 +29,7 @@ from specbench.engine.draft_or_skip import SequenceState
 from specbench.engine.draft_step import Draft, draft_step
 from specbench.engine.drafter import DraftContext, Drafter, StepResult
 from specbench.engine.generation import Generation
-from specbench.engine.self_draft import SelfDraft
+from specbench.engine.backends.self_draft import SelfDraft
 from specbench.errors import ConfigError
 from specbench.engine.sampling import Sampler, accept_sampled, first_token
 from specbench.engine.tree import CompiledTree, DraftTree

@@ -1,5 +1,5 @@
 """Greedy acceptance of the longest matching path of a verified tree (``Verification``); the forward that verifies
-it is the backend's target (``target.py`` for the torch backends)."""
+it is the backend's target (``backends/target.py`` for the torch backends)."""
 from __future__ import annotations
 
 from dataclasses import dataclass

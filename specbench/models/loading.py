@@ -111,7 +111,7 @@ def load_model(name: str = EMBEDDED, dtype: str = "float32", device: str = "auto
 
     ``name``: ``embedded``, a Hugging Face id or folder, or a local ``.gguf`` file (transformers dequantises it).
     A backend that runs a model file of its own loads through its spec instead, this model beside it
-    (``engine.backend_registry.load_model_for``); ``hint`` ends the error for a dtype only such a backend runs.
+    (``engine.backends.registry.load_model_for``); ``hint`` ends the error for a dtype only such a backend runs.
     """
     if dtype not in DTYPES:
         raise ModelLoadError(f"unknown dtype {dtype!r}{hint}")

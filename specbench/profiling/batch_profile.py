@@ -23,11 +23,11 @@ from typing import Any, Callable
 import numpy as np
 import torch
 
-from specbench.engine.backends import resolve_backend
-from specbench.engine.batch_cache import BatchedCache
+from specbench.engine.backends.torch_backends import resolve_backend
+from specbench.engine.backends.batch_cache import BatchedCache
 from specbench.engine.batch_inputs import batch_inputs
 from specbench.engine.tree import CompiledTree
-from specbench.engine.target import TargetModel
+from specbench.engine.backends.target import TargetModel
 from specbench.errors import ConfigError
 from specbench.files.jsonfile import read_json, save_json
 from specbench.models.device import synchronize

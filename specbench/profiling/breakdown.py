@@ -29,10 +29,9 @@ def measure_breakdown(model: Any, context_len: int = 256, forwards: int = 10, ba
     import torch
     from torch.profiler import ProfilerActivity, profile
 
-    from specbench.engine.backend_registry import backend_spec
-    from specbench.engine.backends import resolve_backend
-    from specbench.engine.kv_cache import trim_cache
-    from specbench.engine.target import TargetModel
+    from specbench.engine.backends.registry import backend_spec
+    from specbench.engine.backends.torch_backends import resolve_backend
+    from specbench.engine.backends.kv_cache import trim_cache
 
     param = next(model.parameters())
     spec = backend_spec(backend) if isinstance(backend, str) else None
@@ -40,7 +39,7 @@ def measure_breakdown(model: Any, context_len: int = 256, forwards: int = 10, ba
         return None  # (torch's profiler sees nothing of another engine's kernels, llama.cpp's)
     chosen = resolve_backend(backend, param.device, param.dtype)
     chosen.prepare(model)
-    target = TargetModel(model)
+    target = chosen.target(model)  # (the torch target, with the backend's caps)
     gen = torch.Generator().manual_seed(seed)
     vocab = int(model.config.vocab_size)
     with torch.inference_mode():

@@ -54,7 +54,7 @@ def random_distilled_draft(target: Any, recipe: str = "quick", extra_tokens: int
     import torch
     from transformers import AutoModelForCausalLM
 
-    from specbench.engine.backends import resolve_backend
+    from specbench.engine.backends.torch_backends import resolve_backend
     from specbench.training.draft_distill import DISTILL_RECIPES
 
     r = DISTILL_RECIPES.get(recipe) or DISTILL_RECIPES["quick"]

@@ -13,8 +13,8 @@ from typing import Any
 
 import torch
 
-from specbench.engine.backends import resolve_backend
-from specbench.engine.kv_cache import trim_cache
+from specbench.engine.backends.torch_backends import resolve_backend
+from specbench.engine.backends.kv_cache import trim_cache
 from specbench.models.device import synchronize
 
 DEFAULT_SIZES = (1, 2, 4, 8, 16, 32, 64, 128)

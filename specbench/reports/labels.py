@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from specbench.engine.backend_registry import backend_spec
+from specbench.engine.backends.registry import backend_spec
 
 LEGACY_BACKEND = "reference"  # what runs recorded before backends existed ran: transformers as loaded
 

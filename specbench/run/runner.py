@@ -23,12 +23,12 @@ from typing import Any
 from specbench.catalog import BASELINE
 from specbench.engine.budget import DraftBudget
 from specbench.engine.generation import Generation
-from specbench.engine.backends import backend_for
+from specbench.engine.backends.torch_backends import backend_for
 from specbench.engine.loop import Engine
 from specbench.engine.sampling_config import generation_seed
 from specbench.files.content_hash import skipping_verification
 from specbench.models.device import synchronize
-from specbench.engine.backend_registry import load_model_for
+from specbench.engine.backends.registry import load_model_for
 from specbench.models.loading import LoadedModel, stop_token_ids
 from specbench.profiling.memory import peak_memory, reset_peak
 from specbench.prompts.task import Question

@@ -29,7 +29,7 @@ from specbench.prompts.templates import PROBE
 from specbench.results.record import Record, Unit
 from specbench.paths import cache_dir
 from specbench.run.method_env import MethodEnv
-from specbench.engine.llamacpp.gguf_files import QUANTISED, gguf_model
+from specbench.engine.backends.llamacpp.gguf_files import QUANTISED, gguf_model
 from specbench.serving.draft_gguf import sps_draft_gguf
 from specbench.serving.reply import EngineReply
 from specbench.serving.session import SessionSpec

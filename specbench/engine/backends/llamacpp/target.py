@@ -21,10 +21,10 @@ from typing import Any
 import numpy as np
 import torch
 
-from specbench.engine.llamacpp.context import LlamaContext
-from specbench.engine.llamacpp.seq_layout import SeqLayout, layout_sequences
-from specbench.engine.contract import Forward
-from specbench.engine.llamacpp.spec import LLAMACPP
+from specbench.engine.backends.llamacpp.context import LlamaContext
+from specbench.engine.backends.llamacpp.seq_layout import SeqLayout, layout_sequences
+from specbench.engine.backends.contract import Forward
+from specbench.engine.backends.llamacpp.spec import LLAMACPP
 from specbench.errors import ConfigError
 
 _LAYOUTS = 256  # layouts remembered per target (drafters with a fixed tree reuse theirs every step)

@@ -1,13 +1,14 @@
 """The torch backends' target: a Hugging Face causal LM run as ``base model -> hidden states -> output head``
-(``TargetModel``), the forward the decode loop verifies drafts with (``contract.Target``)."""
+(``TargetModel``), the forward the decode loop verifies drafts with (``contract.Target``; it is also a
+``BatchedTarget`` and a ``SkippingTarget``, and its backend spec's caps, ``TargetCaps``, say so)."""
 from __future__ import annotations
 
 import torch
 
 from specbench.engine.attention_layout import Masks, additive, attention_layout, key_positions
-from specbench.engine.contract import Forward, TargetCaps
-from specbench.engine.kv_cache import full_length_cache
-from specbench.engine.layer_skip import SkipSet, skipping
+from specbench.engine.backends.contract import Forward, TargetCaps
+from specbench.engine.backends.kv_cache import full_length_cache
+from specbench.engine.backends.layer_skip import SkipSet, skipping
 
 
 class TargetModel:
@@ -24,10 +25,11 @@ class TargetModel:
     holding the inputs of layers 2, 15 and 27 (EAGLE-3's low, middle and high features).
     """
 
-    caps = TargetCaps()  # batching, intermediate layers, tree masks, skipped layers; a prompt's states come for free
-
-    def __init__(self, model: torch.nn.Module) -> None:
+    def __init__(self, model: torch.nn.Module, caps: TargetCaps = TargetCaps()) -> None:
+        """``caps``: its backend spec's (``TorchBackend.target``); a bare ``TargetModel`` (the profilers, the
+        tests) can do everything a torch target can: batching, intermediate layers, tree masks, skipped layers."""
         self.model = model
+        self.caps = caps
         self.base = model.base_model
         self.head = model.get_output_embeddings()
         if self.head is None:

@@ -1,7 +1,8 @@
 """The ``llamacpp`` engine backend: the target's forward on llama.cpp (a GGUF file), the loop unchanged.
 
-Same contract as ``backends.Backend``: ``prepare``, ``new_cache``, ``describe``, ``target``. The transformers
-model stays loaded beside it (drafters read its embeddings and head, the tokenizer is its tokenizer); llama.cpp
+Same contract as the torch backends (``contract.Backend``: ``prepare``, ``new_cache``, ``describe``, ``target``;
+its spec's caps declare no batching, so it is no ``BatchingBackend``, nor skipped layers). The transformers model
+stays loaded beside it (drafters read its embeddings and head, the tokenizer is its tokenizer); llama.cpp
 runs ``gguf`` on ``threads`` threads. F32 and F16/BF16 files run in full precision (F32 KV cache, no flash
 attention: within 1e-5 of the fp32 transformers forward); quantised ones with llama.cpp's defaults (F16 KV cache,
 flash attention when it chooses), as a llama.cpp user runs them.
@@ -15,11 +16,11 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from specbench.engine.llamacpp.context import LlamaContext
-from specbench.engine.llamacpp.spec import LLAMACPP, NAME
-from specbench.engine.llamacpp.target import LlamaCache, LlamaTarget
-from specbench.engine.llamacpp.gguf_files import QUANTISED, GgufModel
-from specbench.engine.llamacpp.library import library_info
+from specbench.engine.backends.llamacpp.context import LlamaContext
+from specbench.engine.backends.llamacpp.spec import LLAMACPP, NAME
+from specbench.engine.backends.llamacpp.target import LlamaCache, LlamaTarget
+from specbench.engine.backends.llamacpp.gguf_files import QUANTISED, GgufModel
+from specbench.engine.backends.llamacpp.library import library_info
 
 
 

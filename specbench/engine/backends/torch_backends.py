@@ -1,4 +1,4 @@
-"""How the target's forward is executed: the torch backends and ``resolve_backend`` (the names: ``backend_registry.py``).
+"""How the target's forward is executed: the torch backends and ``resolve_backend`` (the names: ``registry.py``).
 
 - ``reference``: the transformers module exactly as loaded, with transformers' ``DynamicCache`` (every layer
   keeping every position, ``kv_cache.full_length_cache``). The yardstick every other backend is compared with
@@ -26,24 +26,30 @@ from typing import Any
 
 import torch
 
-from specbench.engine.backend_registry import backend_choices, backend_spec
-from specbench.engine.batch_cache import BatchedCache
-from specbench.engine.contract import TargetCaps
-from specbench.engine.kv_cache import PreallocatedCache, full_length_cache
-from specbench.engine.packed_linear import describe as describe_packing
-from specbench.engine.packed_linear import is_packed, pack_linears, packing_supported, unpack_linears
-from specbench.engine.target import TargetModel
+from specbench.engine.backends.registry import backend_choices, backend_spec
+from specbench.engine.backends.batch_cache import BatchedCache
+from specbench.engine.backends.contract import TargetCaps
+from specbench.engine.backends.kv_cache import PreallocatedCache, full_length_cache
+from specbench.engine.backends.packed_linear import describe as describe_packing
+from specbench.engine.backends.packed_linear import is_packed, pack_linears, packing_supported, unpack_linears
+from specbench.engine.backends.target import TargetModel
 
 _STATE_ATTR = "_specbench_backend"
 
 
 @dataclass(frozen=True)
-class Backend:
-    """A resolved backend: its name and whether linears are packed on this device/dtype."""
+class TorchBackend:
+    """A resolved torch backend (``reference``, ``fast``): its name and whether linears are packed on this
+    device/dtype."""
 
     name: str
     packed: bool
-    caps = TargetCaps()  # (what ``TargetModel`` can do: batching, intermediate layers, tree masks)
+
+    @property
+    def caps(self) -> TargetCaps:
+        """What its target can do, as its spec declares (``registry.py``): batching, intermediate layers, tree
+        masks, skipped layers; a prompt's states come for free."""
+        return backend_spec(self.name).caps
 
     def prepare(self, model: torch.nn.Module) -> None:
         """Put ``model`` in this backend's state (idempotent, cheap when already there)."""
@@ -72,8 +78,8 @@ class Backend:
         return self.name
 
     def target(self, model: torch.nn.Module) -> TargetModel:
-        """The forward the engine runs: the transformers module through ``TargetModel``."""
-        return TargetModel(model)
+        """The forward the engine runs: the transformers module through ``TargetModel``, with this backend's caps."""
+        return TargetModel(model, self.caps)
 
     def describe(self, model: torch.nn.Module | None = None) -> dict[str, Any]:
         """What the manifest and reports record about the backend."""
@@ -88,15 +94,15 @@ class Backend:
 
 
 def torch_backend(name: str, device: torch.device, dtype: torch.dtype, gguf: Any = None,
-                  threads: int | None = None) -> Backend:
+                  threads: int | None = None) -> TorchBackend:
     """``reference`` or ``fast`` (the registry's factory for both): linears packed where ``fast`` supports it."""
-    return Backend(name, packed=name == "fast" and packing_supported(device, dtype))
+    return TorchBackend(name, packed=name == "fast" and packing_supported(device, dtype))
 
 
 def resolve_backend(name: str, device: torch.device, dtype: torch.dtype, gguf: Any = None,
                     threads: int | None = None) -> Any:
     """The backend ``name`` (``auto`` or a registered one: ``reference``, ``fast``, ``llamacpp``, ...) on ``device``
-    in ``dtype``; ``llamacpp`` runs ``gguf`` (a ``engine.llamacpp.gguf_files.GgufModel``) on ``threads`` threads."""
+    in ``dtype``; ``llamacpp`` runs ``gguf`` (a ``engine.backends.llamacpp.gguf_files.GgufModel``) on ``threads`` threads."""
     spec = backend_spec(name)
     if spec is None:
         raise ValueError(f"unknown backend {name!r}; choose one of {', '.join(backend_choices())}")

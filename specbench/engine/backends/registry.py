@@ -1,22 +1,26 @@
 """Engine backends by name: the built-in ``reference``, ``fast`` and ``llamacpp``, and any a plugin registers.
 
 A new backend is one package and one ``register_backend(BackendSpec(...))`` (``contract.py`` says what the spec
-declares); the run configuration, ``--help``, reports and the profiler ask the spec instead of testing names.
+declares); its spec's ``caps`` declare its optional abilities, the one place they are declared, and they are
+checked when its target is made (``contract.checked_target``). The run configuration, ``--help``, reports and the
+profiler ask the spec instead of testing names. ``auto`` is ``fast``'s spec (the fastest lossless backend).
 
-Example: ``backend_spec("llamacpp").caps.batching`` -> False; ``backend_names()`` -> ``("reference", "fast",
-"llamacpp")``; ``backend_spec("auto")`` is ``fast``'s spec (``auto`` = the fastest lossless backend).
+>>> backend_spec("llamacpp").caps.batching, backend_spec("llamacpp").batch_refusal
+(False, 'the batched loop keeps its own padded KV cache')
+>>> backend_names()[:3], backend_spec("auto").name
+(('reference', 'fast', 'llamacpp'), 'fast')
 """
 from __future__ import annotations
 
 import importlib
 from typing import Any
 
-from specbench.engine.contract import BackendSpec, TargetCaps
-from specbench.engine.llamacpp.spec import LLAMACPP
+from specbench.engine.backends.contract import BackendSpec, TargetCaps
+from specbench.engine.backends.llamacpp.spec import LLAMACPP
 
 DEFAULT_BACKEND = "auto"
 AUTO_MEANS = "fast"  # the fastest backend that stays lossless on every device tested (docs/measurements.md)
-_TORCH = "specbench.engine.backends:torch_backend"
+_TORCH = "specbench.engine.backends.torch_backends:torch_backend"
 
 _SPECS: dict[str, BackendSpec] = {}
 

@@ -24,7 +24,7 @@ import torch
 from transformers import DynamicCache
 from transformers.cache_utils import Cache, CacheLayerMixin
 
-from specbench.engine.contract import TrimsRows
+from specbench.engine.backends.contract import TrimsRows
 
 DEFAULT_CAPACITY = 256
 

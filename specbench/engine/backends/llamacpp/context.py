@@ -21,7 +21,7 @@ from typing import Sequence
 import numpy as np
 
 from specbench.errors import ModelLoadError
-from specbench.engine.llamacpp.library import llama
+from specbench.engine.backends.llamacpp.library import llama
 
 MIN_CELLS = 2048  # a context's first size; it doubles when a generation needs more
 UBATCH = 512  # llama.cpp's physical batch: rows computed per graph (a longer prompt is split)

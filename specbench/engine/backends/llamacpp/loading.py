@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import dataclasses
 
-from specbench.engine.llamacpp.gguf_files import LLAMACPP_DTYPES, gguf_model
-from specbench.engine.llamacpp.library import llama
+from specbench.engine.backends.llamacpp.gguf_files import LLAMACPP_DTYPES, gguf_model
+from specbench.engine.backends.llamacpp.library import llama
 from specbench.errors import ModelLoadError
 from specbench.models.embedded import EMBEDDED
 from specbench.models.loading import LoadedModel, load_model, resolve_device

@@ -24,20 +24,22 @@ from typing import Any
 
 import torch
 
-from specbench.engine.batch_cache import BatchedCache, StepPlan
-from specbench.engine.kv_cache import trim_cache
-from specbench.engine.layer_skip import SkipSet
+from specbench.engine.backends.batch_cache import BatchedCache, StepPlan
+from specbench.engine.backends.contract import SkippingTarget, require
+from specbench.engine.backends.kv_cache import trim_cache
+from specbench.engine.backends.layer_skip import SkipSet
 
 
 class SelfDraft:
     """One step's draft forwards of the target over the generation's cache (module docstring).
 
-    ``target``: a target whose ``caps.skips_layers`` is True; ``n_ctx``: the positions the cache holds (the root
-    is not among them); ``slot``: the sequence's slot in a ``BatchedCache`` (None: a single sequence's cache).
+    ``target``: a ``SkippingTarget`` (its ``caps.skips_layers`` True; a one-line ``ConfigError`` otherwise);
+    ``n_ctx``: the positions the cache holds (the root is not among them); ``slot``: the sequence's slot in a
+    ``BatchedCache`` (None: a single sequence's cache).
     """
 
     def __init__(self, target: Any, cache: Any, n_ctx: int, slot: int | None = None) -> None:
-        self.target = target
+        self.target = require(target, SkippingTarget)
         self.cache = cache
         self.n_ctx = int(n_ctx)
         self.slot = slot

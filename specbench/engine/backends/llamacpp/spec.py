@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from specbench.engine.contract import BackendSpec, TargetCaps
-from specbench.engine.llamacpp.gguf_files import LLAMACPP_DTYPES
+from specbench.engine.backends.contract import BackendSpec, TargetCaps
+from specbench.engine.backends.llamacpp.gguf_files import LLAMACPP_DTYPES
 
 NAME = "llamacpp"
 _SHORT = {"float32": "fp32", "float16": "fp16", "bfloat16": "bf16"}
@@ -32,7 +32,7 @@ def precision(backend: dict[str, Any]) -> str:
 
 LLAMACPP = BackendSpec(
     NAME, "llama.cpp on a GGUF file: --model embedded or PATH.gguf; the extra specbench[llamacpp]",
-    "specbench.engine.llamacpp.backend:create",
+    "specbench.engine.backends.llamacpp.backend:create",
     caps=TargetCaps(batching=False, intermediate_layers=False, prompt_states_cost=True, skips_layers=False),
     dtypes=LLAMACPP_DTYPES, batch_refusal="the batched loop keeps its own padded KV cache", torch_forward=False,
-    label=label, precision=precision, loader="specbench.engine.llamacpp.loading:load")
+    label=label, precision=precision, loader="specbench.engine.backends.llamacpp.loading:load")

@@ -150,7 +150,7 @@ def _rewrite_f32(src: Path, out: Path) -> None:
 
 def _quantise(src: Path, out: Path, ftype: int, threads: int) -> None:
     """llama.cpp's quantiser from ``src`` to ``out`` at file type ``ftype`` with its default per-tensor rules."""
-    from specbench.engine.llamacpp.library import llama
+    from specbench.engine.backends.llamacpp.library import llama
 
     lib = llama()
     params = lib.llama_model_quantize_default_params()
