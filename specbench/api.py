@@ -32,7 +32,7 @@ and a worked example):
    ``ctx.tokens``; the engine alone verifies and accepts;
 2. children best-first: every node's children (the root's too) in the drafter's own ranking, best first (by
    count, probability, beam score...): ``budget=auto`` learns acceptance per sibling rank and keeps the best;
-3. distinct siblings;
+3. distinct siblings (a repeat is verified for nothing; a sampled proposal must not repeat one);
 4. read-only inputs: never mutate ``ctx`` (``ctx.tokens`` is the generation's own list) nor a ``StepResult``;
 5. ``ctx.max_depth`` is a hint, and ``StepResult`` indexes the tree verified (possibly cut), not the one proposed;
 6. one sequence per instance: ``begin`` resets every per-sequence state;

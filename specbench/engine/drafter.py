@@ -16,8 +16,9 @@ after each timed generation and the engine ``report`` at a generation's end. Wha
    learns an acceptance rate per (depth, sibling rank) and keeps the best nodes by it (``engine/budget.py``): a
    drafter that lists its second guess first makes it cut the better one. A node cut away keeps its rank
    (``DraftTree.ranks``). ``tests/test_best_first.py`` checks every registered method.
-3. **Distinct siblings.** A node's children are distinct tokens: the engine verifies a repeated sibling once, and
-   a sampled proposal's ``draft_probs`` assume sampling without replacement.
+3. **Distinct siblings.** A node's children are distinct tokens: of repeated siblings only the first can be accepted
+   (``compile_tree``), so a repeat costs a verified row for nothing (Token Recycling's rows never written repeat
+   token 0), and a sampled proposal must not repeat one (its ``draft_probs`` are drawn without replacement).
 4. **Read-only inputs.** ``propose`` (and ``observe``, ``begin``, ``learn``) never mutate what they are handed:
    ``ctx.tokens`` is the generation's own list, the tensors are views of the engine's rows (the next step's
    ``hidden``), ``StepResult.tree`` is the tree the engine verified. Copy what is kept: ``list(ctx.tokens)``
