@@ -25,6 +25,25 @@ A method in 15 lines (prompt lookup of one token, for illustration)::
     def build_echo(config: EchoConfig, env: MethodEnv) -> EchoDrafter:
         return EchoDrafter(config.n)
 
+What a drafter owes the engine (``engine/drafter.py`` states each with what every capability attribute promises
+and a worked example):
+
+1. propose only: return None, a ``DraftTree`` or a ``Proposal`` of the target's token ids continuing
+   ``ctx.tokens``; the engine alone verifies and accepts;
+2. children best-first: every node's children (the root's too) in the drafter's own ranking, best first (by
+   count, probability, beam score...): ``budget=auto`` learns acceptance per sibling rank and keeps the best;
+3. distinct siblings (a repeat is verified for nothing; a sampled proposal must not repeat one);
+4. read-only inputs: never mutate ``ctx`` (``ctx.tokens`` is the generation's own list) nor a ``StepResult``;
+5. ``ctx.max_depth`` is a hint, and ``StepResult`` indexes the tree verified (possibly cut), not the one proposed;
+6. one sequence per instance: ``begin`` resets every per-sequence state;
+7. capabilities declared as attributes, never probed (``reads_hidden_states``, ``feature_layers``,
+   ``drafts_with_target``, ``row_topk``, ``observes_plain_steps``, ``keeps_state_across_generations``):
+   the engine hands over only what they ask, and a drafter that learns across generations says so;
+8. auxiliary rows, sampled draft distributions and an accept cap come in a ``Proposal``.
+
+EchoDrafter keeps them: a chain (trivially best first), a copied slice of the tokens, no state, and it could
+declare ``reads_hidden_states = False`` (it never reads them), letting llama.cpp skip the hidden states.
+
 Groups: the drafter contract (what ``propose`` gets and returns); registration; errors and config
 helpers; the target and checkpoints (loading, hub ids, hashes); datastores (REST's suffix arrays,
 CREST's n-gram store, corpora); training (the shared feature store, recipes, epoch checkpoints and trainer steps); tasks (and the

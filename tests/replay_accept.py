@@ -44,7 +44,7 @@ def replay(drafter: Any, prompt_ids: list[int], ar_output: list[int], max_new_to
         budget = max_new_tokens - len(out)
         tree = None
         if budget > 1:
-            ctx = DraftContext(list(prompt_ids) + out, len(prompt_ids), None, None, budget - 1)  # type: ignore[arg-type]
+            ctx = DraftContext(list(prompt_ids) + out, len(prompt_ids), None, budget - 1)  # type: ignore[arg-type]
             tree = drafter.propose(ctx)
             if tree is not None and len(tree):
                 tree = tree.truncated(budget - 1)

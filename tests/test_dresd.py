@@ -48,14 +48,14 @@ def test_drafter_on_hand_built_datastore() -> None:
     ds = _hand_built()
     dr = DReSDDrafter(ds, num_drafts=2, draft_len=2, k=4, exact=True)
     hidden = torch.tensor([1.0, 0.05, 0.0, 0.0])
-    tree = dr.propose(DraftContext([1, 2, 3], 1, hidden, None, max_depth=10))
+    tree = dr.propose(DraftContext([1, 2, 3], 1, hidden, max_depth=10))
     # neighbours by similarity: 0, 1, 3 (value[0] 4: dropped), 2; first D=2 survivors -> chains of rows 0, 1
     assert tree.tokens == (10, 11, 20, 21) and tree.parents == (-1, 0, -1, 2)
     # max_depth bounds the chain length; a root no neighbour continues gives no draft
-    assert dr.propose(DraftContext([1, 2, 3], 1, hidden, None, max_depth=1)).tokens == (10, 20)
-    assert dr.propose(DraftContext([1, 2, 5], 1, hidden, None, max_depth=10)) is None
+    assert dr.propose(DraftContext([1, 2, 3], 1, hidden, max_depth=1)).tokens == (10, 20)
+    assert dr.propose(DraftContext([1, 2, 5], 1, hidden, max_depth=10)) is None
     dr4 = DReSDDrafter(ds, num_drafts=10, draft_len=3, k=4, exact=True)
-    assert dr4.propose(DraftContext([9, 4], 1, hidden, None, max_depth=10)).tokens == (40, 41, 42)
+    assert dr4.propose(DraftContext([9, 4], 1, hidden, max_depth=10)).tokens == (40, 41, 42)
 
 
 def test_config_validation() -> None:

@@ -139,7 +139,7 @@ def test_drafter_reading_the_prompt_in_slices_proposes_the_same_tree(monkeypatch
     def propose() -> DraftTree | None:
         drafter = EagleDrafter(layer, head, EagleConfig(checkpoint="random", top_k=3, depth=3, total_tokens=12))
         drafter.begin(tokens[:-1])
-        return drafter.propose(DraftContext(tokens, 11, feats[-1], target, 10, feats))
+        return drafter.propose(DraftContext(tokens, 11, feats[-1], 10, feats))
 
     whole = propose()
     monkeypatch.setattr(eagle_method, "causal_chunks", functools.partial(causal_chunks, rows=3))
@@ -170,7 +170,7 @@ def test_tree_rows_see_exactly_their_ancestors(tree: str) -> None:
     tokens = torch.randint(0, 64, (9,)).tolist()
     feats = torch.randn(8, 32)
     drafter.begin(tokens[:-1])
-    proposed = drafter.propose(DraftContext(tokens, 8, feats[-1], target, 10, feats))
+    proposed = drafter.propose(DraftContext(tokens, 8, feats[-1], 10, feats))
     assert proposed is not None and len(proposed) > 4 and max(proposed.depths()) >= 3
     assert drafter.cache.length == 8  # the tree's rows were dropped
     for node, (tok, parent) in enumerate(zip(proposed.tokens, proposed.parents)):

@@ -158,7 +158,7 @@ def test_drafts_only_ids_of_the_draft_vocabulary() -> None:
     target, layer = _draft(vocab=vocab)
     drafter = Eagle3Drafter(layer, (0, 1, 1), Eagle3Config(top_k=3, depth=2, total_tokens=20))
     drafter.begin([1, 2, 3])
-    tree = drafter.propose(DraftContext([1, 2, 3, 4], 3, torch.randn(32), target, 10, torch.randn(3, 32),
+    tree = drafter.propose(DraftContext([1, 2, 3, 4], 3, torch.randn(32), 10, torch.randn(3, 32),
                                         layer_states=torch.randn(3, 3, 32)))
     assert tree is not None and len(tree) == 20 and max(tree.depths()) == 3  # 3 + 9 + 9 generated, 20 kept
     assert set(tree.tokens) <= set(vocab.ids.tolist())
@@ -272,7 +272,7 @@ def test_published_checkpoint_by_hub_id_offline(tmp_path, monkeypatch) -> None:
     assert gen.output_ids == greedy_reference(target, prompt, 20)
     kept = set((torch.arange(24) + drafter.layer.d2t.cpu()).tolist())
     drafter.begin(prompt)
-    tree = drafter.propose(DraftContext(prompt + [2], 6, torch.randn(32), target, 4, torch.randn(6, 32),
+    tree = drafter.propose(DraftContext(prompt + [2], 6, torch.randn(32), 4, torch.randn(6, 32),
                                         layer_states=torch.randn(6, 3, 32)))
     assert tree is not None and set(tree.tokens) <= kept
 

@@ -37,7 +37,7 @@ def _env(model, tmp_path, tok=None) -> MethodEnv:
 
 
 def _ctx(tokens: list[int], hidden: torch.Tensor, max_depth: int = 8, new: torch.Tensor | None = None) -> DraftContext:
-    return DraftContext(tokens, 1, hidden, None, max_depth, new if new is not None else hidden[None])
+    return DraftContext(tokens, 1, hidden, max_depth, new if new is not None else hidden[None])
 
 
 # --- the tree and the sequential heads, by hand ---------------------------------------------------------------

@@ -69,7 +69,7 @@ def test_update_and_expand_worked_example() -> None:
 
 
 def context(tokens: list[int], depth: int = 10) -> DraftContext:
-    return DraftContext(tokens=tokens, prompt_len=1, hidden=torch.zeros(4), model=None, max_depth=depth)
+    return DraftContext(tokens=tokens, prompt_len=1, hidden=torch.zeros(4), max_depth=depth)
 
 
 def test_drafter_recycles_the_verified_rows() -> None:

@@ -123,7 +123,7 @@ def test_drafter_scores_with_the_warp() -> None:
     head = build_head(head_config_for(model, proj=False, num_blocks=2), model).eval()
     for p in head.parameters():
         torch.nn.init.normal_(p, std=0.5)
-    ctx = DraftContext(tokens=[1, 2, 3], prompt_len=2, hidden=torch.randn(32), model=model, max_depth=8)
+    ctx = DraftContext(tokens=[1, 2, 3], prompt_len=2, hidden=torch.randn(32), max_depth=8)
     for top_k, finite in ((5, 5), (0, 64)):
         _, logp = ReDrafter(head, ReDrafterConfig(top_k=top_k)).step_fn(ctx)(None, torch.tensor([3, 4]))
         assert (torch.isfinite(logp).sum(-1) == finite).all()

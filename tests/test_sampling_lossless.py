@@ -89,40 +89,48 @@ def sample_counts(engine: Engine, prompt: list[int], drafter) -> tuple[Counter, 
     return counts, accepted
 
 
-def target_probs(ctx: DraftContext, tokens: list[int]) -> torch.Tensor:
+def target_probs(model: torch.nn.Module, ctx: DraftContext, tokens: list[int]) -> torch.Tensor:
     with torch.inference_mode():
-        return ctx.sampler.probs(ctx.model(torch.tensor([tokens])).logits[0, -1])
+        return ctx.sampler.probs(model(torch.tensor([tokens])).logits[0, -1])
 
 
-class OracleTree(BaseDrafter):
+class WithTarget(BaseDrafter):
+    """A test drafter that reads the target itself (a drafter holds what it drafts with; the engine hands none)."""
+
+    def __init__(self, model: torch.nn.Module) -> None:
+        self.model = model
+
+
+class OracleTree(WithTarget):
     """Deterministic tree: the target's two likeliest next tokens, each followed by its likeliest one."""
 
     def propose(self, ctx: DraftContext) -> DraftTree:
-        top = target_probs(ctx, ctx.tokens).topk(2).indices.tolist()
-        chains = [[t, int(target_probs(ctx, ctx.tokens + [t]).argmax())] for t in top]
+        top = target_probs(self.model, ctx, ctx.tokens).topk(2).indices.tolist()
+        chains = [[t, int(target_probs(self.model, ctx, ctx.tokens + [t]).argmax())] for t in top]
         return DraftTree.from_chains(chains)
 
 
-class RandomLikelyChain(BaseDrafter):
+class RandomLikelyChain(WithTarget):
     """A chain of tokens picked at random (its own RNG) among the target's three likeliest."""
 
-    def __init__(self) -> None:
+    def __init__(self, model: torch.nn.Module) -> None:
+        super().__init__(model)
         self.rng = random.Random(0)
 
     def propose(self, ctx: DraftContext) -> DraftTree:
         chain: list[int] = []
         for _ in range(min(2, ctx.max_depth)):
-            chain.append(self.rng.choice(target_probs(ctx, ctx.tokens + chain).topk(3).indices.tolist()))
+            chain.append(self.rng.choice(target_probs(self.model, ctx, ctx.tokens + chain).topk(3).indices.tolist()))
         return DraftTree.chain(chain)
 
 
-class SampledTree(BaseDrafter):
+class SampledTree(WithTarget):
     """Samples two distinct root children from a flattened target distribution q (the second without
     replacement), each with one sampled child; passes those q's as ``draft_probs``."""
 
     def _q(self, ctx: DraftContext, tokens: list[int]) -> torch.Tensor:
         with torch.inference_mode():
-            return torch.softmax(ctx.model(torch.tensor([tokens])).logits[0, -1] / 0.1, -1)
+            return torch.softmax(self.model(torch.tensor([tokens])).logits[0, -1] / 0.1, -1)
 
     def propose(self, ctx: DraftContext) -> Proposal:
         gen = ctx.sampler.generator
@@ -193,7 +201,7 @@ def test_every_method_samples_ar_distribution(setup, method: str) -> None:
 @pytest.mark.parametrize("name", sorted(TEST_DRAFTERS))
 def test_drafting_test_drafters_sample_ar_distribution(setup, name: str) -> None:
     engine, prompt, exact, _env, _opts = setup
-    counts, accepted = sample_counts(engine, prompt, TEST_DRAFTERS[name]())
+    counts, accepted = sample_counts(engine, prompt, TEST_DRAFTERS[name](engine.model))
     assert accepted > N_SAMPLES // 4  # these drafts really get accepted
     p = chi_square_pvalue(counts, exact)
     assert p >= ALPHA, f"{name}: p = {p:.2e}"
@@ -205,6 +213,7 @@ def test_broken_rule_is_caught(setup, name: str, monkeypatch: pytest.MonkeyPatch
     tokens: the same test must reject it (with a test drafter and with a registered method)."""
     engine, prompt, exact, env, options = setup
     monkeypatch.setattr(engine_sampling, "residual", lambda p, q, token: p)
-    drafter = TEST_DRAFTERS[name]() if name in TEST_DRAFTERS else build_drafter(name, options.get(name, {}), env())[0]
+    drafter = TEST_DRAFTERS[name](engine.model) if name in TEST_DRAFTERS else \
+        build_drafter(name, options.get(name, {}), env())[0]
     counts, _ = sample_counts(engine, prompt, drafter)
     assert chi_square_pvalue(counts, exact) < ALPHA

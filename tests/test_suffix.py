@@ -165,7 +165,7 @@ def test_speculation_tree_by_hand() -> None:
 
 
 def ctx(tokens: list[int], prompt_len: int, depth: int = 64) -> DraftContext:
-    return DraftContext(tokens=tokens, prompt_len=prompt_len, hidden=torch.zeros(2), model=None, max_depth=depth)
+    return DraftContext(tokens=tokens, prompt_len=prompt_len, hidden=torch.zeros(2), max_depth=depth)
 
 
 def state_of(d: SuffixDrafter) -> tuple:

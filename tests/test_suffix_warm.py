@@ -43,7 +43,7 @@ def _env(tmp_path: Path, task: str, split: str = "eval") -> MethodEnv:
 
 
 def _ctx(tokens: list[int]) -> DraftContext:
-    return DraftContext(tokens=tokens, prompt_len=2, hidden=torch.zeros(2), model=None, max_depth=8)
+    return DraftContext(tokens=tokens, prompt_len=2, hidden=torch.zeros(2), max_depth=8)
 
 
 def test_warm_questions_are_the_dev_split_and_never_timed() -> None:

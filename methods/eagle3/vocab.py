@@ -28,7 +28,9 @@ class DraftVocab:
 
     @staticmethod
     def from_ids(ids: torch.Tensor | list[int], vocab_size: int) -> "DraftVocab":
-        """>>> DraftVocab.from_ids([9, 3, 5], 10).ids.tolist()
+        """The vocabulary of ``ids`` (sorted, distinct; each a target id below ``vocab_size``).
+
+        >>> DraftVocab.from_ids([9, 3, 5], 10).ids.tolist()
         [3, 5, 9]
         """
         kept = torch.unique(torch.as_tensor(ids, dtype=torch.long))  # sorted, distinct

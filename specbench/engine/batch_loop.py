@@ -202,7 +202,7 @@ class BatchDecoder:
         for b, (slot, room, drafted) in enumerate(zip(slots, rooms, drafting)):  # 1. draft, each slot for itself
             t = now()
             view = step.self_draft(target, slot.drafter, cache, cache.lengths[b], slot=b) if drafted else None
-            drafts.append(step.draft(slot.st, slot.drafter, engine.model, room, budget, t, select=a == 1,
+            drafts.append(step.draft(slot.st, slot.drafter, room, budget, t, select=a == 1,
                                      depth_cap=self.max_draft_depth, target_draft=view) if drafted else Draft())
             draft_s.append(now() - t if drafted else 0.0)
         if budget is not None and a > 1 and any(d.tree is not None for d in drafts):

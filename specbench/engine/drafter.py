@@ -1,4 +1,70 @@
-"""The drafter interface: methods only *propose* drafts; the engine does everything else.
+"""The drafter contract: methods only *propose* drafts; the engine does everything else.
+
+The engine calls a drafter, never the other way round: ``begin(prompt_ids)`` once before each generation,
+``propose(ctx)`` before each step, ``observe(result)`` after each step it proposed for; the runner calls ``learn``
+after each timed generation and the engine ``report`` at a generation's end. What a drafter owes the engine:
+
+1. **Propose only.** ``propose`` returns None (no draft: the step runs as AR's), a ``DraftTree`` (a chain is a
+   tree) or a ``Proposal`` (the tree with auxiliary rows, draft distributions or an accept cap). The tree's tokens
+   continue ``ctx.tokens`` (which ends with the root), are ids of the target's vocabulary, and each node's parent
+   precedes it; anything else, or a ``propose`` that raises, is one ``DrafterError`` line naming the method
+   (``proposal_check.py``). The engine alone runs the target, verifies and accepts: whatever is proposed, the
+   output is AR's (greedy) or distributed as AR's (sampled).
+2. **Children best-first.** The children of every node, the root's included, are listed best first by the
+   drafter's own ranking: REST and CREST by count, DReSD by neighbour order, ReDrafter by beam score, EAGLE,
+   Medusa and Hydra by probability, Token Recycling by its matrix's order, a chain trivially. ``budget=auto``
+   learns an acceptance rate per (depth, sibling rank) and keeps the best nodes by it (``engine/budget.py``): a
+   drafter that lists its second guess first makes it cut the better one. A node cut away keeps its rank
+   (``DraftTree.ranks``). ``tests/test_best_first.py`` checks every registered method.
+3. **Distinct siblings.** A node's children are distinct tokens: of repeated siblings only the first can be accepted
+   (``compile_tree``), so a repeat costs a verified row for nothing (Token Recycling's rows never written repeat
+   token 0), and a sampled proposal must not repeat one (its ``draft_probs`` are drawn without replacement).
+4. **Read-only inputs.** ``propose`` (and ``observe``, ``begin``, ``learn``) never mutate what they are handed:
+   ``ctx.tokens`` is the generation's own list, the tensors are views of the engine's rows (the next step's
+   ``hidden``), ``StepResult.tree`` is the tree the engine verified. Copy what is kept: ``list(ctx.tokens)``
+   (a kept reference sees the list grow), ``tensor.clone()`` before an in-place op.
+5. **``max_depth`` is a hint.** The engine cuts a deeper tree to the tokens the generation may still emit, and
+   ``budget=auto`` (or a fixed ``budget=K``) cuts further; a drafter that stops at ``max_depth`` saves drafting
+   time. ``StepResult`` refers to the tree verified, which may be such a cut: index ``accepted_nodes`` into
+   ``result.tree``, never into what ``propose`` returned.
+6. **One sequence per instance.** An instance drafts for one sequence at a time; batched decoding gives each
+   slot its own instance and hands it to the slot's next sequence after calling ``begin``, so ``begin`` resets
+   every per-sequence state.
+7. **Capabilities declared, never probed.** The engine and the runner read the attributes below (``BaseDrafter``
+   declares each, all off but ``reads_hidden_states``; a drafter is built on it) and hand over, compute or copy
+   only what they promise:
+   - ``reads_hidden_states`` (True): reads ``ctx.hidden`` / ``ctx.hidden_states``; False lets a backend for which
+     they cost extra (llama.cpp) skip them and hand zero-width ``[k, 0]`` rows.
+   - ``feature_layers`` (()): the target layers whose states it reads as ``ctx.layer_states``, in that order;
+     read at each generation's start, and () costs nothing.
+   - ``drafts_with_target`` (False): drafts with the target itself, layers skipped (SWIFT): ``ctx.target_draft``
+     is set, the engine rewinds it after ``propose``, and a backend that cannot skip layers refuses it.
+   - ``row_topk`` (0): k > 0 gets ``StepResult.row_topk``, the top-k ids of every verified tree row.
+   - ``observes_plain_steps`` (False): ``observe`` also after a step ``budget=auto`` ran without it (tree None).
+   - ``keeps_state_across_generations`` (False): what it does in a generation depends on earlier ones (what
+     ``learn`` gave it, what it kept): ``--repeats`` then times each repeat on a ``copy.deepcopy`` of the state
+     before repeat 0, so such a drafter is cheap to copy. One that overrides ``learn`` or carries anything from
+     one ``begin`` to the next must set it.
+   - ``learn(prompt_ids, output_ids)`` and ``report()``: see ``BaseDrafter``.
+8. **Extra rows and distributions** come only in a ``Proposal``: ``aux`` rows are verified in the same forward for
+   their predictions alone (``StepResult.aux_predictions``, ``aux_rows.py``); ``draft_probs`` only from a drafter
+   that *sampled* its tree (from ``ctx.sampler.generator``), one distribution per node; ``accept_depth`` caps what
+   a step accepts.
+
+Worked example: a drafter guessing the two likeliest next tokens from the context's bigrams. It reads no hidden
+state and says so (7), ranks by count with ties by id and lists the best first (2), proposes two distinct
+siblings (3) and leaves the context as it was (4):
+
+>>> from collections import Counter
+>>> class Bigrams(BaseDrafter):
+...     reads_hidden_states = False
+...     def propose(self, ctx: DraftContext) -> DraftTree | None:
+...         seen = Counter(b for a, b in zip(ctx.tokens, ctx.tokens[1:]) if a == ctx.tokens[-1])
+...         best = sorted(seen, key=lambda t: (-seen[t], t))[: min(2, ctx.max_depth)]
+...         return DraftTree.from_chains([[t] for t in best]) if best else None
+>>> ctx = DraftContext(tokens=[5, 6, 5, 7, 5, 6, 5], prompt_len=6, hidden=torch.zeros(4), max_depth=8)
+>>> Bigrams().propose(ctx), ctx.tokens  # the root 5 was followed by 6 twice and 7 once
+(DraftTree(tokens=(6, 7), parents=(-1, -1)), [5, 6, 5, 7, 5, 6, 5])
 
 Glossary (used across the engine, records and reports):
 - root / t0: the model's greedy next token, already certain when a step starts.
@@ -12,17 +78,21 @@ Glossary (used across the engine, records and reports):
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 import torch
 
 from specbench.engine.aux_rows import AuxRows
 from specbench.engine.tree import DraftTree
 
+if TYPE_CHECKING:  # (types only: the sampler and the self-draft view are built by the engine)
+    from specbench.engine.sampling import Sampler
+    from specbench.engine.backends.self_draft import SelfDraft
+
 
 @dataclass
 class DraftContext:
-    """What a drafter may read at a step (all read-only).
+    """What a drafter may read at a step (all read-only: obligation 4 above).
 
     ``tokens`` is prompt + generated text and ends with the root t0; ``hidden`` is the target's last
     hidden state (after the final norm) at the position whose greedy prediction is the root, so
@@ -57,12 +127,11 @@ class DraftContext:
     tokens: list[int]
     prompt_len: int
     hidden: torch.Tensor  # [hidden_size]
-    model: Any
     max_depth: int
     hidden_states: torch.Tensor | None = None  # [k, hidden_size]
-    sampler: Any = None
+    sampler: Sampler | None = None  # None: greedy decoding
     layer_states: torch.Tensor | None = None  # [k, len(feature_layers), hidden_size]
-    target_draft: Any = None  # engine/backends/self_draft.SelfDraft, for a drafter that drafts_with_target
+    target_draft: SelfDraft | None = None  # for a drafter that drafts_with_target
 
 
 @dataclass(frozen=True)

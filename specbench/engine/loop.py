@@ -87,7 +87,7 @@ class Engine:
             drafting = drafter is not None and room > 1 and (  # budget=auto: draft only when it pays
                 seq is None or draft_budget.plan([step.ready(seq, st, room, layers or hidden)], len(st.tokens) - 1)[0])
             # 1. draft
-            draft = step.draft(st, drafter, self.model, room, draft_budget, t_step, depth_cap=max_draft_depth,
+            draft = step.draft(st, drafter, room, draft_budget, t_step, depth_cap=max_draft_depth,
                                target_draft=step.self_draft(target, drafter, cache, len(st.tokens) - 1)) \
                 if drafting else Draft()
             sync()

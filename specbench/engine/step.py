@@ -12,7 +12,7 @@ everything else, so the two cannot drift apart.
   before a step (``ready``) and learns after it (``learn_step``, ``learn_prefill``).
 
 Example (the single loop, greedy): ``st = start(...)`` after the prompt's forward; then every step
-``d = draft(st, drafter, model, room, budget, t)``, a forward over ``compile_tree(st.root, d.tree)``,
+``d = draft(st, drafter, room, budget, t)``, a forward over ``compile_tree(st.root, d.tree)``,
 ``ver = accept(compiled, logits, hidden, st.sampler, d)``, ``emit(st, ver, logits, stop_ids)`` and
 ``feedback(st, drafter, budget, d.tree, ver)``.
 """
@@ -84,8 +84,8 @@ def start(prompt_ids: list[int], root: int, logprob: float | None, logits: torch
                     [] if layer_states is None else [layer_states], vocab=int(logits.shape[-1]))
 
 
-def draft(st: Decoding, drafter: Drafter, model: Any, room: int, budget: DraftBudget | None, started: float,
-          select: bool = True, depth_cap: int | None = None, target_draft: SelfDraft | None = None) -> Draft:
+def draft(st: Decoding, drafter: Drafter, room: int, budget: DraftBudget | None, started: float, select: bool = True,
+          depth_cap: int | None = None, target_draft: SelfDraft | None = None) -> Draft:
     """Step 1: the drafter proposes from the context it may read (``draft_step.py`` shapes the proposal).
     ``depth_cap`` (a fixed budget K): the draft is cut to depth K as if only K + 1 tokens were left.
     ``target_draft``: the target as the draft of a drafter that ``drafts_with_target``, rewound after ``propose``."""
@@ -97,7 +97,7 @@ def draft(st: Decoding, drafter: Drafter, model: Any, room: int, budget: DraftBu
         unseen_layers = st.fresh_layers[0] if len(st.fresh_layers) == 1 else torch.cat(st.fresh_layers)
     st.fresh, st.fresh_layers, st.fresh_rows = [], [], 0
     max_depth = room - 1 if budget is None else min(room - 1, budget.depth_hint(len(st.tokens), st.hot))
-    ctx = DraftContext(st.tokens, st.prompt_len, st.last_hidden, model, max_depth, unseen, sampler=st.sampler,
+    ctx = DraftContext(st.tokens, st.prompt_len, st.last_hidden, max_depth, unseen, sampler=st.sampler,
                        layer_states=unseen_layers, target_draft=target_draft)
     try:
         out = draft_step(drafter, ctx, room, budget, started, select, st.vocab)

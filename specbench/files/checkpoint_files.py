@@ -12,7 +12,7 @@ whatever goes wrong ends as one ``ConfigError`` (the CLI prints it as one line),
 Traceback (most recent call last):
 ...
 specbench.errors.ConfigError: medusa: .../config.json is not valid JSON (Expecting property name ...: line 1 column 2)
->>> with checkpoint_errors("medusa", folder):
+>>> with checkpoint_errors("medusa", folder):  # doctest: +ELLIPSIS
 ...     int("b")  # a weight named "a.b" where the loader expects "{head}.{block}...."
 Traceback (most recent call last):
 ...

@@ -63,7 +63,7 @@ def time_steps(drafter: Any, model: Any, depths: tuple[int, ...], repeats: int, 
         for depth in depths:
             times, sizes = [], []
             for i in range(WARMUP + repeats):
-                ctx = DraftContext(list(tokens), context, fresh[-1], model, depth, fresh, layer_states=fresh_layers)
+                ctx = DraftContext(list(tokens), context, fresh[-1], depth, fresh, layer_states=fresh_layers)
                 t = time.perf_counter()
                 proposal = drafter.propose(ctx)
                 elapsed = time.perf_counter() - t

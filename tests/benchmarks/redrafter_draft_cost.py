@@ -89,7 +89,7 @@ def main(argv: list[str]) -> int:
     with safe_open(str(default_checkpoint_dir(env, ReDrafterConfig()) / DATA), "pt") as f:
         hidden, argmax, starts = f.get_tensor("hidden"), f.get_tensor("argmax"), f.get_tensor("heldout_starts")
     prompt = lm.tokenizer("Hello")["input_ids"]
-    ctxs = [DraftContext(prompt + [int(argmax[t])], len(prompt), hidden[t].float(), None, 8) for t in starts[: args.contexts].tolist()]
+    ctxs = [DraftContext(prompt + [int(argmax[t])], len(prompt), hidden[t].float(), 8) for t in starts[: args.contexts].tolist()]
     for d in drafters.values():  # warm-up (oneDNN primitive creation)
         for c in ctxs[:5]:
             d.propose(c)

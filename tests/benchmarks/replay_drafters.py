@@ -47,7 +47,7 @@ class HiddenReplay(BaseDrafter):
 
     def propose(self, ctx: DraftContext):
         h = torch.from_numpy(self.hidden[len(ctx.tokens) - 2])  # [h]: the position that predicted the root
-        tree = self.drafter.propose(DraftContext(ctx.tokens, ctx.prompt_len, h, None, ctx.max_depth))
+        tree = self.drafter.propose(DraftContext(ctx.tokens, ctx.prompt_len, h, ctx.max_depth))
         self.sizes[len(ctx.tokens)] = len(tree) if tree is not None else 0
         return tree
 
