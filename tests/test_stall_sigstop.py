@@ -40,10 +40,10 @@ bench.require_quiet = lambda threads: None  # (the start-up quietness check meas
 state = {"armed": False, "done": False, "calls": 0}
 one, run = Runner._one, TargetModel.run
 
-def _one(self, drafter, unit, q, method, prompt, budget=None):
-    state["armed"] = method == "ar" and not state["done"]
+def _one(self, row, drafter, budget=None):
+    state["armed"] = row.method == "ar" and not state["done"]
     try:
-        return one(self, drafter, unit, q, method, prompt, budget)
+        return one(self, row, drafter, budget)
     finally:
         state["armed"] = False
 

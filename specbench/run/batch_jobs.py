@@ -31,6 +31,16 @@ class BatchJob:
     units: tuple[Unit, ...]
     questions: tuple[Question, ...]
 
+    @property
+    def slot(self) -> tuple[str, str, int]:
+        """Its drafters' pool (``batch_runner.py``): one per (method, task, batch size)."""
+        return (self.method, self.units[0].task, self.size)
+
+    @property
+    def width(self) -> int:
+        """The sequences decoding at once: its size, or fewer when the group is smaller."""
+        return min(self.size, len(self.units))
+
 
 def single_methods(plan: Any) -> list[str]:
     """The methods timed alone (batch size 1): all of them when 1 is among the sizes, else AR only."""

@@ -24,6 +24,16 @@ from specbench.run.methods_factory import build_drafter
 from specbench.run.plan import Plan
 
 
+@dataclass(frozen=True)
+class Row:
+    """One generation of a run: its method and unit, the question and the prompt ids it decodes (``job_rows``)."""
+
+    method: str
+    unit: Unit
+    question: Question
+    prompt: list[int]
+
+
 @dataclass
 class RunBudgets:
     """A run's draft budgets (``budgets.build_budgets``): one ``budget=auto`` state per (method label, task), the
@@ -68,13 +78,14 @@ class RunContext:
         drafter, cfg = build_drafter(method, self.plan.options_of(method), env)
         return drafter, cfg, env
 
-    def record(self, gen: Any, method: str, unit: Unit, q: Question, prompt: list[int], wall: float,
-               memory: tuple[str, int], batch_wall: float | None = None) -> Record:
-        """The record of ``gen`` (before its lossless verdict, ``checked``): ``wall`` its seconds (a batched job's
-        share of ``batch_wall``), ``memory`` its peak ``(kind, bytes)``."""
-        task = self.plan.tasks[unit.task]
-        return Record.from_generation(gen, method=method, unit=unit, subtask=task.subtask_for(q),
-                                      task_version=task.version, category=q.category, prompt_tokens=len(prompt),
+    def record(self, gen: Any, row: Row, wall: float, memory: tuple[str, int],
+               batch_wall: float | None = None) -> Record:
+        """The record of ``gen``, ``row``'s generation (before its lossless verdict, ``checked``): ``wall`` its
+        seconds (a batched job's share of ``batch_wall``), ``memory`` its peak ``(kind, bytes)``."""
+        task = self.plan.tasks[row.unit.task]
+        q = row.question
+        return Record.from_generation(gen, method=row.method, unit=row.unit, subtask=task.subtask_for(q),
+                                      task_version=task.version, category=q.category, prompt_tokens=len(row.prompt),
                                       wall_time_s=wall, memory=memory, sampling=self.sampling.as_dict(),
                                       config_digest=self.digest, batch_wall_time_s=batch_wall,
                                       context_length=task.context_length)

@@ -13,16 +13,20 @@ With ``--repeats`` every repeat of a unit starts from the state before its repea
 only repeat 0's output is learned, and a later repeat runs on a copy of that state, so a repeat never
 drafts from its own question's answer and the drafter's trajectory is the one of ``--repeats 1``. The same
 holds for a ``budget=auto`` budget, which learns acceptance across generations too.
+
+Sequences and batched pools learn and replay alike (``DrafterPools``, ``replay``): a sequence's drafter is a pool
+of one in the slot (method, task), a batched pool one instance per sequence in flight in (method, task, size).
 """
 from __future__ import annotations
 
 import copy
 import dataclasses
-from typing import Any, Callable, Hashable, Sequence
+from typing import Any, Callable, Hashable, Iterable, Sequence
 
 from specbench.engine.budget import DraftBudget
 from specbench.prompts.task import Question
 from specbench.results.record import Unit
+from specbench.run.driver import DraftedJob
 
 
 def learn(drafter: Any, prompt_ids: list[int], output_ids: list[int]) -> None:
@@ -97,21 +101,70 @@ def _at_repeat_0(units: Sequence[Unit]) -> tuple[Unit, ...]:
     return tuple(dataclasses.replace(u, repeat=0) for u in units)
 
 
-def replay(drafters: dict[tuple[str, str], Any], jobs: list[tuple[Unit, Question, str]], records: dict,
-           prompt_for: Callable[[Unit, Question], list[int]], isolation: RepeatIsolation,
-           budgets: dict[tuple[str, str], Any]) -> None:
-    """Each drafter learns its (method, task)'s finished records (``records``: ``(method, unit) -> Record``),
-    in plan order, the order an uninterrupted run learned them in: repeat 0's alone, and before a unit
-    whose later repeats are still to run, ``isolation`` keeps the state they start from (with the slot's
-    budget as it is now: what a budget learned inside generations is not replayed)."""
-    for unit, q, method in jobs:
-        rec = records.get((method, unit))
-        if rec is None or not isolation.learns(unit):
+class DrafterPools:
+    """The drafter instances of each slot, which learn every finished output of their slot together: a sequence's
+    slot (method, task) holds the one drafter built up front (``open``); a batched pool's (method, task, batch
+    size) one instance per sequence in flight, built as a job needs them (``grown``), a late one first learning what
+    its pool has learned. ``fresh(method, task)`` builds an instance.
+
+    >>> class Echo:
+    ...     def __init__(self): self.seen = []
+    ...     def learn(self, prompt, output): self.seen.append(output)
+    >>> pools = DrafterPools(lambda method, task: Echo())
+    >>> pools.open(("suffix", "gsm8k", 2))
+    >>> first, = pools.grown(("suffix", "gsm8k", 2), 1)
+    >>> pools.learn(("suffix", "gsm8k", 2), [1], [7, 8])
+    >>> [d.seen for d in pools.grown(("suffix", "gsm8k", 2), 2)]  # the second instance caught up
+    [[[7, 8]], [[7, 8]]]
+    """
+
+    def __init__(self, fresh: Callable[[str, str], Any]) -> None:
+        self.fresh = fresh
+        self._pools: dict[Hashable, list[Any]] = {}
+        self._learned: dict[Hashable, list[tuple[list[int], list[int]]]] = {}  # slot -> what its instances learned
+
+    def __contains__(self, slot: Hashable) -> bool:
+        return slot in self._pools
+
+    def open(self, slot: Hashable, drafters: Sequence[Any] = ()) -> None:
+        """Start ``slot``'s pool with ``drafters`` (none: instances are built as jobs need them)."""
+        self._pools[slot] = list(drafters)
+
+    def grown(self, slot: Hashable, count: int) -> list[Any]:
+        """The first ``count`` instances of ``slot``'s pool, the ones it lacks built now."""
+        pool = self._pools[slot]
+        while len(pool) < count:
+            pool.append(self.fresh(slot[0], slot[1]))
+            for prompt, output in self._learned.get(slot, []):  # a late instance catches up with its pool
+                learn(pool[-1], prompt, output)
+        return pool[:count]
+
+    def learn(self, slot: Hashable, prompt_ids: list[int], output_ids: list[int]) -> None:
+        """Every instance of ``slot`` (and every later one) learns this finished generation."""
+        self._learned.setdefault(slot, []).append((prompt_ids, output_ids))
+        for drafter in self._pools.get(slot, []):
+            learn(drafter, prompt_ids, output_ids)
+
+    def parts(self, job: DraftedJob, budgets: dict[tuple[str, str], Any]) -> list[Any]:
+        """What times ``job`` live (``RepeatIsolation.parts_for``): its slot's drafters, then its (method, task)'s
+        ``budget=auto`` state from ``budgets`` (None for any other budget)."""
+        return [*self.grown(job.slot, job.width), budgets.get((job.method, job.units[0].task))]
+
+
+def replay(jobs: Iterable[DraftedJob], records: dict, prompt_for: Callable[[Unit, Question], list[int]],
+           isolation: RepeatIsolation, pools: DrafterPools, budgets: dict[tuple[str, str], Any]) -> None:
+    """Each slot's drafters learn its finished jobs' outputs (``records``: ``(method, unit) -> Record``), in plan
+    order, the order an uninterrupted run learned them in: whole jobs only (a job redone whole learns when it
+    runs), repeat 0's alone, and before a job whose later repeats are still to run, ``isolation`` keeps the state
+    they start from (with the slot's budget as it is now: what a budget learned inside generations is not
+    replayed). The sequential runner replays all its jobs up front, a batched pool its own when it is opened."""
+    for job in jobs:
+        if not isolation.learns(job.units[0]) or any((job.method, u) not in records for u in job.units):
             continue
-        slot = (method, unit.task)
-        if isolation.later_pending(method, (unit,), records):
-            isolation.keep(slot, (unit,), [drafters[slot], budgets.get(slot)])
-        learn(drafters[slot], prompt_for(unit, q), rec.output_ids)
+        if isolation.later_pending(job.method, job.units, records):
+            isolation.keep(job.slot, job.units, pools.parts(job, budgets))
+        for unit, q in zip(job.units, job.questions):
+            pools.learn(job.slot, prompt_for(unit.reference(), q), records[(job.method, unit)].output_ids)
 
 
 def first_pending(todo: list[tuple[Unit, Question, str]]) -> dict[str, Question]:

@@ -6,7 +6,10 @@ timing, on drafters (and draft budgets) built for the warm-up alone, so nothing 
 generations comes from them. After each timed generation the drafter of that (method, task) may
 ``learn`` from its finished output; a resumed run replays that from the records in plan order
 (``drafter_state.py``). With ``--repeats`` only repeat 0 is learned from, and every repeat of a unit starts
-from the drafter and budget state before its repeat 0 (``RepeatIsolation``).
+from the drafter and budget state before its repeat 0 (``RepeatIsolation``). The batched jobs
+(``batch_runner.py``) and an engine under test's (``serving_runs.py``) follow; all three share one driver
+(``driver.py``: prompts fit-checked before the timing, one timing idiom, warm-up parts, records written) and
+one way to learn and replay (``drafter_state.py``: a sequence's drafter is a pool of one).
 At temperature > 0 every generation samples with a seed derived from ``--seed`` and its unit
 (``specbench.engine.sampling_config.generation_seed``), the token-for-token lossless check is skipped (outputs differ
 legitimately) and each record carries its mean target log-probability per token instead. Records are appended and fsynced one by one; re-running the same command skips the records
@@ -16,7 +19,6 @@ from __future__ import annotations
 
 import contextlib
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -27,23 +29,20 @@ from specbench.engine.backends.torch_backends import backend_for
 from specbench.engine.loop import Engine
 from specbench.engine.sampling_config import generation_seed
 from specbench.files.content_hash import skipping_verification
-from specbench.models.device import synchronize
 from specbench.engine.backends.registry import load_model_for
 from specbench.models.loading import LoadedModel, stop_token_ids
-from specbench.profiling.memory import peak_memory, reset_peak
 from specbench.prompts.task import Question
 from specbench.prompts.templates import PROBE, ChatTemplate, resolve_template
 from specbench.results.record import Record, Unit
 from specbench.results.run_folder import RecordWriter, read_manifest
 from specbench.results.validation import read_validated_records
 from specbench.run.batch_jobs import batch_jobs
-from specbench.run.serving_rows import concurrency_jobs
 from specbench.run.batch_runner import BatchRuns
 from specbench.run.budgets import build_budgets
-from specbench.run.context import RunContext
-from specbench.run.context_fit import check_up_front, checked_fit
-from specbench.run.drafter_state import RepeatIsolation, first_pending, learn, replay
-from specbench.run.serving_runs import ServingRuns
+from specbench.run.context import Row, RunContext
+from specbench.run.context_fit import check_up_front
+from specbench.run.drafter_state import DrafterPools, RepeatIsolation, first_pending, replay
+from specbench.run.driver import SequenceJob, job_rows, timed_generations, warm_parts
 from specbench.run.estimate_run import announce_estimate
 from specbench.run.guards import (check_attention_layout, check_run_folder, check_same_config, check_same_model,
                                   check_same_prompts, other_commit)
@@ -55,6 +54,8 @@ from specbench.run.method_requirements import check_model_requirements
 from specbench.run.method_faults import method_faults
 from specbench.run.plan import Plan, config_digest
 from specbench.run.references import References
+from specbench.run.serving_rows import concurrency_jobs
+from specbench.run.serving_runs import ServingRuns
 from specbench.run.stall_watch import StallWatch
 from specbench.run.progress_bar import SeededBar
 
@@ -103,18 +104,14 @@ class Runner:
     def _timed(self, prompt: list[int], drafter: Any, record_margins: bool = False, seed: int = 0,
                budget: DraftBudget | None = None,
                max_draft_depth: int | None = None) -> tuple[Generation, float, tuple[str, int]]:
-        """(generation, wall seconds, its peak memory ``(kind, bytes)``); the peak is reset outside the timing, and the
-        process's CPU seconds over the same span go to ``gen.cpu_time_s`` (``specbench.results.stalls``)."""
-        device = self.loaded.device
-        synchronize(device)
-        reset_peak(device)
-        c0, t0 = time.process_time(), time.perf_counter()
-        gen = self.engine.generate(prompt, drafter, self.cfg.max_new_tokens, record_margins=record_margins,
-                                   sampling=self.sampling, seed=seed, draft_budget=budget,
-                                   max_draft_depth=max_draft_depth)
-        synchronize(device)
-        wall, gen.cpu_time_s = time.perf_counter() - t0, time.process_time() - c0
-        return gen, wall, peak_memory(device)
+        """(generation, wall seconds, its peak memory ``(kind, bytes)``), timed as a batch is
+        (``driver.timed_generations``: the process's CPU seconds over the same span go to ``gen.cpu_time_s``)."""
+        generate = lambda: [self.engine.generate(prompt, drafter, self.cfg.max_new_tokens,  # noqa: E731
+                                                 record_margins=record_margins,
+                                                 sampling=self.sampling, seed=seed, draft_budget=budget,
+                                                 max_draft_depth=max_draft_depth)]
+        (gen,), timing = timed_generations(self.loaded.device, generate)
+        return gen, timing.wall_s, timing.memory
 
     # -- main loop ---------------------------------------------------------------------------
     def prompt_for(self, unit: Unit, q: Question) -> list[int]:
@@ -182,25 +179,29 @@ class Runner:
         drafters, configs, artifacts = self._build_drafters()
         self.drafters = drafters
         ctx.budgets = build_budgets(ctx, configs)
-        self.servers = self._exits.enter_context(ServingRuns(ctx, self.checked, encode))  # (servers up, or no-op)
+        self.servers = self._exits.enter_context(ServingRuns(ctx, encode))  # (servers up, or no-op)
         self.refs.margin_at = self.servers.margin_at
         configs.update({m: self.plan.options_of(m) for m in self.plan.engine_methods})
         write_run_manifest(ctx, configs, artifacts, self.template_record(), self.estimate, self.machine,
                            self.servers.describe())
 
         existing = read_validated_records(self.run_dir, read_manifest(self.run_dir))
-        done = {r.key for r in existing}
+        records = {r.key: r for r in existing}
+        done = set(records)
         self.refs.resume(existing)
 
         jobs = list(self.plan.jobs())
         todo = [(unit, q, method) for unit, q, method in jobs if (method, unit) not in done]
-        batched = BatchRuns(ctx, {r.key: r for r in existing})
+        batched = BatchRuns(ctx, records)
         pending, engine_pending = batched.pending(done), self.servers.pending(done)
         if not todo and not pending and not engine_pending:
             return self.refs.mismatches
         isolation = RepeatIsolation(self.cfg.repeats)
-        replay(drafters, [j for j in jobs if j[2] in self.plan.methods], {r.key: r for r in existing}, self.prompt_for,
-               isolation, ctx.budgets.auto)
+        pools = DrafterPools(lambda method, task: self._build_one(method, task)[0])
+        for slot, drafter in drafters.items():  # a sequence's pool: its one drafter, built above
+            pools.open(slot, [drafter])
+        replay([SequenceJob(m, u, q) for u, q, m in jobs if m in self.plan.methods], records, self.prompt_for,
+               isolation, pools, ctx.budgets.auto)
         total = len(jobs) + sum(len(j.units) for j in (*batch_jobs(self.plan), *concurrency_jobs(self.plan)))
         left = len(todo) + sum(sum((j.method, u) not in done for u in j.units) for j in pending + engine_pending)
         bar = SeededBar(self.estimate and self.estimate.per_record_s, len(self.plan.all_methods), total=total,
@@ -214,16 +215,17 @@ class Runner:
                 bar.unpause()  # the warm-up's minutes stay out of the rate, so the ETA counts timed generations only
             for unit, q, method in todo:
                 bar.set_postfix_str(f"{unit.task}/{unit.question_id} t{unit.turn} {method}", refresh=False)
-                slot, prompt = (method, unit.task), self.prompt_for(unit, q)
-                if method not in self.plan.methods:  # an engine's row: the engine does the work
-                    writer.write(self.servers.one(unit, q, method, prompt))
+                job = SequenceJob(method, unit, q)
+                row, = job_rows(ctx, job)  # (its prompt built and fit-checked outside the timing)
+                if method not in self.plan.methods:  # an engine's row: the engine under test does the work
+                    writer.write(self.servers.one(row))
                     bar.update(1)
                     continue
-                drafter, budget = isolation.parts_for(slot, (unit,), [drafters[slot], ctx.budgets.auto.get(slot)])
-                rec = self._one(drafter, unit, q, method, prompt, budget)
+                drafter, budget = isolation.parts_for(job.slot, job.units, pools.parts(job, ctx.budgets.auto))
+                rec = self._one(row, drafter, budget)
                 writer.write(rec)
                 if isolation.learns(unit):
-                    learn(drafter, prompt, rec.output_ids)
+                    pools.learn(job.slot, row.prompt, rec.output_ids)
                 bar.update(1)
             if pending:
                 bar.set_postfix_str("batched warm-up (untimed)")
@@ -244,37 +246,34 @@ class Runner:
         """Warm every method left to time on every task (first calls, caches and kernels happen here, not
         inside a timed generation), on the turn-1 prompt of that task's first pending question.
 
-        The warm-up runs on drafters built for it alone, the same way as the timed ones (their artifacts are
-        not recorded again), and on fresh draft budgets: a drafter or budget that learns across generations
-        would otherwise have seen the first timed question's answer before it is timed, and a resumed run,
-        whose warm-up is on another question, would not give the same records. Dropped after each task."""
+        The warm-up runs on parts built for it alone (``driver.warm_parts``: drafters and draft budgets of its
+        own, so nothing it teaches reaches a timed generation), dropped after each task."""
         if not self.cfg.warmup:
             return
         for task, q in first_pending(todo).items():
             prompt = self.prompt_for(Unit(task, q.question_id, 1), q)
-            drafters = {m: self._build_one(m, task)[0] for m in self.plan.methods}
+            parts = {m: warm_parts(self.ctx, m, task, 1) for m in self.plan.methods}
             run_budgets = self.ctx.budgets
-            budgets = {m: DraftBudget(run_budgets.cost) for m in self.plan.methods if (m, task) in run_budgets.auto}
             for _ in range(self.cfg.warmup):
                 for method in self.plan.methods:
+                    (drafter,), budget = parts[method]
                     with method_faults(method):
-                        self.engine.generate(prompt, drafters[method], self.cfg.max_new_tokens,
+                        self.engine.generate(prompt, drafter, self.cfg.max_new_tokens,
                                              record_margins=method == BASELINE and self.sampling.greedy,
-                                             sampling=self.sampling, draft_budget=budgets.get(method),
+                                             sampling=self.sampling, draft_budget=budget,
                                              max_draft_depth=run_budgets.fixed_depths.get(method))
 
-    def _one(self, drafter: Any, unit: Unit, q: Question, method: str, prompt: list[int],
-             budget: DraftBudget | None = None) -> Record:
-        # ``prompt``: ``prompt_for(unit, q)``, tokenised outside the timed window
-        checked_fit(self.run_dir, self.loaded.model, len(prompt), self.cfg.max_new_tokens, str(unit))
+    def _one(self, row: Row, drafter: Any, budget: DraftBudget | None = None) -> Record:
+        """``row``'s timed generation, its record checked (its prompt built and fit-checked outside the timing)."""
+        method, unit, prompt = row.method, row.unit, row.prompt
         greedy = self.sampling.greedy
         seed = generation_seed(self.cfg.seed, unit.task, unit.question_id, unit.turn, unit.repeat)
         with method_faults(method):  # (a drafter's fault: one line naming it; the records before it stay)
-            gen, wall, (memory_kind, memory_peak) = self._timed(prompt, drafter,
-                                                                record_margins=method == BASELINE and greedy, seed=seed,
-                                                                budget=budget,
-                                                                max_draft_depth=self.ctx.budgets.fixed_depths.get(method))
-        return self.checked(self.ctx.record(gen, method, unit, q, prompt, wall, (memory_kind, memory_peak)), unit, prompt)
+            gen, wall, memory = self._timed(prompt, drafter,
+                                            record_margins=method == BASELINE and greedy, seed=seed,
+                                            budget=budget,
+                                            max_draft_depth=self.ctx.budgets.fixed_depths.get(method))
+        return self.checked(self.ctx.record(gen, row, wall, memory), unit, prompt)
 
     def checked(self, rec: Record, unit: Unit, prompt: list[int]) -> Record:
         """``rec`` with its lossless verdict (``References.checked``)."""

@@ -28,6 +28,7 @@ from specbench.prompts.task import Question
 from specbench.prompts.templates import PROBE
 from specbench.results.record import Record, Unit
 from specbench.paths import cache_dir
+from specbench.run.context import Row
 from specbench.run.method_env import MethodEnv
 from specbench.engine.backends.llamacpp.gguf_files import QUANTISED, gguf_model
 from specbench.serving.draft_gguf import sps_draft_gguf
@@ -123,14 +124,14 @@ def session_spec(ctx: Any, template_encode: Any) -> SessionSpec:
                        warmup_prompt=template_encode(PROBE), warmups=cfg.warmup)
 
 
-def serving_record(ctx: Any, engines: Any, reply: EngineReply, method: str, unit: Unit, q: Question,
-                  prompt: list[int], job: tuple[float, float, float, int] | None = None) -> Record:
-    """The record of one engine reply (before its lossless verdict); ``job``: (admitted, finished, the job's
-    seconds, its requests) of a request sent at a concurrency level above 1."""
+def serving_record(ctx: Any, session: Any, reply: EngineReply, row: Row,
+                   job: tuple[float, float, float, int] | None = None) -> Record:
+    """The record of one engine reply to ``row`` (before its lossless verdict); ``job``: (admitted, finished, the
+    job's seconds, its requests) of a request sent at a concurrency level above 1."""
     gen = reply.as_generation()
     wall, batch_wall = reply.wall_s, None
     if job is not None:
         gen.admitted_s, gen.finished_s, batch_wall, n = job
         wall = batch_wall / n
-    memory = (MEMORY_KIND, engines.peak_rss_bytes(method))
-    return ctx.record(gen, method, unit, q, prompt, wall, memory, batch_wall=batch_wall)
+    memory = (MEMORY_KIND, session.peak_rss_bytes(row.method))
+    return ctx.record(gen, row, wall, memory, batch_wall=batch_wall)

@@ -1,6 +1,8 @@
-"""The engine-under-test part of a run: its session (servers up for the whole loop, always stopped), its rows at
-concurrency 1 (the runner's loop calls ``one`` for them), its jobs above 1 (``pending`` / ``time_job``, after the
-runner's own work, like batched jobs), and the counters every invocation reads, kept in ``engine/counters.json``.
+"""The serving part of a run (an engine under test, ``--engine``; ``specbench.engine`` is specbench's own decoder):
+its session (servers up for the whole loop, always stopped), its rows at concurrency 1 (the runner's loop calls
+``one`` for them), its jobs above 1 (``pending`` / ``time_job``, after the runner's own work, like batched jobs),
+and the counters every invocation reads, kept in ``engine/counters.json``. Its prompts and records go through the
+runner's driver (``driver.py``); its timing is its requests' (``serving/session.py``).
 
 A concurrency job is redone whole when any of its records is missing (its records are written together once it
 finishes), as a batched job is. The counters file is a list, one entry per invocation (a resumed run adds its
@@ -8,8 +10,8 @@ own): each setting's counters since its warm-up, so the report can add them up.
 
 Example, as the runner uses it::
 
-    with ServingRuns(ctx, checked, encode) as servers:     # no-op for a run without --engine
-        rec = servers.one(unit, q, "engine:ngram", prompt)
+    with ServingRuns(ctx, encode) as servers:     # no-op for a run without --engine
+        rec = servers.one(row)                    # row: driver.job_rows of "engine:ngram" on one unit
         for job in servers.pending(done):
             servers.time_job(job, done, writer)
 """
@@ -21,8 +23,9 @@ from types import TracebackType
 from typing import Any, Callable
 
 from specbench.files.jsonfile import write_json_atomic
-from specbench.results.record import Record, Unit
-from specbench.run.context_fit import checked_fit
+from specbench.results.record import Record
+from specbench.run.context import Row
+from specbench.run.driver import job_rows, write_missing
 from specbench.run.serving_rows import SERVING_DIR, ConcurrencyJob, concurrency_jobs, serving_record, session_spec
 from specbench.serving.session import EngineSession
 
@@ -30,11 +33,10 @@ COUNTERS_FILE = "counters.json"
 
 
 class ServingRuns:
-    """See the module docstring; ``checked(record, unit, prompt)`` gives a record its lossless verdict."""
+    """See the module docstring; ``encode(conversation)``: the run's template's prompt ids (the servers' warm-up)."""
 
-    def __init__(self, ctx: Any, checked: Callable[[Record, Unit, list[int]], Record],
-                 encode: Callable[[Any], list[int]]) -> None:
-        self.ctx, self.checked, self.encode = ctx, checked, encode
+    def __init__(self, ctx: Any, encode: Callable[[Any], list[int]]) -> None:
+        self.ctx, self.encode = ctx, encode
         self.session: EngineSession | None = None
 
     def __enter__(self) -> "ServingRuns":
@@ -54,11 +56,10 @@ class ServingRuns:
         """The manifest's ``engine`` entry (None without an engine)."""
         return None if self.session is None else self.session.describe()
 
-    def one(self, unit: Unit, q: Any, method: str, prompt: list[int]) -> Record:
-        """One engine row's generation of ``unit`` at concurrency 1, checked against ``engine:off``."""
-        checked_fit(self.ctx.run_dir, self.ctx.loaded.model, len(prompt), self.ctx.cfg.max_new_tokens, str(unit))
-        reply = self.session.complete(method, prompt, self.ctx.cfg.max_new_tokens)
-        return self.checked(serving_record(self.ctx, self.session, reply, method, unit, q, prompt), unit, prompt)
+    def one(self, row: Row) -> Record:
+        """One engine row's generation of ``row`` at concurrency 1, checked against ``engine:off``."""
+        reply = self.session.complete(row.method, row.prompt, self.ctx.cfg.max_new_tokens)
+        return self.ctx.checked(serving_record(self.ctx, self.session, reply, row), row.unit, row.prompt)
 
     def margin_at(self, label: str, prompt: list[int], output: list[int], position: int) -> float | None:
         return None if self.session is None else self.session.margin_at(label, prompt, output, position)
@@ -68,18 +69,15 @@ class ServingRuns:
 
     def time_job(self, job: ConcurrencyJob, done: set, writer: Any) -> int:
         """Send the job's prompts ``job.level`` at a time; write its missing records; returns how many."""
-        prompts = [self.ctx.prompt_for(u, q) for u, q in zip(job.units, job.questions)]
-        for u, p in zip(job.units, prompts):
-            checked_fit(self.ctx.run_dir, self.ctx.loaded.model, len(p), self.ctx.cfg.max_new_tokens, str(u))
-        results, wall = self.session.complete_many(job.method, prompts, self.ctx.cfg.max_new_tokens, job.level)
-        written = 0
-        for u, q, p, (reply, admitted, finished) in zip(job.units, job.questions, prompts, results):
-            rec = serving_record(self.ctx, self.session, reply, job.method, u, q, p,
-                                (admitted, finished, wall, len(job.units)))
-            if (job.method, u) not in done:
-                writer.write(self.checked(rec, u, p))
-                written += 1
-        return written
+        rows = job_rows(self.ctx, job)
+        results, wall = self.session.complete_many(job.method, [r.prompt for r in rows], self.ctx.cfg.max_new_tokens,
+                                                   job.level)
+
+        def record_of(i: int) -> Record:
+            reply, admitted, finished = results[i]
+            return serving_record(self.ctx, self.session, reply, rows[i], (admitted, finished, wall, len(rows)))
+
+        return write_missing(self.ctx, rows, record_of, done, writer)
 
     def _save_counters(self) -> None:
         folder = self.ctx.run_dir / SERVING_DIR
