@@ -28,13 +28,13 @@ True
 from __future__ import annotations
 
 import datetime as dt
-import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from specbench.errors import ConfigError
 from specbench.files.jsonfile import load_json, save_json
+from specbench.profiling.device_profile_checks import structure_problem
 
 DEVICE_PROFILE_SCHEMA = "specbench-device-profile/1"  # bump on an incompatible change; readers refuse others
 DEVICE_PROFILE_FILE = "device-profile.json"
@@ -92,51 +92,12 @@ def save_device_profile(profile: dict[str, Any], path: str | Path) -> None:
     save_json(profile, path, indent=1)
 
 
-def _positive(v: Any) -> bool:
-    return not isinstance(v, bool) and isinstance(v, (int, float)) and 0 < float(v) < math.inf
-
-
-def _curve_ok(curve: Any) -> bool:
-    """Token counts (> 0) mapped to finite positive seconds."""
-    if not isinstance(curve, dict) or not curve:
-        return False
-    try:
-        return all(int(k) > 0 and _positive(v) for k, v in curve.items())
-    except (TypeError, ValueError):
-        return False
-
-
-def _problem(data: dict[str, Any]) -> str | None:
-    """What is wrong with a device profile's contents, or None."""
-    target = data.get("target")
-    if not isinstance(target, dict):
-        return "target must hold latency_by_context_s and prefill_s"
-    by = target.get("latency_by_context_s")
-    if not isinstance(by, dict) or not by or not all(str(c).isdigit() and _curve_ok(v) for c, v in by.items()):
-        return "target.latency_by_context_s must map each context to a curve of positive seconds"
-    if not _curve_ok(target.get("prefill_s")):
-        return "target.prefill_s must map prompt lengths to positive seconds"
-    if not _positive(data.get("host_s")):
-        return "host_s must be positive seconds"
-    if not isinstance(data.get("model"), dict) or not isinstance(data["model"].get("shape"), dict):
-        return "model.shape is missing"
-    drafters = data.get("drafters")
-    if not isinstance(drafters, dict):
-        return "drafters must map drafter keys to entries"
-    for key, entry in drafters.items():
-        steps = entry.get("steps") if isinstance(entry, dict) else None
-        if steps is not None and not (isinstance(steps, dict) and steps and all(
-                str(d).isdigit() and isinstance(v, dict) and _positive(v.get("s")) for d, v in steps.items())):
-            return f"drafters.{key}.steps must map draft depths to {{size, s}} with positive seconds"
-    return None
-
-
 def check_device_profile(data: dict[str, Any], path: str | Path) -> dict[str, Any]:
     """``data`` when it is a well-formed device profile, else a one-line ``ConfigError`` naming ``path``."""
     if data.get("schema") != DEVICE_PROFILE_SCHEMA:
         raise ConfigError(f"{path}: not a device profile (schema {DEVICE_PROFILE_SCHEMA}); write one with "
                           "`specbench profile`")
-    bad = _problem(data)
+    bad = structure_problem(data)
     if bad:
         raise ConfigError(f"{path}: not a valid device profile ({bad})")
     return data

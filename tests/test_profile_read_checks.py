@@ -1,0 +1,58 @@
+"""A device profile is checked on read: its structure (issue 85, defect 9) and its physical sense (defect 2).
+
+A profile is a user file carried between machines: a field of the wrong type must be one line naming the field
+(exit 2) from every command that reads one (``project``, ``compare --onto``, ``leaderboard --onto``), never a
+traceback; impossible seconds (1e30, T(n) falling with n) must be refused, not priced into "1.79x projected".
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from specbench.cli import main
+from test_projection import A, B, profile_of, run_on, write_run
+
+
+def _commands(tmp: Path, profile: Path) -> list[list[str]]:
+    return [["project", str(tmp / "run"), "--onto", str(profile), "--out", str(tmp / "out")],
+            ["compare", str(tmp / "run"), "--onto", str(profile), "--bootstrap", "10"],
+            ["leaderboard", str(tmp / "run"), "--onto", str(profile), "--out", str(tmp / "lb"), "--bootstrap", "10",
+             "--no-plots"]]
+
+
+def _refused(tmp: Path, profile: dict, capsys) -> list[str]:
+    """The one-line refusal of each command reading ``profile`` (each must exit 2)."""
+    if not (tmp / "run").exists():
+        write_run(tmp / "run", run_on(A))
+    path = tmp / "p.json"
+    path.write_text(json.dumps(profile), encoding="utf-8")
+    errors = []
+    for argv in _commands(tmp, path):
+        capsys.readouterr()
+        assert main(argv) == 2, argv[0]
+        err = capsys.readouterr().err.strip()
+        assert "\n" not in err and "Traceback" not in err, err
+        errors.append(err)
+    return errors
+
+
+def _first_drafter(profile: dict) -> str:
+    return next(iter(profile["drafters"]))
+
+
+@pytest.mark.parametrize("field,value", [("machine", "a string"), ("machine", ["a", "list"]),
+                                         ("backend", "fast"), ("backend", ["fast"])])
+def test_machine_or_backend_of_the_wrong_type_is_one_line_naming_it(tmp_path, capsys, field, value):
+    prof = profile_of(B)
+    prof[field] = value
+    assert all(field in err for err in _refused(tmp_path, prof, capsys))
+
+
+@pytest.mark.parametrize("value", [["steps"], "steps"])
+def test_drafter_entry_of_the_wrong_type_is_one_line_naming_it(tmp_path, capsys, value):
+    prof = profile_of(B)
+    key = _first_drafter(prof)
+    prof["drafters"][key] = value
+    assert all(f"drafters.{key}" in err for err in _refused(tmp_path, prof, capsys))
