@@ -51,6 +51,11 @@ def profile_command(args: argparse.Namespace) -> int:
 
     if 1 not in args.sizes:
         raise ConfigError("--sizes must include 1 (T(1) is the autoregressive cost)")
+    from specbench.config.run_flags import parse_method_opts
+    from specbench.run.device_measure import drafter_names
+
+    # (checked before the model loads: a typo refused after minutes of measuring left three files behind)
+    drafters, method_options = drafter_names(args.drafters), parse_method_opts(args.method_opt)
     from specbench.engine.backends.registry import backend_spec, load_model_for
 
     engines = [b for b in args.backends if not backend_spec(b).torch_forward]  # (each runs a file of its own)
@@ -92,7 +97,7 @@ def profile_command(args: argparse.Namespace) -> int:
     (out / "profile.png").write_bytes(base64.b64decode(uri.split(",", 1)[1]))
     print(text)
     print(f"wrote {out / 'profile.json'}, profile.md, profile.png")
-    _write_device_profiles(args, lm, chosen, out)
+    _write_device_profiles(args, lm, chosen, out, (drafters, method_options))
     return 0
 
 
@@ -105,15 +110,15 @@ def _device_contexts(args: argparse.Namespace, model: object) -> tuple[int, ...]
     return tuple(fit) or (args.context,)
 
 
-def _write_device_profiles(args: argparse.Namespace, lm: object, chosen: dict, out: Path) -> None:
+def _write_device_profiles(args: argparse.Namespace, lm: object, chosen: dict, out: Path,
+                           drafting: tuple[tuple[str, ...], dict]) -> None:
+    """Each backend's device profile; ``drafting``: the drafters to time and their options (already checked)."""
     from specbench.paths import cache_dir
-    from specbench.run.device_measure import DeviceRequest, drafter_names, measure_device_profiles
+    from specbench.run.device_measure import DeviceRequest, measure_device_profiles
     from specbench.profiling.device_profile import save_device_profile
-    from specbench.config.run_flags import parse_method_opts
 
     contexts = _device_contexts(args, lm.model)
-    req = DeviceRequest(contexts, args.sizes, args.repeats, max(contexts),
-                        drafter_names(args.drafters), parse_method_opts(args.method_opt))
+    req = DeviceRequest(contexts, args.sizes, args.repeats, max(contexts), *drafting)
     for key, prof in measure_device_profiles(lm, chosen, req, cache_dir(), args.threads).items():
         path = out / f"device-profile-{key}.json"
         save_device_profile(prof, path)
