@@ -56,3 +56,35 @@ def test_drafter_entry_of_the_wrong_type_is_one_line_naming_it(tmp_path, capsys,
     key = _first_drafter(prof)
     prof["drafters"][key] = value
     assert all(f"drafters.{key}" in err for err in _refused(tmp_path, prof, capsys))
+
+
+def _curve(profile: dict, context: str = "128") -> dict:
+    return profile["target"]["latency_by_context_s"][context]
+
+
+def _impossible(edit) -> dict:
+    prof = profile_of(B)
+    edit(prof)
+    return prof
+
+
+@pytest.mark.parametrize("edit,words", [
+    (lambda p: _curve(p).update({"1": 1e30}), "target.latency_by_context_s"),
+    (lambda p: _curve(p).update({"16": 1e30}), "target.latency_by_context_s"),
+    (lambda p: _curve(p).update({"1": 1.4, "2": 0.3}), "falls"),
+    (lambda p: p.update({"host_s": 1e30}), "host_s"),
+    (lambda p: p["target"]["prefill_s"].update({"64": 1e30}), "target.prefill_s"),
+    (lambda p: next(iter(p["drafters"].values()))["steps"]["2"].update({"s": 1e30}), "drafters."),
+])
+def test_a_profile_of_impossible_seconds_is_refused_not_priced(tmp_path, capsys, edit, words):
+    errors = _refused(tmp_path, _impossible(edit), capsys)
+    assert all(words in err and "not a physically possible device profile" in err for err in errors), errors
+
+
+def test_a_quiet_profile_passes_the_checks_with_the_noise_of_a_real_one():
+    from specbench.profiling.device_profile import check_device_profile
+
+    prof = profile_of(B)
+    curve = _curve(prof)
+    curve["2"] = curve["1"] * 0.9  # (a dip within a real machine's noise: T(2) timed 10% under T(1))
+    assert check_device_profile(prof, "p.json") is prof

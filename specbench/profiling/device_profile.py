@@ -35,6 +35,7 @@ from typing import Any
 from specbench.errors import ConfigError
 from specbench.files.jsonfile import load_json, save_json
 from specbench.profiling.device_profile_checks import structure_problem
+from specbench.profiling.profile_sense import sense_problem
 
 DEVICE_PROFILE_SCHEMA = "specbench-device-profile/1"  # bump on an incompatible change; readers refuse others
 DEVICE_PROFILE_FILE = "device-profile.json"
@@ -100,6 +101,10 @@ def check_device_profile(data: dict[str, Any], path: str | Path) -> dict[str, An
     bad = structure_problem(data)
     if bad:
         raise ConfigError(f"{path}: not a valid device profile ({bad})")
+    bad = sense_problem(data)
+    if bad:  # (measured beside another job, or edited: refused rather than priced into a figure without a word)
+        raise ConfigError(f"{path}: not a physically possible device profile ({bad}); measure it again on a quiet "
+                          "machine with `specbench profile`")
     return data
 
 

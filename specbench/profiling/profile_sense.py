@@ -1,0 +1,80 @@
+"""Does a device profile make physical sense? Checked on read, after its structure (issue 85, defect 2).
+
+A profile measured beside another job, or edited by hand, can hold seconds no machine gives, and a projection
+prices them without a word: T(1) = 1e30 s read "1.79x projected", a T(16) or host figure of 1e30 "0.00x". So a
+profile is refused (one line naming the field) when:
+
+- a figure is outside ``MIN_S`` .. ``MAX_S`` (1 us: below a GPU kernel's launch; an hour: above any forward, prefill
+  or drafting step of a model that fits a machine) or the host figure outside ``HOST_MIN_S`` .. ``HOST_MAX_S``
+  (the fixed model-free drafting benchmark takes a few milliseconds, ``host_factor.py``);
+- T(n) falls with n by more than ``FALL`` (30%) below a smaller n's at the same context: a forward of more rows
+  does at least the work of fewer (a quiet machine's medians dip by a few percent at most, within its noise; a
+  busy one measured T(1) = 1.40 s against 0.042 s quiet, then T(n) falling as n grew);
+- T(n) rises above ``RISE`` (4) x n x T(1): n rows in one forward cost at most about n forwards of one row (they
+  read the weights once instead of n times), so more than 4x that is no measurement.
+
+>>> curve_problem({"1": 0.010, "2": 0.0095, "16": 0.02})
+>>> print(curve_problem({"1": 1.4, "2": 0.3, "4": 0.35}))
+T(n) falls with n: T(2) = 300 ms is 79% below T(1) = 1400 ms (more than the 30% a quiet machine's noise allows)
+>>> curve_problem({"1": 0.01, "16": 5.0})
+'T(16) = 5000 ms is more than 4 x 16 x T(1) = 640 ms'
+"""
+from __future__ import annotations
+
+from typing import Any, Iterable
+
+MIN_S, MAX_S = 1e-6, 3600.0
+HOST_MIN_S, HOST_MAX_S = 1e-5, 60.0
+FALL = 0.30  # how far T(n) may dip below a smaller n's at one context (the noise of a quiet machine's medians)
+RISE = 4.0  # T(n) above RISE x n x T(1) is no measurement
+
+
+def _ms(seconds: float) -> str:
+    return f"{seconds * 1e3:.0f} ms"
+
+
+def curve_problem(curve: dict[str, float]) -> str | None:
+    """What makes one T(n) curve impossible (see the module docstring), or None."""
+    points = sorted((int(n), float(t)) for n, t in curve.items())
+    t1 = dict(points).get(1)
+    high_n, high = points[0]
+    for n, t in points:
+        if t < high * (1 - FALL):
+            return (f"T(n) falls with n: T({n}) = {_ms(t)} is {1 - t / high:.0%} below T({high_n}) = {_ms(high)} "
+                    f"(more than the {FALL:.0%} a quiet machine's noise allows)")
+        if t1 is not None and t > RISE * n * t1:
+            return f"T({n}) = {_ms(t)} is more than {RISE:g} x {n} x T(1) = {_ms(RISE * n * t1)}"
+        if t > high:
+            high_n, high = n, t
+    return None
+
+
+def _out_of_bounds(values: Iterable[Any], low: float = MIN_S, high: float = MAX_S) -> float | None:
+    return next((float(v) for v in values if not low <= float(v) <= high), None)
+
+
+def _bounds_problem(profile: dict[str, Any]) -> str | None:
+    target = profile["target"]
+    parts = {"target.latency_by_context_s": [t for c in target["latency_by_context_s"].values() for t in c.values()],
+             "target.prefill_s": list(target["prefill_s"].values())}
+    for key, entry in profile["drafters"].items():
+        parts[f"drafters.{key}.steps"] = [v["s"] for v in (entry.get("steps") or {}).values()]
+    for field, values in parts.items():
+        bad = _out_of_bounds(values)
+        if bad is not None:
+            return f"{field} holds {bad:g} s, outside {MIN_S:g} .. {MAX_S:g} s"
+    if _out_of_bounds([profile["host_s"]], HOST_MIN_S, HOST_MAX_S) is not None:
+        return f"host_s is {float(profile['host_s']):g} s, outside {HOST_MIN_S:g} .. {HOST_MAX_S:g} s"
+    return None
+
+
+def sense_problem(profile: dict[str, Any]) -> str | None:
+    """What makes a (structurally valid) device profile physically impossible, or None."""
+    bad = _bounds_problem(profile)
+    if bad:
+        return bad
+    for context, curve in profile["target"]["latency_by_context_s"].items():
+        bad = curve_problem(curve)
+        if bad:
+            return f"target.latency_by_context_s after {context} cached tokens: {bad}"
+    return None
