@@ -88,3 +88,34 @@ def test_a_quiet_profile_passes_the_checks_with_the_noise_of_a_real_one():
     curve = _curve(prof)
     curve["2"] = curve["1"] * 0.9  # (a dip within a real machine's noise: T(2) timed 10% under T(1))
     assert check_device_profile(prof, "p.json") is prof
+
+
+def test_a_projection_onto_a_profile_measured_under_load_says_so_in_every_cell(tmp_path, capsys):
+    from test_machine_state import BUSY, QUIET
+
+    write_run(tmp_path / "run", run_on(A))
+    busy, quiet = profile_of(B), profile_of(A)
+    busy["machine_state"], quiet["machine_state"] = {"sessions": [BUSY]}, {"sessions": [QUIET]}
+    (tmp_path / "busy.json").write_text(json.dumps(busy), encoding="utf-8")
+    (tmp_path / "quiet.json").write_text(json.dumps(quiet), encoding="utf-8")
+    assert main(["project", str(tmp_path / "run"), "--onto", str(tmp_path / "quiet.json"), "--onto",
+                 str(tmp_path / "busy.json"), "--out", str(tmp_path / "out")]) == 0
+    rows = [ln.strip("|").split(" | ") for ln in capsys.readouterr().out.splitlines() if ln.startswith("| pld")]
+    assert rows and all("under load" in r[-1] and "under load" not in r[-2] for r in rows)
+    data = json.loads((tmp_path / "out" / "projection.json").read_text(encoding="utf-8"))
+    assert all(c["flags"] == [] for r in data["rows"] for c in r["projected"][:1])
+    assert all(c["flags"] == ["profile measured under load"] for r in data["rows"] for c in r["projected"][1:])
+    assert "other processes used 0.9 of 2 cores" in " ".join(data["notes"])
+    assert main(["compare", str(tmp_path / "run"), "--onto", str(tmp_path / "busy.json"), "--bootstrap", "10"]) == 0
+    assert "(profile measured under load)" in capsys.readouterr().out
+
+
+def test_two_profiles_of_one_machine_and_date_get_distinct_columns(tmp_path, capsys):
+    write_run(tmp_path / "run", run_on(A))
+    for name in ("one.json", "two.json"):
+        (tmp_path / name).write_text(json.dumps(profile_of(B)), encoding="utf-8")
+    assert main(["project", str(tmp_path / "run"), "--onto", str(tmp_path / "one.json"), "--onto",
+                 str(tmp_path / "two.json"), "--out", str(tmp_path / "out")]) == 0
+    data = json.loads((tmp_path / "out" / "projection.json").read_text(encoding="utf-8"))
+    labels = [p["label"] for p in data["profiles"]]
+    assert len(set(labels)) == 2 and labels[0].endswith("(one.json)") and labels[1].endswith("(two.json)")

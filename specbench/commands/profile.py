@@ -13,11 +13,14 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import Any
 
 from specbench.config.argtypes import out_folder, positive_int
 from specbench.errors import ConfigError
 from specbench.models.dtypes import DTYPE_NAMES
 from specbench.engine.backends.registry import backend_names, backend_spec
+from specbench.profiling.device_profile import save_device_profile
+from specbench.profiling.machine_state import MACHINE_STATE, machine_note
 
 
 def _sizes(text: str) -> tuple[int, ...]:
@@ -39,24 +42,40 @@ def _backends(text: str) -> tuple[str, ...]:
 
 
 def profile_command(args: argparse.Namespace) -> int:
-    import base64
-
-    from specbench.reports.leaderboard.markdown import table_md
-    from specbench.reports.leaderboard.plots import profile_curve
-    from specbench.reports.leaderboard.tables import Table
-    from specbench.models.loading import ModelLoadError
-    from specbench.profiling.fingerprint import hardware_fingerprint
-    from specbench.profiling.profile import make_profile, profile_table, save_profile
-    from specbench.profiling.measure import measure_forward_curve, measure_read_bandwidth, weight_bytes_per_forward
+    """Measure (inside a ``MachineSession``: the machine sampled as runs sample it), then write every file with the
+    machine's state in it; under load a warning, with ``--require-quiet`` a refusal before the model loads."""
+    from specbench.config.run_flags import parse_method_opts
+    from specbench.run.device_measure import drafter_names
+    from specbench.run.machine_session import MachineSession, require_quiet
 
     if 1 not in args.sizes:
         raise ConfigError("--sizes must include 1 (T(1) is the autoregressive cost)")
-    from specbench.config.run_flags import parse_method_opts
-    from specbench.run.device_measure import drafter_names
-
     # (checked before the model loads: a typo refused after minutes of measuring left three files behind)
-    drafters, method_options = drafter_names(args.drafters), parse_method_opts(args.method_opt)
-    from specbench.engine.backends.registry import backend_spec, load_model_for
+    drafting = (drafter_names(args.drafters), parse_method_opts(args.method_opt))
+    if args.require_quiet:
+        require_quiet(args.threads)
+    with MachineSession(Path(args.out), args.threads) as machine:
+        lm, prof, parts, devices = _measure(args, drafting)
+    state = {"sessions": [machine.record]}  # (the shape of a manifest's machine_state: one session)
+    _write_profile(args, lm, {**prof, MACHINE_STATE: state}, parts)
+    out = Path(args.out)
+    for key, device in devices.items():
+        path = out / f"device-profile-{key}.json"
+        save_device_profile({**device, MACHINE_STATE: state}, path)
+        print(f"wrote {path} (device profile: {len(device['drafters'])} drafter models, "
+              f"{len(device['target']['latency_by_context_s'])} contexts)")
+    return 0
+
+
+def _measure(args: argparse.Namespace, drafting: tuple[tuple[str, ...], dict]) -> tuple[Any, dict, Any, dict]:
+    """(the loaded model, the cost profile, the first backend's breakdown, each backend's device profile)."""
+    from specbench.engine.backends.registry import load_model_for
+    from specbench.engine.backends.torch_backends import backend_for
+    from specbench.models.loading import ModelLoadError
+    from specbench.profiling.breakdown import measure_breakdown
+    from specbench.profiling.fingerprint import hardware_fingerprint
+    from specbench.profiling.measure import measure_forward_curve, measure_read_bandwidth, weight_bytes_per_forward
+    from specbench.profiling.profile import make_profile
 
     engines = [b for b in args.backends if not backend_spec(b).torch_forward]  # (each runs a file of its own)
     if engines and len(args.backends) > 1 and args.dtype != "float32":
@@ -66,9 +85,6 @@ def profile_command(args: argparse.Namespace) -> int:
         lm = load_model_for(engines[0] if engines else "auto", args.model, args.dtype, args.device, args.threads)
     except ModelLoadError as e:
         raise ConfigError(str(e)) from None
-    from specbench.engine.backends.torch_backends import backend_for
-    from specbench.profiling.breakdown import breakdown_text, measure_breakdown
-
     chosen = {b: backend_for(b, lm, args.threads) for b in args.backends}
     curves = {b: measure_forward_curve(lm.model, args.context, args.sizes, args.repeats, backend=chosen[b])
               for b in args.backends}
@@ -78,17 +94,32 @@ def profile_command(args: argparse.Namespace) -> int:
     own_file = lm.gguf is not None and lm.dtype not in DTYPE_NAMES
     weight_bytes = lm.gguf.path.stat().st_size if own_file else weight_bytes_per_forward(lm.model)
     floor = {"weight_bytes": weight_bytes, "read_bytes_per_s": read_bps, "floor_s": weight_bytes / read_bps}
-    first = curves[args.backends[0]]
-    prof = make_profile(first, {"name": args.model, "id": lm.model_id, "hash": lm.model_hash, "dtype": lm.dtype},
+    prof = make_profile(curves[args.backends[0]], {"name": args.model, "id": lm.model_id, "hash": lm.model_hash,
+                                                   "dtype": lm.dtype},
                         args.context, hardware_fingerprint(lm.device), curves, floor)
-    out = Path(args.out)
     if parts is not None:
         prof["breakdown_s"] = {"backend": args.backends[0], **parts}
+    return lm, prof, parts, _device_profiles(args, lm, chosen, drafting)
+
+
+def _write_profile(args: argparse.Namespace, lm: Any, prof: dict, parts: Any) -> None:
+    """profile.json, profile.md and profile.png into ``--out`` (the md printed)."""
+    import base64
+
+    from specbench.profiling.breakdown import breakdown_text
+    from specbench.profiling.profile import profile_table, save_profile
+    from specbench.reports.leaderboard.markdown import table_md
+    from specbench.reports.leaderboard.plots import profile_curve
+    from specbench.reports.leaderboard.tables import Table
+
+    out, floor = Path(args.out), prof["bandwidth_floor"]
+    weight_bytes, read_bps = floor["weight_bytes"], floor["read_bytes_per_s"]
     save_profile(prof, out / "profile.json")
     headers, rows = profile_table(prof)
+    busy = machine_note({MACHINE_STATE: prof[MACHINE_STATE]})
     text = (f"# Cost profile\n\nmodel {lm.model_id} ({lm.dtype}); {args.context} cached tokens; median of "
-            f"{args.repeats}; hardware {prof['hardware']}\n\n"
-            f"Bandwidth floor: {weight_bytes / 1e6:.0f} MB of weights per forward / {read_bps / 1e9:.1f} GB/s "
+            f"{args.repeats}; hardware {prof['hardware']}\n\n" + (f"{busy}\n\n" if busy else "")
+            + f"Bandwidth floor: {weight_bytes / 1e6:.0f} MB of weights per forward / {read_bps / 1e9:.1f} GB/s "
             f"measured read bandwidth = {floor['floor_s'] * 1e3:.2f} ms.\n\n"
             + (f"{args.backends[0]}: {breakdown_text(parts, weight_bytes, floor['floor_s'])}\n\n" if parts else "")
             + table_md(Table("", headers, rows, [])) + "\n")
@@ -97,8 +128,6 @@ def profile_command(args: argparse.Namespace) -> int:
     (out / "profile.png").write_bytes(base64.b64decode(uri.split(",", 1)[1]))
     print(text)
     print(f"wrote {out / 'profile.json'}, profile.md, profile.png")
-    _write_device_profiles(args, lm, chosen, out, (drafters, method_options))
-    return 0
 
 
 def _device_contexts(args: argparse.Namespace, model: object) -> tuple[int, ...]:
@@ -110,20 +139,15 @@ def _device_contexts(args: argparse.Namespace, model: object) -> tuple[int, ...]
     return tuple(fit) or (args.context,)
 
 
-def _write_device_profiles(args: argparse.Namespace, lm: object, chosen: dict, out: Path,
-                           drafting: tuple[tuple[str, ...], dict]) -> None:
+def _device_profiles(args: argparse.Namespace, lm: object, chosen: dict,
+                     drafting: tuple[tuple[str, ...], dict]) -> dict[str, dict]:
     """Each backend's device profile; ``drafting``: the drafters to time and their options (already checked)."""
     from specbench.paths import cache_dir
     from specbench.run.device_measure import DeviceRequest, measure_device_profiles
-    from specbench.profiling.device_profile import save_device_profile
 
     contexts = _device_contexts(args, lm.model)
     req = DeviceRequest(contexts, args.sizes, args.repeats, max(contexts), *drafting)
-    for key, prof in measure_device_profiles(lm, chosen, req, cache_dir(), args.threads).items():
-        path = out / f"device-profile-{key}.json"
-        save_device_profile(prof, path)
-        print(f"wrote {path} (device profile: {len(prof['drafters'])} drafter models, "
-              f"{len(prof['target']['latency_by_context_s'])} contexts)")
+    return measure_device_profiles(lm, chosen, req, cache_dir(), args.threads)
 
 
 def register(subs: argparse._SubParsersAction) -> None:
@@ -148,5 +172,7 @@ def register(subs: argparse._SubParsersAction) -> None:
                    "of their shape: all (default: every method with a model of its own), none, or a comma list")
     p.add_argument("--method-opt", action="append", metavar="METHOD.KEY=VALUE",
                    help="a drafter's options as the run sets them (its shape must match the run's to price it)")
+    p.add_argument("--require-quiet", action="store_true", help="refuse to start while other processes keep the "
+                   "machine busy (the machine is sampled as runs sample it either way; a busy one is a warning)")
     p.add_argument("--out", default="results/profile", type=out_folder, help="output folder (profile.json, profile.md, profile.png)")
     p.set_defaults(func=profile_command)

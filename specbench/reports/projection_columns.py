@@ -28,7 +28,8 @@ from typing import Any
 
 from specbench.errors import ConfigError
 from specbench.reports.projection_output import HINDSIGHT_MARK, projection_csv, projection_json
-from specbench.reports.projection_table import PROJECTED, RECORDED, OntoProfile, Projection, build_projection
+from specbench.reports.projection_table import (PROJECTED, RECORDED, OntoProfile, ProjectedCell, Projection,
+                                               build_projection)
 from specbench.reports.projection_costs import MachineCosts
 from specbench.reports.table import Table
 from specbench.results.loaded_run import Run
@@ -69,10 +70,10 @@ def project_runs(runs: list[Run], request: ProjectionRequest) -> list[Projection
     return [build_projection(load_run(r.path, every_batch=True), list(request.onto), request.here) for r in runs]
 
 
-def _cell(value: float | None, basis: str, label: str) -> str:
-    mark = "" if basis == RECORDED or value is None else HINDSIGHT_MARK
-    figure = "-" if value is None else f"{value:.2f}x"
-    return f"{figure} {PROJECTED}{mark} on {label}"
+def _cell(c: ProjectedCell, label: str) -> str:
+    mark = "" if c.basis == RECORDED or c.speedup is None else HINDSIGHT_MARK
+    figure = "-" if c.speedup is None else f"{c.speedup:.2f}x"
+    return f"{figure} {PROJECTED}{mark} on {label}{c.flag_text()}"
 
 
 def projection_table(proj: Projection) -> Table:
@@ -82,7 +83,7 @@ def projection_table(proj: Projection) -> Table:
     rows, keys = [], []
     for r in proj.rows:
         rows.append([r.method, r.subtask, "-" if r.measured is None else f"{r.measured:.2f}x",
-                     *(_cell(c.speedup, c.basis, lab) for c, lab in zip(r.projected, labels))])
+                     *(_cell(c, lab) for c, lab in zip(r.projected, labels))])
         keys.append([r.method, r.subtask, r.measured, *(c.speedup for c in r.projected)])
     return Table(f"Measured and projected speedup vs ar: run {proj.run}", headers, rows, keys)
 

@@ -46,7 +46,7 @@ def projection_text(proj: Projection) -> str:
         for c in row.projected:
             mark = "" if c.basis == RECORDED or c.speedup is None else HINDSIGHT_MARK
             hindsight |= bool(mark)
-            cells.append(f"{_x(c.speedup)} {PROJECTED}{mark}")
+            cells.append(f"{_x(c.speedup)} {PROJECTED}{mark}{c.flag_text()}")
         lines.append("| " + " | ".join([row.method, row.subtask, _x(row.measured)] + cells) + " |")
     lines.append("")
     if hindsight:
@@ -62,7 +62,8 @@ def projection_json(proj: Projection) -> dict[str, Any]:
         "kind": "specbench projection", "schema": SCHEMA, "run": proj.run,
         "profiles": [p.describe() for p in proj.profiles],
         "rows": [{"method": r.method, "subtask": r.subtask, "measured": r.measured,
-                  "projected": [{"kind": c.kind, "profile": p.label, "speedup": c.speedup, "basis": c.basis}
+                  "projected": [{"kind": c.kind, "profile": p.label, "speedup": c.speedup, "basis": c.basis,
+                                 "flags": list(c.flags)}
                                 for p, c in zip(proj.profiles, r.projected)]} for r in proj.rows],
         "notes": list(proj.notes),
     }
@@ -75,7 +76,7 @@ def projection_csv(proj: Projection) -> str:
     for r in proj.rows:
         w.writerow([proj.run, r.method, r.subtask, "measured", "", _num(r.measured), "this run's machine"])
         for p, c in zip(proj.profiles, r.projected):
-            w.writerow([proj.run, r.method, r.subtask, c.kind, p.label, _num(c.speedup), c.basis])
+            w.writerow([proj.run, r.method, r.subtask, c.kind, p.label, _num(c.speedup), c.basis + c.flag_text()])
     return out.getvalue()
 
 

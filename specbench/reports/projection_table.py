@@ -7,7 +7,9 @@ cell is the best fixed budget in hindsight (``projection_auto.py``).
 """
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from specbench.catalog import BASELINE
@@ -22,6 +24,7 @@ from specbench.results.record import Record
 OVERALL = "Overall"
 PROJECTED = "projected"
 RECORDED = "recorded steps priced on the profile"
+PROFILE_BUSY = "profile measured under load"
 
 
 @dataclass(frozen=True)
@@ -32,6 +35,7 @@ class OntoProfile:
     profile: dict[str, Any]
     costs: MachineCosts
     label: str
+    busy: str | None = None  # how busy its machine was while it was measured (None: quiet, or not recorded)
 
     def describe(self) -> dict[str, Any]:
         """What every output states of the profile a projected cell used."""
@@ -45,6 +49,11 @@ class ProjectedCell:
     speedup: float | None
     basis: str
     kind: str = PROJECTED  # (never anything else: the label each output writes beside the figure)
+    flags: tuple[str, ...] = ()  # why the figure is not to be trusted as it reads (``PROFILE_BUSY``), in the cell
+
+    def flag_text(self) -> str:
+        """`` (profile measured under load)``: what every output writes after the figure ('' without flags)."""
+        return f" ({'; '.join(self.flags)})" if self.flags else ""
 
 
 @dataclass(frozen=True)
@@ -65,8 +74,23 @@ class Projection:
 
 def onto_profile(where: str, profile: dict[str, Any]) -> OntoProfile:
     from specbench.profiling.device_profile import profile_label
+    from specbench.profiling.machine_state import session_busy_text, sessions
 
-    return OntoProfile(where, profile, machine_costs(profile), profile_label(profile))
+    busy = [text for s in sessions(profile) if (text := session_busy_text(s))]
+    return OntoProfile(where, profile, machine_costs(profile), profile_label(profile), busy[-1] if busy else None)
+
+
+def distinct_labels(onto: list[OntoProfile]) -> list[OntoProfile]:
+    """``onto`` with each label that two profiles share (one machine, one date) followed by its file's name, or
+    by its file's path where the names are shared too: two columns must never read alike."""
+    import dataclasses
+
+    def relabel(profiles: list[OntoProfile], tail) -> list[OntoProfile]:
+        counts = Counter(p.label for p in profiles)
+        return [dataclasses.replace(p, label=f"{p.label} ({tail(p)})") if counts[p.label] > 1 else p
+                for p in profiles]
+
+    return relabel(relabel(onto, lambda p: Path(p.where).name), lambda p: p.where)
 
 
 def _by_subtask(recs: list[Record]) -> dict[str, list[Record]]:
@@ -78,6 +102,7 @@ def _by_subtask(recs: list[Record]) -> dict[str, list[Record]]:
 
 def build_projection(run: Run, onto: list[OntoProfile], here: MachineCosts | None = None) -> Projection:
     """The projection of ``run`` onto each profile (one-line ``ConfigError`` for each refusal)."""
+    onto = distinct_labels(onto)
     own = subject_view(run, OWN)
     records = [r for r in own.records if r.unit.batch == 1]
     check_per_step(run.name, records)
@@ -114,13 +139,15 @@ def build_projection(run: Run, onto: list[OntoProfile], here: MachineCosts | Non
                 pm = pooled(mine[sub], ar[sub], price, ar_price(o.costs)) if price else None
                 if pm is not None:
                     measured = pm[1]
-                cells.append(ProjectedCell(pm[0] if pm else None, basis))
+                cells.append(ProjectedCell(pm[0] if pm else None, basis, flags=(PROFILE_BUSY,) if o.busy else ()))
             if measured is None:
                 measured = _measured(mine[sub], ar[sub])
             rows.append(ProjectionRow(m, sub, measured, tuple(cells)))
     if not rows:
         raise ConfigError(f"run {run.name}: no drafting method with paired AR records to project")
-    notes = tuple(AUTO_NOTE.format(label=m) for m in methods if m in autos)
+    notes = tuple(AUTO_NOTE.format(label=m) for m in methods if m in autos) + tuple(
+        f"{PROFILE_BUSY}: profile {o.label} was measured while {o.busy}; its projected cells may be off by up to 10x "
+        "(measure it again on a quiet machine, `specbench profile --require-quiet`)" for o in onto if o.busy)
     return Projection(run.name, tuple(onto), tuple(rows), notes)
 
 
