@@ -51,6 +51,7 @@ FIELDS = {
     "drafters": "per drafter running a model of its own (method:shape hash): propose seconds and draft width by depth",
     "host_s": "seconds of the fixed model-free drafting benchmark on this host (lower: faster PLD-like drafting)",
     "created": "when the profile was measured (UTC)",
+    "drafter_threads": "the torch threads the drafters were timed on (a run drafting on others is not priced with them)",
 }
 
 
@@ -67,6 +68,7 @@ class ProfileParts:
     drafters: dict[str, dict[str, Any]]
     host_s: float
     created: str | None = None
+    drafter_threads: int | None = None  # the torch threads the drafters were timed on
 
 
 def make_device_profile(parts: ProfileParts) -> dict[str, Any]:
@@ -85,6 +87,7 @@ def make_device_profile(parts: ProfileParts) -> dict[str, Any]:
                    "prefill_s": {str(n): float(t) for n, t in sorted(parts.prefill_s.items())}},
         "drafters": parts.drafters,
         "host_s": float(parts.host_s),
+        **({"drafter_threads": parts.drafter_threads} if parts.drafter_threads else {}),
         "fields": FIELDS,
     }
 

@@ -5,7 +5,12 @@
 - a profile missing a drafter the run used (its seconds there are unknown): the message names it and the
   ``specbench profile`` command that measures it;
 - a run whose model-free drafting cannot be scaled: neither its manifest nor ``--here`` gives this run's host
-  figure (runs from before device profiles).
+  figure (runs from before device profiles);
+- a profile whose drafters were timed on another number of torch threads than the run's drafted on (a drafter
+  model's seconds follow its threads: eagle's projection read 29% low across 1 and 2 threads);
+- a sampled run (T > 0): see ``check_greedy``;
+- a run with no single-sequence records of its methods (only batch sizes above one): a projection prices a
+  generation's own steps, and a batch's step is one forward of every sequence's rows, which no profile times.
 
 >>> per_step_problem(_rec([1, 2], [0, 2], [0.0]))
 'draft_times_s has 1 entries for 2 steps'
@@ -69,6 +74,51 @@ def check_profile_fits(run_name: str, manifest: dict[str, Any], profile: dict[st
                           f"specbench profile --dtype {run_dtype}")
 
 
+def check_greedy(run_name: str, manifest: dict[str, Any]) -> None:
+    """A one-line ``ConfigError`` for a sampled run. Refused rather than marked: the projection says its figures
+    are the run's steps priced on another machine, exact in accepted tokens because greedy drafts and acceptances
+    do not depend on the machine; a sampled run's acceptances are one draw of its random stream (which another
+    backend or precision would draw differently), so its projected cells would carry a precision they lack, and a
+    mark beside each would be read past. A greedy run of the same methods projects exactly."""
+    from specbench.engine.sampling_config import manifest_sampling
+
+    sampling = manifest_sampling(manifest)
+    if not sampling.greedy:
+        raise ConfigError(f"run {run_name} sampled ({sampling.label()}): a projection prices greedy drafts' recorded "
+                          "steps, which do not depend on the machine; project a greedy run (--temperature 0)")
+
+
+def check_single_sequence(run_name: str, records: list[Record], batched: list[Record]) -> None:
+    """A one-line ``ConfigError`` when the run's methods have no batch-size-1 records but batched ones."""
+    if any(r.method != BASELINE for r in records) or not batched:
+        return
+    sizes = ", ".join(str(b) for b in sorted({r.unit.batch for r in batched}))
+    raise ConfigError(f"run {run_name} decoded its methods only at batch size {sizes}: a projection prices "
+                      "single-sequence steps (a batch's step is no profile's forward); run them with --batch-size 1 "
+                      "beside the others")
+
+
+def _threads(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else None
+
+
+def drafter_threads(manifest: dict[str, Any]) -> int | None:
+    """The torch threads a run's drafters ran on: its ``drafter_threads``, else its hardware's ``torch_threads``
+    (taken as the manifest was written, after the backend set them); None when neither is recorded."""
+    return _threads(manifest.get("drafter_threads")) or _threads((manifest.get("hardware") or {}).get("torch_threads"))
+
+
+def check_drafter_threads(manifest: dict[str, Any], profile: dict[str, Any], where: str, label: str) -> None:
+    """A one-line ``ConfigError`` when the profile timed its drafters on other torch threads than the run drafted on
+    (a profile holds one count: nothing to price the run's at)."""
+    mine = drafter_threads(manifest)
+    theirs = drafter_threads({"drafter_threads": profile.get("drafter_threads"), "hardware": profile.get("machine")})
+    if mine and theirs and mine != theirs:
+        raise ConfigError(f"profile {where} timed its drafters on {theirs} torch threads, run "
+                          f"{manifest.get('run_name', '?')} drafted {label} on {mine}: measure the profile with "
+                          f"`specbench profile --threads {mine}` (or run with --threads {theirs})")
+
+
 def _measure_hint(label: str, config: dict[str, Any], profile: dict[str, Any]) -> str:
     """The ``specbench profile`` command that adds ``label``'s drafter to a profile of that machine."""
     from specbench.config.method_labels import split_label
@@ -99,6 +149,7 @@ def drafting_for(label: str, manifest: dict[str, Any], onto: MachineCosts, profi
                               "machine the run ran on, to price its drafting on another")
         mine, theirs = here.costs.target, onto.target
         return Drafting(ident.kind, target_ratio=lambda c: theirs(1, c) / mine(1, c))
+    check_drafter_threads(manifest, profile, where, label)
     entry = onto.drafters.get(ident.key)
     if entry is None or not entry.get("steps"):
         raise ConfigError(f"profile {where} lacks the drafter {label} used ({ident.key}, shape {ident.shape}): "

@@ -16,7 +16,8 @@ from specbench.catalog import BASELINE
 from specbench.errors import ConfigError
 from specbench.reports.projection import ar_price, method_price, pooled
 from specbench.reports.projection_auto import AUTO_NOTE, auto_labels, best_fixed_budget, cut_price, hindsight_label
-from specbench.reports.projection_checks import HereCosts, check_per_step, check_profile_fits, drafting_for
+from specbench.reports.projection_checks import (HereCosts, check_greedy, check_per_step, check_profile_fits,
+                                                 check_single_sequence, drafting_for)
 from specbench.reports.projection_costs import MachineCosts, machine_costs
 from specbench.results.loaded_run import OWN, Run, subject_view
 from specbench.results.record import Record
@@ -105,6 +106,8 @@ def build_projection(run: Run, onto: list[OntoProfile], here: MachineCosts | Non
     onto = distinct_labels(onto)
     own = subject_view(run, OWN)
     records = [r for r in own.records if r.unit.batch == 1]
+    check_greedy(run.name, run.manifest)
+    check_single_sequence(run.name, records, [r for r in own.records if r.unit.batch > 1])
     check_per_step(run.name, records)
     for o in onto:
         check_profile_fits(run.name, run.manifest, o.profile, o.where)

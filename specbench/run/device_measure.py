@@ -95,6 +95,6 @@ def measure_device_profiles(lm: Any, backends: dict[str, Any], req: DeviceReques
             machine=hardware_fingerprint(lm.device),
             backend={"name": name, "key": key, "threads": described.get("threads") or threads or torch.get_num_threads()},
             dtype=lm.dtype, model=model, latency_by_context_s=curves, prefill_s=prefill, drafters=drafters,
-            host_s=host_s)
+            host_s=host_s, drafter_threads=torch.get_num_threads())
         out[key] = make_device_profile(parts)
     return out

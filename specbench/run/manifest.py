@@ -108,6 +108,7 @@ def write_run_manifest(ctx: RunContext, configs: dict, artifacts: dict, chat_tem
         chat_template=chat_template,
         estimate=estimate.as_dict() if estimate else None,  # (estimate.py; seconds)
         host_s=_host_seconds(),
+        drafter_threads=torch.get_num_threads(),  # (drafters run in torch: a projection prices them at this count)
     )
     lengths = {t: {"requested": task.asked_length or task.context_length, "prompt_tokens": task.prompt_tokens}
                for t, task in ctx.plan.tasks.items() if task.context_length is not None}
