@@ -24,6 +24,7 @@ import io
 from typing import Any
 
 from specbench.reports.projection_table import PROJECTED, RECORDED, Projection
+from specbench.reports.table import html_text, md_text
 
 SCHEMA = 1
 HINDSIGHT_MARK = "*"
@@ -34,12 +35,13 @@ def _x(v: float | None) -> str:
 
 
 def projection_text(proj: Projection) -> str:
-    """The markdown table and its notes."""
+    """The markdown table and its notes, every text from the run or a profile escaped as ``compare``'s (a profile's
+    ``machine.cpu`` holding ``|``, a newline or ``<script>`` stays one header cell)."""
     heads = ["method", "subtask", "measured (this run's machine)"] + [f"projected on {p.label}" for p in proj.profiles]
-    lines = [f"# Projection of run {proj.run}", "",
+    lines = [f"# Projection of run {html_text(proj.run)}", "",
              "Speedups as they would read on each profile's machine: the run's own per-step records priced with "
              "that machine's measured costs. Projected figures are not measurements.", "",
-             "| " + " | ".join(heads) + " |", "|" + "---|" * len(heads)]
+             "| " + " | ".join(map(md_text, heads)) + " |", "|" + "---|" * len(heads)]
     hindsight = False
     for row in proj.rows:
         cells = []
@@ -47,13 +49,13 @@ def projection_text(proj: Projection) -> str:
             mark = "" if c.basis == RECORDED or c.speedup is None else HINDSIGHT_MARK
             hindsight |= bool(mark)
             cells.append(f"{_x(c.speedup)} {PROJECTED}{mark}{c.flag_text()}")
-        lines.append("| " + " | ".join([row.method, row.subtask, _x(row.measured)] + cells) + " |")
+        lines.append("| " + " | ".join([md_text(row.method), md_text(row.subtask), _x(row.measured)] + cells) + " |")
     lines.append("")
     if hindsight:
         lines.append(f"{HINDSIGHT_MARK} projected: the best fixed budget in hindsight from the recorded drafts, "
                      "not the row's budget=auto (see the notes).")
-    lines += [f"- {n}" for n in proj.notes]
-    lines += [f"- profile {p.label}: {p.where}" for p in proj.profiles]
+    lines += [f"- {html_text(n)}" for n in proj.notes]
+    lines += [f"- profile {html_text(p.label)}: {html_text(p.where)}" for p in proj.profiles]
     return "\n".join(lines) + "\n"
 
 

@@ -10,7 +10,7 @@ distribution instead (``specbench.results.logprob_check``): a method whose inter
 (exit 1 only with ``--strict``: one sampled generation per question makes the flag a signal, not a proof).
 
 A run missing records its manifest's plan expects (an interrupted or crashed run) fails, naming them,
-unless ``--partial``; records that do not belong to the run are refused when it is read
+unless ``--partial``, and says whether a process still runs it (holds its lock: then it is not interrupted); records that do not belong to the run are refused when it is read
 (``specbench.results.validation``), token ids beyond the vocabulary included (for manifests from before the
 vocabulary size was recorded: the run's tokenizer's, when it can be loaded).
 """
@@ -27,6 +27,7 @@ from specbench.results.lossless import EXACT, LOSSLESS_CLASSES, MISMATCH, TIE
 from specbench.results.record import Record
 from specbench.results.relabel import is_checked, rederived, references
 from specbench.results.loaded_run import ALL, load_run
+from specbench.results.progress import lock_holder
 from specbench.results.timing_check import timing_check
 from specbench.results.run_folder import UNRUNNABLE, read_numbered_records
 from specbench.results.validation import missing_records, validate_records
@@ -93,8 +94,13 @@ def completeness(run: Any, partial: bool) -> tuple[int, list[str]]:
     if not missing:
         return 0, []
     shown = ", ".join(f"{m} {u}" for m, u in missing[:MISSING_SHOWN]) + (", ..." if len(missing) > MISSING_SHOWN else "")
+    running = lock_holder(run.path)  # (a live writer: its missing records are still to come)
     if partial:
-        return 0, [f"PARTIAL: {len(missing)} expected record(s) missing, not checked: {shown}"]
+        still = f" (still running: {running} holds its lock)" if running else ""
+        return 0, [f"PARTIAL: {len(missing)} expected record(s) missing, not checked{still}: {shown}"]
+    if running:
+        return 1, [f"FAIL: {len(missing)} expected record(s) missing: {shown}; the run is still running ({running} "
+                   "holds its lock): check it once it has finished, or pass --partial to check the records so far"]
     stop = run.manifest.get(UNRUNNABLE)
     if isinstance(stop, dict) and stop.get("reason"):  # (a resume would stop at the same place: none is suggested)
         return 1, [f"FAIL: {len(missing)} expected record(s) missing: {shown}; the run stopped where it can never go "
@@ -112,7 +118,9 @@ def check_run(run_dir: str | Path, strict: bool = False, decode: bool = True,
     if run.manifest.get("imported"):
         raise UserError(f"{run_dir}: {run.manifest['imported'].get('note')}")
     if not run.records:
-        raise FileNotFoundError(f"run folder has no records: {run_dir}")
+        running = lock_holder(run.path)
+        raise FileNotFoundError(f"run folder has no records: {run_dir}" + (
+            f" yet; it is still running ({running} holds its lock)" if running else ""))
     if decode and not (run.manifest.get("model") or {}).get("vocab_size"):
         check_ids_against_tokenizer(run)
     incomplete, missing_lines = completeness(run, partial)

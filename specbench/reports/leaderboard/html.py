@@ -1,13 +1,13 @@
 """A single self-contained HTML page: sortable tables (inline JS) and plots as PNG data URIs."""
 from __future__ import annotations
 
-import html
 from typing import Any
 
 from specbench.reports.leaderboard.tables import Group, Table
 from specbench.reports.projection_columns import projection_notes, projection_table
 from specbench.reports.projection_files import PLOT_ALT, PROJECTED_SECTION
 from specbench.reports.projection_table import Projection
+from specbench.reports.table import html_escape  # (invisible characters shown too)
 from specbench.reports.timing_sections import IMPLAUSIBLE_TITLE, implausible_lines
 
 _CSS = """
@@ -46,29 +46,29 @@ document.querySelectorAll('table.sortable').forEach(function(table){
 
 
 def table_html(t: Table, table_id: str) -> str:
-    head = "".join(f"<th>{html.escape(h)}</th>" for h in t.headers)
+    head = "".join(f"<th>{html_escape(h)}</th>" for h in t.headers)
     body = []
     for row, keys in zip(t.rows, t.keys or [[None] * len(row) for row in t.rows]):
         cells = []
         for cell, key in zip(row, keys):
-            k = "" if key is None or (isinstance(key, float) and key != key) else html.escape(str(key))
+            k = "" if key is None or (isinstance(key, float) and key != key) else html_escape(str(key))
             # text columns (lossless status, draft shape) read left-aligned; their sort keys are strings
             cls = ' class="bad text"' if cell.startswith("MISMATCH") else (' class="text"' if isinstance(key, str) else "")
-            cells.append(f'<td data-key="{k}"{cls}>{html.escape(cell)}</td>')
+            cells.append(f'<td data-key="{k}"{cls}>{html_escape(cell)}</td>')
         body.append("<tr>" + "".join(cells) + "</tr>")
-    return (f'<h3>{html.escape(t.title)}</h3>\n<table class="sortable" id="{table_id}">'
+    return (f'<h3>{html_escape(t.title)}</h3>\n<table class="sortable" id="{table_id}">'
             f"<thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>")
 
 
 def projected_html(projs: list[Projection], plot: str | None) -> str:
     """Each run's projected table (every projected cell names its profile) with its notes, then the figure."""
-    parts = [f"<h2>{html.escape(PROJECTED_SECTION)}</h2>"]
+    parts = [f"<h2>{html_escape(PROJECTED_SECTION)}</h2>"]
     for i, proj in enumerate(projs):
         parts.append(table_html(projection_table(proj), f"proj{i}"))
         parts.append('<div class="footer"><ul>' + "".join(
-            f"<li>{html.escape(line)}</li>" for line in projection_notes(proj)) + "</ul></div>")
+            f"<li>{html_escape(line)}</li>" for line in projection_notes(proj)) + "</ul></div>")
     if plot:
-        parts.append(f'<img class="plot" alt="{html.escape(PLOT_ALT)}" src="{plot}">')
+        parts.append(f'<img class="plot" alt="{html_escape(PLOT_ALT)}" src="{plot}">')
     return "\n".join(parts)
 
 
@@ -91,17 +91,17 @@ def leaderboard_html(
              "&plusmn;: half width of the 95% paired bootstrap CI over questions. "
              "tau = tokens per forward pass. Click a column header to sort.</p>"]
     for gi, (g, figs) in enumerate(zip(groups, plots)):
-        parts.append(f"<h2>{html.escape(g.title)}</h2>")
+        parts.append(f"<h2>{html_escape(g.title)}</h2>")
         for ti, t in enumerate(g.tables):
             parts.append(table_html(t, f"g{gi}t{ti}"))
         bad = implausible_lines(g.stats)
         if bad:
-            parts.append(f"<p><b>{html.escape(IMPLAUSIBLE_TITLE)}:</b></p><ul>"
-                         + "".join(f"<li>{html.escape(line)}</li>" for line in bad) + "</ul>")
+            parts.append(f"<p><b>{html_escape(IMPLAUSIBLE_TITLE)}:</b></p><ul>"
+                         + "".join(f"<li>{html_escape(line)}</li>" for line in bad) + "</ul>")
         parts.append("<div>" + "".join(
-            f'<img class="plot" alt="{html.escape(alt)}" src="{uri}">' for alt, uri in figs) + "</div>")
+            f'<img class="plot" alt="{html_escape(alt)}" src="{uri}">' for alt, uri in figs) + "</div>")
         parts.append('<div class="footer"><ul>' + "".join(
-            f"<li>{html.escape(line)}</li>" for line in g.footer) + "</ul></div>")
+            f"<li>{html_escape(line)}</li>" for line in g.footer) + "</ul></div>")
     if projected[0]:
         parts.append(projected_html(*projected))
     if profile is not None:
@@ -109,8 +109,8 @@ def leaderboard_html(
 
         headers, rows = profile_table(profile)
         parts.append("<h2>Cost profile of this machine</h2>")
-        parts.append(f"<p class='footer'>{html.escape(str(profile.get('hardware')))}; context "
-                     f"{html.escape(str(profile.get('context_len')))} cached tokens</p>")
+        parts.append(f"<p class='footer'>{html_escape(str(profile.get('hardware')))}; context "
+                     f"{html_escape(str(profile.get('context_len')))} cached tokens</p>")
         keys = [[float(c) if c.replace('.', '', 1).isdigit() else c for c in r] for r in rows]
         parts.append(table_html(Table("T(n): one forward of n new tokens", headers, rows, keys), "profile"))
         if profile_plot:
