@@ -12,9 +12,10 @@ A CELL holds the speedup and its 95% CI bounds, tau, tokens/s, acceptance, time 
 latency (TTFT, decode tokens/s, per-token p50/p90/p99), peak memory and the acceptance profile
 (``specbench.results.acceptance``), the acceptance per request (vLLM's definition and ours, with its spread;
 ``specbench.results.request_acceptance``), the TPOT / ITL / E2E percentiles
-(``specbench.results.latency_percentiles``) and the plausibility rule's ``tau_ceiling`` and ``implausible`` (its
-reason, or null); the top-level ``plausibility`` counts the cells checked and lists the stalled generations. Numbers
-without data (no draft, no AR pair, schema < 4 timings) are null, never NaN (``jsonfile.finite``).
+(``specbench.results.latency_percentiles``) and the plausibility rule's ``tau_ceiling``, ``speedup_floor`` and
+``implausible`` (its reason, or null); the top-level ``plausibility`` counts the cells checked and lists the stalled
+generations. Numbers without data (no draft, no AR pair, schema < 4 timings) are null, never NaN
+(``jsonfile.finite``).
 """
 from __future__ import annotations
 
@@ -49,7 +50,8 @@ def cell_json(c: Cell) -> dict[str, Any]:
         "new_tokens": c.new_tokens, "wall_time_s": c.wall_time_s, "draft_time_s": c.draft_time_s,
         "lossless": dict(c.lossless), **c.latency.to_json(),
         "peak_memory_bytes": c.peak_memory_bytes, "peak_memory_kind": c.peak_memory_kind,
-        "acceptance": c.acceptance.to_json(), "tau_ceiling": c.tau_ceiling, "implausible": c.implausible,
+        "acceptance": c.acceptance.to_json(), "tau_ceiling": c.tau_ceiling,
+        "speedup_floor": c.speedup_floor, "implausible": c.implausible,
         "per_request": c.requests.to_json(), "latency_percentiles": c.percentiles.to_json(),
     })
 

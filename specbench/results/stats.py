@@ -20,7 +20,8 @@ Definitions (all pooled over records, never averages of per-question ratios):
   largest ``peak_memory_bytes`` of the cell's records (None when none recorded it).
 - MT-Bench categories (``category_stats``): the same cells with the records of one category each.
 - plausibility (``specbench.results.plausibility``): each cell's ``tau_ceiling``, the most speedup its passes
-  allow, and ``implausible``, the one-line reason when its speedup exceeds that beyond the margin.
+  allow, ``speedup_floor``, the least its work explains, and ``implausible``, the one-line reason when its speedup
+  is above the one or below the other beyond the margin.
 Spec-Bench's own definition (mean of per-question speeds over AR's), shown only beside its published
 table: ``specbench.results.spec_bench_speedup``.
 """
@@ -40,7 +41,7 @@ from specbench.results.lossless import LOSSLESS_CLASSES
 from specbench.results.record import Record, Unit
 from specbench.results.request_acceptance import RequestAcceptance, request_acceptance
 from specbench.results.loaded_run import Run
-from specbench.results.plausibility import judge, tau_ceiling
+from specbench.results.plausibility import judge, speedup_floor, tau_ceiling
 
 DEFAULT_BOOTSTRAP = 2000
 DEFAULT_SEED = 20240521
@@ -74,7 +75,8 @@ class Cell:
     peak_memory_kind: str | None = None
     sampled: bool = False  # records sampled at temperature > 0: no token check, see ``logprob_check``
     tau_ceiling: float | None = None  # the most speedup the passes allow (``plausibility``); None: not bounded
-    implausible: str | None = None  # why the speedup is above that ceiling (``plausibility.judge``), else None
+    speedup_floor: float | None = None  # the least speedup its work explains (``plausibility``); None: not bounded
+    implausible: str | None = None  # why the speedup is above that ceiling or below that floor (``judge``), else None
 
     def speedup_text(self) -> str:
         """``1.42x ±0.05`` (± = half the CI width), ``1.00x`` for the baseline, ``-`` without data; an implausible
@@ -227,6 +229,7 @@ def _cell(method: str, subtask: str, recs: list[Record], strata: list[np.ndarray
         requests=request_acceptance(recs), percentiles=latency_percentiles(recs),
         sampled=any(r.target_logprob is not None for r in recs),
         tau_ceiling=None if method == BASELINE else tau_ceiling(recs, ar_recs),
+        speedup_floor=None if method == BASELINE else speedup_floor(recs, ar_recs),
         **_peak_memory(recs),
     )
 
