@@ -67,10 +67,32 @@ def forced_keys(manifest: dict[str, Any]) -> list[str]:
         return [str(k) for k in keys]
     out: list[str] = []
     for line in manifest.get("merge_forced_differences") or []:
-        found = re.match(r"(?:.* vs [^:]*: )?(\w+)", str(line))
+        found = re.match(r"(?:.*? vs [^:]*: )?(\w+)", str(line))
         key = found.group(1) if found else "manifest"
         out += [] if key in out else [key]
     return out
+
+
+def forced_merge_check(manifest: dict[str, Any], allow: bool) -> tuple[int, list[str]]:
+    """``check``'s word on a forced merge: (1, a FAIL line) for one of different models or backends unless ``allow``,
+    else (0, a FORCED MERGE line), (0, []) for no forced merge.
+
+    >>> forced_merge_check({"merge_forced_keys": ["model"]}, allow=False)[0]
+    1
+    >>> forced_merge_check({"merge_forced_keys": ["git_commit"]}, allow=False)
+    (0, ['FORCED MERGE: shards that differ in git_commit were merged with --force; its figures are marked'])
+    """
+    keys = forced_keys(manifest)
+    if not keys:
+        return 0, []
+    hard = [k for k in keys if k in HARD_KEYS]
+    if hard and not allow:
+        return 1, [f"FAIL: a forced merge of shards that differ in {', '.join(hard)}: its figures are not one "
+                   f"{' on one '.join(hard)}'s (merge_forced_differences in its manifest); pass --allow-forced-merge "
+                   "to accept it"]
+    tag = " (allowed)" if hard else ""
+    return 0, [f"FORCED MERGE{tag}: shards that differ in {', '.join(keys)} were merged with --force; its figures "
+               "are marked"]
 
 
 def run_flags(run: Any) -> list[Flag]:
