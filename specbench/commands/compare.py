@@ -18,7 +18,7 @@ def compare_command(args: argparse.Namespace) -> int:
     from specbench.reports.projection_columns import load_request, project_runs
     from specbench.reports.projection_files import write_projection_files, write_projection_plot
     from specbench.reports.table import html_text
-    from specbench.reports.timing_sections import IMPLAUSIBLE_TITLE, implausible_lines
+    from specbench.reports.timing_sections import FLAGS_TITLE, IMPLAUSIBLE_TITLE, flag_lines, implausible_lines
     from specbench.results.loaded_run import load_run
     from specbench.results.spec_bench_speedup import spec_bench_speedups
     from specbench.results.stats import run_stats
@@ -49,9 +49,10 @@ def compare_command(args: argparse.Namespace) -> int:
         parts.append("**Warning: compared despite differences (--force):**\n\n" + "\n".join(f"- {html_text(d)}" for d in diffs))
     parts += [f"**{html_text(t.title)}**\n\n{table_md(t)}" for t in tables]  # (titles name the runs)
     parts += [projected_md(p) for p in projections]
-    bad = implausible_lines({r.name: st for r, st in zip(runs, stats)})
-    if bad:
-        parts.append(f"**{IMPLAUSIBLE_TITLE}:**\n\n" + "\n".join(f"- {html_text(line)}" for line in bad))
+    by_run = {r.name: st for r, st in zip(runs, stats)}
+    for title, found in ((IMPLAUSIBLE_TITLE, implausible_lines(by_run)), (FLAGS_TITLE, flag_lines(by_run))):
+        if found:
+            parts.append(f"**{html_text(title)}:**\n\n" + "\n".join(f"- {html_text(line)}" for line in found))
     text = "\n\n".join(parts) + "\n"
     print(text)
     if args.out:

@@ -19,7 +19,7 @@ itself, so a cell copied out of its table keeps its label:
 >>> t.rows[0][3]
 '1.20x projected on Example GPU, fast, float16, 2026-01-01'
 >>> projections_csv([proj]).splitlines()[2]
-'demo,pld,Overall,projected,"Example GPU, fast, float16, 2026-01-01",1.2000,recorded steps priced on the profile'
+'demo,pld,Overall,projected,"Example GPU, fast, float16, 2026-01-01",1.2000,recorded steps priced on the profile,'
 """
 from __future__ import annotations
 
@@ -33,6 +33,7 @@ from specbench.reports.projection_table import (PROJECTED, RECORDED, OntoProfile
 from specbench.reports.projection_costs import MachineCosts
 from specbench.reports.table import Table
 from specbench.results.loaded_run import Run
+from specbench.results.cell_flags import marks
 
 MEASURED_HEAD = "measured (this run's machine)"
 KIND = "specbench projections"
@@ -82,8 +83,9 @@ def projection_table(proj: Projection) -> Table:
     headers = ["Method", "Subtask", MEASURED_HEAD, *(f"{PROJECTED} on {lab}" for lab in labels)]
     rows, keys = [], []
     for r in proj.rows:
-        rows.append([r.method, r.subtask, "-" if r.measured is None else f"{r.measured:.2f}x",
-                     *(_cell(c, lab) for c, lab in zip(r.projected, labels))])
+        measured = ("-" if r.measured is None else f"{r.measured:.2f}x") + marks(r.flags)
+        projected = marks(r.projected_flags())
+        rows.append([r.method, r.subtask, measured, *(_cell(c, lab) + projected for c, lab in zip(r.projected, labels))])
         keys.append([r.method, r.subtask, r.measured, *(c.speedup for c in r.projected)])
     return Table(f"Measured and projected speedup vs ar: run {proj.run}", headers, rows, keys)
 

@@ -19,6 +19,7 @@ from specbench.reports.projection_auto import AUTO_NOTE, auto_labels, best_fixed
 from specbench.reports.projection_checks import (HereCosts, check_greedy, check_per_step, check_profile_fits,
                                                  check_single_sequence, drafting_for)
 from specbench.reports.projection_costs import MachineCosts, machine_costs
+from specbench.results.cell_flags import FORCED_MERGE, IMPLAUSIBLE, PARTIAL, SAMPLED, Flag, sampled_flag
 from specbench.results.loaded_run import OWN, Run, subject_view
 from specbench.results.record import Record
 
@@ -26,6 +27,7 @@ OVERALL = "Overall"
 PROJECTED = "projected"
 RECORDED = "recorded steps priced on the profile"
 PROFILE_BUSY = "profile measured under load"
+RECORD_KINDS = (PARTIAL, FORCED_MERGE, SAMPLED)
 
 
 @dataclass(frozen=True)
@@ -63,6 +65,11 @@ class ProjectionRow:
     subtask: str
     measured: float | None
     projected: tuple[ProjectedCell, ...]  # one per profile, in --onto order
+    flags: tuple[Flag, ...] = ()  # the measured cell's (``results.cell_flags``), ``sampled`` included
+
+    def projected_flags(self) -> tuple[Flag, ...]:
+        """The flags its projected cells carry too: those of the records priced (partial, forced merge, sampled)."""
+        return tuple(f for f in self.flags if f.kind in RECORD_KINDS)
 
 
 @dataclass(frozen=True)
@@ -122,6 +129,7 @@ def build_projection(run: Run, onto: list[OntoProfile], here: MachineCosts | Non
     for r in records:
         by_method.setdefault(r.method, []).append(r)
     ar = _by_subtask(by_method.get(BASELINE, []))
+    flagged = _flagged(Run(run.path, own.manifest, records))
     subtasks = [OVERALL] + [s for s in own.subtasks() if s in ar]
     rows = []
     for m in methods:
@@ -145,13 +153,27 @@ def build_projection(run: Run, onto: list[OntoProfile], here: MachineCosts | Non
                 cells.append(ProjectedCell(pm[0] if pm else None, basis, flags=(PROFILE_BUSY,) if o.busy else ()))
             if measured is None:
                 measured = _measured(mine[sub], ar[sub])
-            rows.append(ProjectionRow(m, sub, measured, tuple(cells)))
+            rows.append(ProjectionRow(m, sub, measured, tuple(cells), flagged.get((m, sub), ())))
     if not rows:
         raise ConfigError(f"run {run.name}: no drafting method with paired AR records to project")
     notes = tuple(AUTO_NOTE.format(label=m) for m in methods if m in autos) + tuple(
         f"{PROFILE_BUSY}: profile {o.label} was measured while {o.busy}; its projected cells may be off by up to 10x "
         "(measure it again on a quiet machine, `specbench profile --require-quiet`)" for o in onto if o.busy)
-    return Projection(run.name, tuple(onto), tuple(rows), notes)
+    # (each flag's note once, under the table: the measured cells' implausible ones first, as ``compare`` lists them)
+    flagged_notes = sorted(dict.fromkeys(f.note for r in rows for f in r.flags),
+                           key=lambda n: n.split(":")[0] != IMPLAUSIBLE)
+    return Projection(run.name, tuple(onto), tuple(rows), notes + tuple(flagged_notes))
+
+
+def _flagged(run: Run) -> dict[tuple[str, str], tuple[Flag, ...]]:
+    """(method, subtask) -> its measured cell's flags (``run_stats``: the shared rule), and ``sampled`` when the run
+    sampled (a projection prices its drafts as greedy ones)."""
+    from specbench.results.stats import run_stats
+
+    sampled = sampled_flag(run.manifest)
+    stats = run_stats(run, n_boot=0)
+    return {(m, sub): c.flags + ((sampled,) if sampled else ())
+            for m, cells in stats.items() for sub, c in cells.items()}
 
 
 def _measured(method_recs: list[Record], ar_recs: list[Record]) -> float | None:

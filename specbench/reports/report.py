@@ -38,6 +38,7 @@ from specbench.reports.summary import (SUMMARY_CSV, SUMMARY_JSON, build_summary,
 from specbench.reports.table import Table, html_text
 from specbench.reports.table import escaped_tabulate as tabulate  # every cell escaped for markdown and HTML
 from specbench.reports.timing_sections import plausibility_parts, stall_part
+from specbench.results.cell_flags import FORCED_MERGE, run_flags
 from specbench.results.context_lengths import length_groups
 from specbench.results.logprob_check import logprob_stats, logprob_table_rows
 from specbench.results.lossless import EXACT, MISMATCH, TIE
@@ -120,6 +121,8 @@ def render(run: Run, fmt: str = "github", stats: dict[str, dict[str, Cell]] | No
     progress = progress_of(run)
     if progress is not None and progress.partial:  # interrupted or still running: its tables are not the run's
         parts.append(f"**Partial run: {progress.text()}.** The tables cover only the records present.")
+    parts += [f"**Forced merge:** {html_text(f.note.split(': ', 1)[1])}; its figures are marked *({f.mark})*."
+              for f in run_flags(run) if f.kind == FORCED_MERGE]
     engine_view = run.manifest.get("view") == ENGINE
     base = "engine:off" if engine_view else "AR"
     tables: list[tuple[str, Callable[[Cell], str]]] = [

@@ -14,7 +14,8 @@ latency (TTFT, decode tokens/s, per-token p50/p90/p99), peak memory and the acce
 ``specbench.results.request_acceptance``), the TPOT / ITL / E2E percentiles
 (``specbench.results.latency_percentiles``) and the plausibility rule's ``tau_ceiling``, ``speedup_floor`` and
 ``implausible`` (its reason, or null); the top-level ``plausibility`` counts the cells checked and lists the stalled
-generations. Numbers without data (no draft, no AR pair, schema < 4 timings) are null, never NaN
+generations; each cell's ``flags`` are the marks its tables write beside it (``results.cell_flags``: implausible,
+stalled, partial, forced merge, machine not idle) and the top-level ``flags`` their notes. Numbers without data (no draft, no AR pair, schema < 4 timings) are null, never NaN
 (``jsonfile.finite``).
 """
 from __future__ import annotations
@@ -32,6 +33,7 @@ from specbench.reports.request_metrics import REQUEST_COLUMNS, request_columns
 from specbench.results.progress import progress_of
 from specbench.results.loaded_run import Run, engine_label
 from specbench.results.lossless import lossless_status
+from specbench.results.cell_flags import flag_notes
 from specbench.results.plausibility import judge
 from specbench.results.stalls import stalled
 from specbench.results.stats import DEFAULT_BOOTSTRAP, DEFAULT_SEED, Cell, category_stats, run_stats
@@ -51,7 +53,7 @@ def cell_json(c: Cell) -> dict[str, Any]:
         "lossless": dict(c.lossless), **c.latency.to_json(),
         "peak_memory_bytes": c.peak_memory_bytes, "peak_memory_kind": c.peak_memory_kind,
         "acceptance": c.acceptance.to_json(), "tau_ceiling": c.tau_ceiling,
-        "speedup_floor": c.speedup_floor, "implausible": c.implausible,
+        "speedup_floor": c.speedup_floor, "implausible": c.implausible, "flags": [f.mark for f in c.flags],
         "per_request": c.requests.to_json(), "latency_percentiles": c.percentiles.to_json(),
     })
 
@@ -116,7 +118,8 @@ def build_summary(run: Run, n_boot: int = DEFAULT_BOOTSTRAP, seed: int = DEFAULT
     categories = category_stats(run, n_boot=n_boot, seed=seed) if categories is None else categories
     out = {"summary_schema_version": SUMMARY_SCHEMA_VERSION, "run": run_json(run),
            "bootstrap": {"resamples": n_boot, "seed": seed, "confidence": 0.95},
-           "methods": _methods_json(run, stats, categories), "plausibility": plausibility_json(run, stats)}
+           "methods": _methods_json(run, stats, categories), "plausibility": plausibility_json(run, stats),
+           "flags": flag_notes(stats)}
     if run.batch_sizes() != [1]:
         out["run"]["batch_size"] = run.base_batch()
         out["by_batch_size"] = {}
@@ -164,7 +167,7 @@ CSV_COLUMNS = (
     "decode_tokens_per_s", "ttft_mean_s", "ttft_p50_s", "token_latency_p50_s", "token_latency_p90_s",
     "token_latency_p99_s", "acceptance_rate", "mean_draft_size", "draft_share", "verify_share", "new_tokens",
     "wall_time_s", "peak_memory_bytes", "peak_memory_kind", "lossless_exact", "lossless_tie", "lossless_mismatch",
-    "overhead_storage_bytes", "overhead_parameters", "tau_ceiling", "implausible", *REQUEST_COLUMNS,
+    "overhead_storage_bytes", "overhead_parameters", "tau_ceiling", "implausible", *REQUEST_COLUMNS, "flags",
 )
 
 
@@ -186,7 +189,8 @@ def summary_csv(summary: dict[str, Any]) -> str:
                            token_latency_p50_s=lat["p50"], token_latency_p90_s=lat["p90"], token_latency_p99_s=lat["p99"],
                            overhead_storage_bytes=m["overhead"]["storage_bytes"],
                            overhead_parameters=m["overhead"]["parameters"],
-                           **{f"lossless_{k}": v for k, v in c["lossless"].items()}, **request_columns(c))
+                           **{f"lossless_{k}": v for k, v in c["lossless"].items()}, **request_columns(c),
+                           flags="; ".join(c.get("flags") or []))  # (``; ``: a forced merge's mark holds commas)
                 w.writerow({k: "" if v is None else v for k, v in row.items()})
     return buf.getvalue()
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from specbench.results.cell_flags import flag_notes
 from specbench.results.plausibility import MARGIN, counts_line, judge
 from specbench.results.stalls import stalled
 
@@ -43,6 +44,19 @@ def implausible_lines(stats_by_run: dict[str, dict[str, dict[str, Any]]]) -> lis
 
 
 IMPLAUSIBLE_TITLE = "Implausible speedups (faster than their forward passes allow: not results)"
+FLAGS_TITLE = "Flagged figures (not plain measurements; docs/how-it-measures.md, \"Flags\")"
+
+
+def flag_lines(stats_by_run: dict[str, dict[str, dict[str, Any]]]) -> list[str]:
+    """``run: note`` for each flag but ``implausible`` (``implausible_lines``) on each run's cells
+    (``results.cell_flags``: stalled, partial, forced merge, machine not idle); the tables mark the cells.
+
+    >>> from types import SimpleNamespace as C
+    >>> from specbench.results.cell_flags import Flag
+    >>> flag_lines({"run-a": {"pld": {"GSM8K": C(flags=(Flag("partial", "partial: run-a holds 3 of 4"),))}}})
+    ['run-a: partial: run-a holds 3 of 4']
+    """
+    return [f"{run}: {note}" for run, stats in stats_by_run.items() for note in flag_notes(stats)]
 
 
 def stall_part(records: list[Any]) -> str | None:

@@ -22,6 +22,7 @@ from typing import Any
 from specbench.catalog import is_engine_row, reference_method
 from specbench.engine.sampling_config import manifest_sampling
 from specbench.errors import UserError
+from specbench.results.cell_flags import forced_merge_check
 from specbench.results.logprob_check import logprob_stats, logprob_table_rows
 from specbench.results.lossless import EXACT, LOSSLESS_CLASSES, MISMATCH, TIE
 from specbench.results.record import Record
@@ -111,9 +112,10 @@ def completeness(run: Any, partial: bool) -> tuple[int, list[str]]:
 
 
 def check_run(run_dir: str | Path, strict: bool = False, decode: bool = True,
-              partial: bool = False) -> tuple[int, list[str]]:
+              partial: bool = False, allow_forced_merge: bool = False) -> tuple[int, list[str]]:
     """(exit code, report lines): 1 if any record is a mismatch (or a tie with ``strict``), or records the
-    manifest expects are missing (unless ``partial``), else 0."""
+    manifest expects are missing (unless ``partial``), or the run is a forced merge of different models or backends
+    (unless ``allow_forced_merge``: ``cell_flags.forced_merge_check``), else 0."""
     run = load_run(run_dir, every_batch=True, stored_labels=True, subject=ALL)  # (to say which labels are wrong)
     if run.manifest.get("imported"):
         raise UserError(f"{run_dir}: {run.manifest['imported'].get('note')}")
@@ -124,6 +126,8 @@ def check_run(run_dir: str | Path, strict: bool = False, decode: bool = True,
     if decode and not (run.manifest.get("model") or {}).get("vocab_size"):
         check_ids_against_tokenizer(run)
     incomplete, missing_lines = completeness(run, partial)
+    forced, forced_lines = forced_merge_check(run.manifest, allow_forced_merge)
+    incomplete, missing_lines = max(incomplete, forced), _failing_last(missing_lines + forced_lines)
     if not manifest_sampling(run.manifest).greedy:
         code, lines = 0, []
         for size in run.batch_sizes():  # each batch size against AR at the same size
@@ -155,13 +159,19 @@ def check_run(run_dir: str | Path, strict: bool = False, decode: bool = True,
     return _with_timing(run_dir, max(1 if failed else 0, incomplete), _verdict_last(lines, missing_lines))
 
 
+def _failing_last(lines: list[str]) -> list[str]:
+    """The failing lines after the others (``_verdict_last`` makes the first failing one and what follows the
+    verdict)."""
+    return [x for x in lines if not x.startswith("FAIL")] + [x for x in lines if x.startswith("FAIL")]
+
+
 def _verdict_last(lines: list[str], missing: list[str]) -> list[str]:
-    """The completeness line goes before the verdict; a failing one becomes the verdict."""
+    """The completeness (and forced-merge) lines go before the verdict; failing ones become the verdict."""
     if not missing:
         return lines
-    if missing[0].startswith("FAIL"):
-        return lines + missing
-    return lines[:-1] + missing + lines[-1:]
+    notes = [x for x in missing if not x.startswith("FAIL")]
+    failing = missing[len(notes):]
+    return lines[:-1] + notes + lines[-1:] + failing
 
 
 def check_sampled(run: Any, strict: bool = False) -> tuple[int, list[str]]:

@@ -9,6 +9,11 @@ of the first shard is kept with the union of questions and a ``merged_from`` lis
 Each shard must also be finished: every record its manifest plans present, and no process holding its lock
 (``progress``). An unfinished shard is a one-line ``MergeError`` unless ``partial``, which merges what is there
 and records ``partial`` in the merged manifest (``{"records", "planned", "running", "shards"}``).
+
+A merge forced past differences (``force``) keeps them in ``merge_forced_differences`` (one line each) and what
+differed in ``merge_forced_keys`` (``["model", "backend"]``): every figure of the merged run is then marked
+``(forced merge: model, backend)`` (``results.cell_flags``), and ``check`` fails a forced merge of different models or
+backends unless ``--allow-forced-merge``.
 """
 from __future__ import annotations
 
@@ -18,6 +23,7 @@ from typing import Any
 from specbench.errors import writing
 from specbench.files.jsonfile import write_json_atomic
 from specbench.profiling.machine_state import pooled_machine_state
+from specbench.results.cell_flags import FORCED_KEYS, forced_keys
 from specbench.results.progress import run_progress
 from specbench.results.record import Record
 from specbench.results.run_folder import MANIFEST_FILE, RECORDS_FILE, UNRUNNABLE, read_manifest, write_records
@@ -156,6 +162,7 @@ def merge_runs(shard_dirs: list[str | Path], out_dir: str | Path, force: bool = 
     )
     if problems:
         merged["merge_forced_differences"] = problems
+        merged[FORCED_KEYS] = forced_keys(merged)  # (what differed, for every reader's flag: ``cell_flags``)
     if partial_entry:
         merged["partial"] = partial_entry
     if unchecked:  # older manifests: merged as before, and the command warns

@@ -41,6 +41,7 @@ from specbench.results.lossless import LOSSLESS_CLASSES
 from specbench.results.record import Record, Unit
 from specbench.results.request_acceptance import RequestAcceptance, request_acceptance
 from specbench.results.loaded_run import Run
+from specbench.results.cell_flags import IMPLAUSIBLE, Flag, flag_cells, marks
 from specbench.results.plausibility import judge, speedup_floor, tau_ceiling
 
 DEFAULT_BOOTSTRAP = 2000
@@ -77,16 +78,18 @@ class Cell:
     tau_ceiling: float | None = None  # the most speedup the passes allow (``plausibility``); None: not bounded
     speedup_floor: float | None = None  # the least speedup its work explains (``plausibility``); None: not bounded
     implausible: str | None = None  # why the speedup is above that ceiling or below that floor (``judge``), else None
+    flags: tuple[Flag, ...] = ()  # why the figure is not a plain measurement (``cell_flags``), implausible first
 
     def speedup_text(self) -> str:
         """``1.42x ±0.05`` (± = half the CI width), ``1.00x`` for the baseline, ``-`` without data; an implausible
-        speedup says so (``8.10x ±3.50 (implausible)``)."""
+        speedup says so (``8.10x ±3.50 (implausible)``), and so does every other flag (``1.21x (stalled)``)."""
         if self.method == BASELINE:
             return "1.00x"
         if self.speedup is None:
             return "-"
         ci = "" if self.ci_low is None or self.ci_high is None else f" ±{(self.ci_high - self.ci_low) / 2:.2f}"
-        return f"{self.speedup:.2f}x{ci}" + (" (implausible)" if self.implausible else "")
+        rest = marks(f for f in self.flags if f.kind != IMPLAUSIBLE)
+        return f"{self.speedup:.2f}x{ci}" + (" (implausible)" if self.implausible else "") + rest
 
 
 def _sums(recs: list[Record]) -> dict[str, float]:
@@ -267,6 +270,7 @@ def run_stats(run: Run, n_boot: int = DEFAULT_BOOTSTRAP, seed: int = DEFAULT_SEE
                                    [r for r in run.records if r.method == BASELINE])
         out[method] = cells
     judge(out)
+    flag_cells(run, out)
     return out
 
 
@@ -290,4 +294,5 @@ def category_stats(run: Run, task: str = "mt_bench", n_boot: int = DEFAULT_BOOTS
         if cells:
             out[method] = cells
     judge(out)
+    flag_cells(run, out, by_category=True)
     return out

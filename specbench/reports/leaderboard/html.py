@@ -8,7 +8,7 @@ from specbench.reports.projection_columns import projection_notes, projection_ta
 from specbench.reports.projection_files import PLOT_ALT, PROJECTED_SECTION
 from specbench.reports.projection_table import Projection
 from specbench.reports.table import html_escape  # (invisible characters shown too)
-from specbench.reports.timing_sections import IMPLAUSIBLE_TITLE, implausible_lines
+from specbench.reports.timing_sections import FLAGS_TITLE, IMPLAUSIBLE_TITLE, flag_lines, implausible_lines
 
 _CSS = """
 body{font-family:system-ui,sans-serif;margin:24px;color:#222;max-width:1300px}
@@ -94,10 +94,10 @@ def leaderboard_html(
         parts.append(f"<h2>{html_escape(g.title)}</h2>")
         for ti, t in enumerate(g.tables):
             parts.append(table_html(t, f"g{gi}t{ti}"))
-        bad = implausible_lines(g.stats)
-        if bad:
-            parts.append(f"<p><b>{html_escape(IMPLAUSIBLE_TITLE)}:</b></p><ul>"
-                         + "".join(f"<li>{html_escape(line)}</li>" for line in bad) + "</ul>")
+        for title, found in ((IMPLAUSIBLE_TITLE, implausible_lines(g.stats)), (FLAGS_TITLE, flag_lines(g.stats))):
+            if found:
+                parts.append(f"<p><b>{html_escape(title)}:</b></p><ul>"
+                             + "".join(f"<li>{html_escape(line)}</li>" for line in found) + "</ul>")
         parts.append("<div>" + "".join(
             f'<img class="plot" alt="{html_escape(alt)}" src="{uri}">' for alt, uri in figs) + "</div>")
         parts.append('<div class="footer"><ul>' + "".join(

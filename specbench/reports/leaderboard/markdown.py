@@ -8,7 +8,7 @@ from specbench.reports.projection_columns import projection_notes, projection_ta
 from specbench.reports.projection_files import PROJECTED_SECTION
 from specbench.reports.projection_table import Projection
 from specbench.reports.table import html_text, md_text
-from specbench.reports.timing_sections import IMPLAUSIBLE_TITLE, implausible_lines
+from specbench.reports.timing_sections import FLAGS_TITLE, IMPLAUSIBLE_TITLE, flag_lines, implausible_lines
 
 TEXT_COLUMNS = {"Lossless", "run", "hardware", "draft shape"}
 
@@ -40,9 +40,9 @@ def leaderboard_md(groups: list[Group], profile_tables: list[Table], profile: di
         out += ["", f"## {html_text(g.title)}", ""]  # (titles and footers hold the runs' names and settings)
         for t in g.tables:
             out += [f"**{html_text(t.title)}**", "", table_md(t), ""]
-        bad = implausible_lines(g.stats)
-        if bad:
-            out += [f"**{IMPLAUSIBLE_TITLE}:**", "", *(f"- {html_text(line)}" for line in bad), ""]
+        for title, found in ((IMPLAUSIBLE_TITLE, implausible_lines(g.stats)), (FLAGS_TITLE, flag_lines(g.stats))):
+            if found:
+                out += [f"**{html_text(title)}:**", "", *(f"- {html_text(line)}" for line in found), ""]
         out += ["<details><summary>hardware, versions, config, commands</summary>", ""]
         out += [f"- {html_text(line)}" for line in g.footer]
         out += ["", "</details>"]
