@@ -79,3 +79,23 @@ def test_leaderboard_with_a_folder_where_its_markdown_goes_says_so(tmp_path, cap
     (tmp_path / "lb" / "leaderboard.md").mkdir(parents=True)
     code, err = cli(["leaderboard", str(tmp_path / "run"), "--out", str(tmp_path / "lb"), "--no-plots"], capsys)
     assert code in (0, 2) and "leaderboard.md" in err and "folder" in err and "Traceback" not in err, err
+
+
+# -- 11: a run that could not write its summary says so and fails ------------------------------------------
+def test_a_run_that_could_not_write_its_summary_says_which_and_fails(tmp_path, capsys, monkeypatch):
+    import errno
+
+    from fault_helpers import run_args
+    from fs_faults import inject
+    from tiny_model_dir import save_tiny_model
+
+    model = save_tiny_model(tmp_path / "model")
+    out = tmp_path / "out"
+    full = inject(monkeypatch, out, errno.ENOSPC, match="summary.json")  # (the disk fills up at the summary)
+    code, err = cli(run_args(model, out, "r"), capsys)
+    assert code == 2, err
+    results = next(line for line in err.splitlines() if "results:" in line)
+    assert "report.md" in results and "summary.json" not in results, results
+    assert "summary.json" in err.splitlines()[-1] and "could not write" in err.splitlines()[-1], err
+    full.off()
+    assert cli(["report", str(out / "r")], capsys)[0] == 0 and (out / "r" / "summary.json").is_file()
