@@ -11,8 +11,10 @@ from specbench.results.check import check_run
 
 
 def check_command(args: argparse.Namespace) -> int:
+    from specbench.reports.table import visible_lines
+
     code, lines = check_run(args.run_dir, strict=args.strict, decode=not args.ids, partial=args.partial)
-    print("\n".join(lines))
+    print(visible_lines("\n".join(lines)))  # (question ids and decoded tokens: a bidi control would reorder the line)
     return code
 
 
