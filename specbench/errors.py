@@ -61,6 +61,8 @@ WRITE_ERRNOS = {
     errno.EPERM: "operation not permitted",
     errno.ENAMETOOLONG: "file name too long",
     errno.EFBIG: "file too large",
+    errno.EISDIR: "a folder is in the way",  # (an output file's name taken by a folder)
+    errno.EEXIST: "a file is in the way",  # (an output folder's name taken by a file)
 }
 
 

@@ -90,3 +90,14 @@ def test_report_leaderboard_and_compare_show_invisible_characters_escaped(tmp_pa
     _no_invisible((tmp_path / "compare.md").read_text())
     assert main(["report", str(run)]) == 0
     _no_invisible(capsys.readouterr().out)  # (the terminal's copy too)
+
+
+def test_check_shows_invisible_characters_of_question_ids_escaped(tmp_path, capsys):
+    from fault_helpers import DEFAULT_MANIFEST, fake_run, record
+
+    manifest = {**DEFAULT_MANIFEST, "questions": {"gsm8k": [INVISIBLE]}}
+    run = fake_run(tmp_path / "run", [record("ar", [5, 6], question_id=INVISIBLE)], manifest)
+    assert main(["check", str(run), "--ids"]) == 1  # (pld's record is missing: named by its question id)
+    out = capsys.readouterr().out
+    assert SHOWN in out
+    _no_invisible(out)

@@ -5,10 +5,14 @@ import argparse
 import sys
 
 from specbench.config.run_flags import add_run_arguments, config_from_args, mismatch_exit_code
-from specbench.reports.report import write_report
+from specbench.errors import WriteError
+from specbench.reports.report import REPORT_FILE, report_files
+from specbench.reports.summary import SUMMARY_CSV, SUMMARY_JSON
 from specbench.run.plan import make_plan, parse_shard, run_dir_for
 from specbench.run.machine_session import require_quiet
 from specbench.run.runner import Runner
+
+RESULT_FILES = ("records.jsonl", "manifest.json", REPORT_FILE, SUMMARY_JSON, SUMMARY_CSV)
 
 
 def run_command(args: argparse.Namespace) -> int:
@@ -22,8 +26,13 @@ def run_command(args: argparse.Namespace) -> int:
     print(f"[specbench] {run_dir}: methods {','.join(plan.all_methods)}; {n_q} questions{split} over "
           f"{len(plan.tasks)} task(s); max_new_tokens {config.max_new_tokens}", file=sys.stderr)
     mismatches = Runner(plan, run_dir, progress=not args.no_progress, require_quiet=args.require_quiet).execute()
-    print(write_report(run_dir))
-    print(f"[specbench] results: {run_dir}/ (records.jsonl, manifest.json, report.md, summary.json, summary.csv)", file=sys.stderr)
+    report = report_files(run_dir)
+    print(report.text)
+    written = [f for f in RESULT_FILES if f not in report.not_written]  # (never a file a full disk refused)
+    print(f"[specbench] results: {run_dir}/ ({', '.join(written)})", file=sys.stderr)
+    if report.not_written:
+        raise WriteError(f"could not write {', '.join(report.not_written)} in {run_dir} (the records are complete: "
+                         f"`specbench report {run_dir}` writes the report files again once the folder can be written)")
     return mismatch_exit_code(mismatches, config.allow_mismatch, "[specbench]", "the lossless table")
 
 

@@ -12,9 +12,12 @@ from specbench.results.check import check_run
 
 
 def check_command(args: argparse.Namespace) -> int:
+    from specbench.reports.table import visible_lines
+
     code, lines = check_run(args.run_dir, strict=args.strict, decode=not args.ids, partial=args.partial,
                             allow_forced_merge=args.allow_forced_merge)
-    print("\n".join(lines))
+    print(visible_lines("
+".join(lines)))  # (question ids and decoded tokens: a bidi control would reorder the line)
     return code
 
 

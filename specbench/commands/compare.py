@@ -6,17 +6,18 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from specbench.config.argtypes import positive_int
+from specbench.config.argtypes import out_file, positive_int
 from specbench.config.onto_flags import add_onto_arguments
-from specbench.errors import UserError
+from specbench.errors import UserError, writing
 
 
 def compare_command(args: argparse.Namespace) -> int:
+    from specbench.files.jsonfile import check_no_folder_in_the_way, write_text_atomic
     from specbench.interop.published import load_published, published_table, published_vs_published, run_vs_published
     from specbench.reports.compare import NotComparable, compare_runs, speedup_plot
     from specbench.reports.leaderboard.markdown import projected_md, table_md
     from specbench.reports.projection_columns import load_request, project_runs
-    from specbench.reports.projection_files import write_projection_files, write_projection_plot
+    from specbench.reports.projection_files import projection_paths, write_projection_files, write_projection_plot
     from specbench.reports.table import html_text
     from specbench.reports.timing_sections import FLAGS_TITLE, IMPLAUSIBLE_TITLE, flag_lines, implausible_lines
     from specbench.results.loaded_run import load_run
@@ -56,8 +57,11 @@ def compare_command(args: argparse.Namespace) -> int:
     text = "\n\n".join(parts) + "\n"
     print(text)
     if args.out:
-        Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.out).write_text(text, encoding="utf-8")
+        out = Path(args.out)  # (not a folder, nor under a file: its argparse type)
+        check_no_folder_in_the_way(out.parent, [p.name for p in projection_paths(out)] if projections else [])
+        with writing(out.parent):
+            out.parent.mkdir(parents=True, exist_ok=True)
+        write_text_atomic(out, text)
         print(f"wrote {args.out}")
         if projections:
             print(f"wrote {' and '.join(map(str, write_projection_files(Path(args.out), projections)))}")
@@ -79,7 +83,7 @@ def register(subs: argparse._SubParsersAction) -> None:
                         "spec-bench:a100-vicuna-7b, spec-bench:a100-vicuna-13b, spec-bench:a100-vicuna-33b "
                         "(repeatable; two with no run compare the published tables, e.g. 3090 vs A100)")
     p.add_argument("--force", action="store_true", help="compare even if questions, max_new_tokens, backend or method configs differ")
-    p.add_argument("--out", help="also write the tables to this markdown file")
+    p.add_argument("--out", type=out_file, help="also write the tables to this markdown file")
     p.add_argument("--plot", help="also write a PNG: Overall speedup per method, one bar per run (labelled by model / dtype)")
     add_onto_arguments(p, "FILE's .projection.json/.csv with --out, FILE's -projected.png with --plot")
     p.add_argument("--bootstrap", type=positive_int, default=1000, help="bootstrap resamples for the 95%% CI")

@@ -10,11 +10,15 @@ import argparse
 import json
 from pathlib import Path
 
+from specbench.config.argtypes import out_folder
+
 FORMATS = ("md", "json", "csv")
+OUTPUTS = ("projection.md", "projection.json", "projection.csv")
 
 
 def project_command(args: argparse.Namespace) -> int:
-    from specbench.files.jsonfile import write_json_atomic
+    from specbench.errors import writing
+    from specbench.files.jsonfile import check_no_folder_in_the_way, write_json_atomic, write_text_atomic
     from specbench.profiling.device_profile import load_device_profile
     from specbench.reports.projection_costs import machine_costs
     from specbench.reports.projection_output import projection_csv, projection_json, projection_text
@@ -26,11 +30,13 @@ def project_command(args: argparse.Namespace) -> int:
     here = machine_costs(load_device_profile(args.here)) if args.here else None
     proj = build_projection(run, onto, here)
     out = Path(args.out) if args.out else run.path
-    out.mkdir(parents=True, exist_ok=True)
+    check_no_folder_in_the_way(out, OUTPUTS)  # (--out itself was checked by its argparse type)
+    with writing(out):
+        out.mkdir(parents=True, exist_ok=True)
     text, data, table = projection_text(proj), projection_json(proj), projection_csv(proj)
-    (out / "projection.md").write_text(text, encoding="utf-8")
+    write_text_atomic(out / "projection.md", text)
     write_json_atomic(out / "projection.json", data, indent=1)
-    (out / "projection.csv").write_text(table, encoding="utf-8")
+    write_text_atomic(out / "projection.csv", table)
     print({"md": text, "json": json.dumps(data, indent=1) + "\n", "csv": table}[args.format], end="")
     return 0
 
@@ -45,5 +51,5 @@ def register(subs: argparse._SubParsersAction) -> None:
     p.add_argument("--here", metavar="PROFILE", help="a device profile of the machine the run ran on (needed for runs "
                    "that recorded no host figure, and for drafters that run the target itself)")
     p.add_argument("--format", choices=FORMATS, default="md", help="what to print (all three are written)")
-    p.add_argument("--out", help="folder for projection.md/json/csv (default: the run folder)")
+    p.add_argument("--out", type=out_folder, help="folder for projection.md/json/csv (default: the run folder)")
     p.set_defaults(func=project_command)

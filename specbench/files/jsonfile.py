@@ -2,6 +2,7 @@
 schema check."""
 from __future__ import annotations
 
+import errno
 import json
 import math
 import os
@@ -9,7 +10,7 @@ import sys
 from pathlib import Path
 from typing import Any, Iterable, Iterator
 
-from specbench.errors import ConfigError, WriteError, writing
+from specbench.errors import WRITE_ERRNOS, ConfigError, WriteError, writing
 
 
 def finite(value: Any) -> Any:
@@ -51,6 +52,15 @@ def write_text_atomic(path: str | Path, text: str) -> None:
 def write_json_atomic(path: str | Path, data: Any, indent: int | None = None) -> None:
     """``write_text_atomic`` of ``strict_json(data)``."""
     write_text_atomic(path, strict_json(data, indent) + "\n")
+
+
+def check_no_folder_in_the_way(folder: Path, names: Iterable[str]) -> None:
+    """A one-line ``WriteError`` naming the first ``folder/NAME`` that is a folder (or a link to one), checked
+    before any is written: a refused command leaves no set of files half-replaced."""
+    for name in names:
+        if (folder / name).is_dir():
+            raise WriteError(f"{WRITE_ERRNOS[errno.EISDIR]} while writing {folder / name}; move it, or pick "
+                             "another --out")
 
 
 def write_outputs(folder: Path, files: dict[str, str]) -> list[str]:

@@ -35,11 +35,11 @@ def projection_texts(projs: list[Projection]) -> tuple[str, str]:
 
 def write_projection_files(markdown: Path, projs: list[Projection]) -> tuple[Path, Path]:
     """Write ``projection_paths(markdown)``; returns them."""
-    from specbench.files.jsonfile import write_json_atomic
+    from specbench.files.jsonfile import write_json_atomic, write_text_atomic
 
     json_path, csv_path = projection_paths(markdown)
     write_json_atomic(json_path, projections_json(projs), indent=1)
-    csv_path.write_text(projections_csv(projs), encoding="utf-8")  # (not projection_texts: its JSON would be built twice)
+    write_text_atomic(csv_path, projections_csv(projs))  # (not projection_texts: its JSON would be built twice)
     return json_path, csv_path
 
 

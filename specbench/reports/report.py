@@ -10,6 +10,7 @@ such a run, ``long_context.png``.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
@@ -250,10 +251,21 @@ FORMATS = ("md", "json", "csv")
 REPORT_FILE = "report.md"
 
 
+@dataclass(frozen=True)
+class WrittenReport:
+    text: str  # what ``fmt`` asked for
+    not_written: tuple[str, ...]  # the files a full or read-only folder refused (said on stderr)
+
+
 def write_report(run_dir: str | Path, fmt: str = "md") -> str:
-    """Write ``report.md``, ``summary.json`` and ``summary.csv`` into the run folder; return the text of
-    ``fmt`` (``md`` = the report, ``json`` / ``csv`` = the summary files). A folder that cannot be written
-    (read-only, full) costs only the files, said on stderr (``jsonfile.write_outputs``)."""
+    """``report_files``'s text: a folder that cannot be written costs only the files (said on stderr)."""
+    return report_files(run_dir, fmt).text
+
+
+def report_files(run_dir: str | Path, fmt: str = "md") -> WrittenReport:
+    """Write ``report.md``, ``summary.json`` and ``summary.csv`` into the run folder; the text of ``fmt`` (``md`` =
+    the report, ``json`` / ``csv`` = the summary files) and the files that could not be written (read-only, full:
+    ``jsonfile.write_outputs``)."""
     if fmt not in FORMATS:
         raise ValueError(f"unknown report format {fmt!r}; expected one of {', '.join(FORMATS)}")
     run = load_run(run_dir)
@@ -266,8 +278,7 @@ def write_report(run_dir: str | Path, fmt: str = "md") -> str:
     if engine is not None and engine.records:
         text += "\n" + _serving_sections(run, engine, stats)
     if not run.records:
-        write_outputs(run.path, {REPORT_FILE: text})
-        return text
+        return WrittenReport(text, tuple(write_outputs(run.path, {REPORT_FILE: text})))
     groups = length_groups(run.records)
     if groups and run.path.is_dir():
         write_length_figure(run.path, groups, run.methods(), stats)
@@ -275,5 +286,5 @@ def write_report(run_dir: str | Path, fmt: str = "md") -> str:
     if engine is not None and engine.records:
         summary["engine"] = serving_json(engine, serving_counters(engine))
     out = {"md": text, "json": summary_text(summary), "csv": summary_csv(summary)}
-    write_outputs(run.path, {REPORT_FILE: text, SUMMARY_JSON: out["json"], SUMMARY_CSV: out["csv"]})
-    return out[fmt]
+    failed = write_outputs(run.path, {REPORT_FILE: text, SUMMARY_JSON: out["json"], SUMMARY_CSV: out["csv"]})
+    return WrittenReport(out[fmt], tuple(failed))

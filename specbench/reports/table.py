@@ -53,7 +53,8 @@ def visible(text: Any) -> str:
     return text if text.isprintable() else "".join(map(_shown, text))
 
 
-def _visible_lines(text: str) -> str:
+def visible_lines(text: str) -> str:
+    """``visible`` of each line of ``text`` (its newlines kept)."""
     return "\n".join(map(visible, text.split("\n")))
 
 
@@ -78,7 +79,7 @@ def escaped_tabulate(rows: Sequence[Sequence[Any]], headers: Sequence[Any] = (),
     """``tabulate`` with every text header and cell through ``md_text`` when the format is markdown, else
     through ``visible`` line by line (numbers stay numbers, for tabulate's alignment; a plain table's cell
     may span lines)."""
-    shown = md_text if tablefmt in MARKDOWN_FORMATS else _visible_lines
+    shown = md_text if tablefmt in MARKDOWN_FORMATS else visible_lines
     rows = [[shown(c) if isinstance(c, str) else c for c in row] for row in rows]
     headers = headers if isinstance(headers, str) else [shown(h) for h in headers]  # ("keys": tabulate's)
     return tabulate(rows, headers=headers, tablefmt=tablefmt, **kwargs)
