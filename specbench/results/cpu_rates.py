@@ -20,7 +20,7 @@ batch does not set its own standard. A record with no other record to compare ha
 ...              batch_wall_time_s=batch_wall)
 
 A run at 2 torch threads keeping 1.8 cores in AR's records, 1.2 in pld's; its pld batch of two stopped 15 s
-(the issue's: 8.65 CPU s in 16.25 wall s per record) has no peer, so the floor judges it:
+(8.65 CPU s in 16.25 wall s per record, as one was seen) has no peer, so the floor judges it:
 
 >>> run = [rec("ar", 1.8, 1.0, q=1), rec("ar", 3.6, 2.0, q=2), rec("pld", 1.2, 1.0, q=1), rec("pld", 2.4, 2.0, q=2),
 ...        rec("pld", 8.65, 16.25, 2, 32.5, q=1), rec("pld", 8.65, 16.25, 2, 32.5, q=2)]
