@@ -208,7 +208,7 @@ class Runner:
                         initial=total - left, desc="bench", unit="gen", disable=not self.progress, file=sys.stderr,
                         dynamic_ncols=True)
         with RecordWriter(self.run_dir) as records:
-            writer = StallWatch(records, refuse=self.require_quiet)
+            writer = StallWatch(records, refuse=self.require_quiet, seen=existing)
             if todo:
                 bar.set_postfix_str("warm-up (untimed)")
                 self._warm_up(todo)
