@@ -33,7 +33,7 @@ import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 DRAFT_EVERY, DRAFT_LEN, DRAFT_KEPT = 3, 4, 2
-KEEP_ALIVE_S, BIG_LINE, PIECE = 5.0, 2 << 20, 64 << 10
+KEEP_ALIVE_S, BIG_LINE, PIECE = 20.0, 2 << 20, 64 << 10
 
 
 def next_token(ids: list[int], vocab: int) -> int:

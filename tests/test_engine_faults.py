@@ -215,7 +215,8 @@ def test_openai_keep_alive_comments_forever_hit_the_request_deadline(fake, capsy
     lines = [ln for ln in err.strip().splitlines() if ln.startswith("specbench run: error")]
     assert code == 2 and len(lines) == 1 and "Traceback" not in err, err
     assert f"engine engine:spec at {spec.url} gave no complete answer within 1 s (request_timeout_s)" in lines[0]
-    assert took < 4.5  # (the stand-in's comments last 5 s: the deadline, not the end of its stream, stopped it)
+    assert took < 15  # (the stand-in's comments last 20 s: the deadline, not the end of its stream, stopped it;
+    # the margin is wide because the whole run, AR and engine:off included, is inside it on a loaded 2-core CI)
     assert {r.method for r in read_records(run_dir)} == {"ar", "engine:off"}
 
 
