@@ -16,8 +16,7 @@ def check_command(args: argparse.Namespace) -> int:
 
     code, lines = check_run(args.run_dir, strict=args.strict, decode=not args.ids, partial=args.partial,
                             allow_forced_merge=args.allow_forced_merge)
-    print(visible_lines("
-".join(lines)))  # (question ids and decoded tokens: a bidi control would reorder the line)
+    print(visible_lines("\n".join(lines)))  # (question ids and decoded tokens: a bidi control would reorder the line)
     return code
 
 
