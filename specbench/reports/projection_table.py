@@ -19,6 +19,7 @@ from specbench.reports.projection_auto import AUTO_NOTE, auto_labels, best_fixed
 from specbench.reports.projection_checks import (HereCosts, check_greedy, check_per_step, check_profile_fits,
                                                  check_single_sequence, drafting_for)
 from specbench.reports.projection_costs import MachineCosts, machine_costs
+from specbench.reports.projection_plausibility import VerdictInput, projected_bounds, projected_verdict
 from specbench.results.cell_flags import FORCED_MERGE, IMPLAUSIBLE, PARTIAL, SAMPLED, Flag, sampled_flag
 from specbench.results.loaded_run import OWN, Run, subject_view
 from specbench.results.record import Record
@@ -131,7 +132,7 @@ def build_projection(run: Run, onto: list[OntoProfile], here: MachineCosts | Non
     ar = _by_subtask(by_method.get(BASELINE, []))
     flagged = _flagged(Run(run.path, own.manifest, records))
     subtasks = [OVERALL] + [s for s in own.subtasks() if s in ar]
-    rows = []
+    rows, judged = [], []
     for m in methods:
         mine = _by_subtask(by_method.get(m, []))
         cuts = {i: best_fixed_budget(mine[OVERALL], ar[OVERALL], o.costs, pricing[m, i], ar_price(o.costs))
@@ -150,19 +151,29 @@ def build_projection(run: Run, onto: list[OntoProfile], here: MachineCosts | Non
                 pm = pooled(mine[sub], ar[sub], price, ar_price(o.costs)) if price else None
                 if pm is not None:
                     measured = pm[1]
-                cells.append(ProjectedCell(pm[0] if pm else None, basis, flags=(PROFILE_BUSY,) if o.busy else ()))
+                bad = _judged(VerdictInput(m, sub, o.label, pm[0]), mine[sub], ar[sub], o, pricing[m, i]) \
+                    if pm is not None and m not in autos else None
+                judged += [bad] if bad else []
+                flags = ((IMPLAUSIBLE,) if bad else ()) + ((PROFILE_BUSY,) if o.busy else ())
+                cells.append(ProjectedCell(pm[0] if pm else None, basis, flags=flags))
             if measured is None:
                 measured = _measured(mine[sub], ar[sub])
             rows.append(ProjectionRow(m, sub, measured, tuple(cells), flagged.get((m, sub), ())))
     if not rows:
         raise ConfigError(f"run {run.name}: no drafting method with paired AR records to project")
-    notes = tuple(AUTO_NOTE.format(label=m) for m in methods if m in autos) + tuple(
+    notes = tuple(AUTO_NOTE.format(label=m) for m in methods if m in autos) + tuple(judged) + tuple(
         f"{PROFILE_BUSY}: profile {o.label} was measured while {o.busy}; its projected cells may be off by up to 10x "
         "(measure it again on a quiet machine, `specbench profile --require-quiet`)" for o in onto if o.busy)
     # (each flag's note once, under the table: the measured cells' implausible ones first, as ``compare`` lists them)
     flagged_notes = sorted(dict.fromkeys(f.note for r in rows for f in r.flags),
                            key=lambda n: n.split(":")[0] != IMPLAUSIBLE)
     return Projection(run.name, tuple(onto), tuple(rows), notes + tuple(flagged_notes))
+
+
+def _judged(cell: VerdictInput, mine: list[Record], ar: list[Record], o: OntoProfile, drafting: Any) -> str | None:
+    """The projected cell's plausibility note (``projection_plausibility``), None when plausible."""
+    bounds = projected_bounds(mine, ar, o.costs, drafting)
+    return projected_verdict(cell, bounds) if bounds else None
 
 
 def _flagged(run: Run) -> dict[tuple[str, str], tuple[Flag, ...]]:
