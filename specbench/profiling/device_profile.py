@@ -36,6 +36,7 @@ from specbench.errors import ConfigError
 from specbench.files.jsonfile import load_json, save_json
 from specbench.profiling.device_profile_checks import structure_problem
 from specbench.profiling.profile_sense import sense_problem
+from specbench.profiling.profile_spread import SPREAD
 
 DEVICE_PROFILE_SCHEMA = "specbench-device-profile/1"  # bump on an incompatible change; readers refuse others
 DEVICE_PROFILE_FILE = "device-profile.json"
@@ -52,6 +53,8 @@ FIELDS = {
     "host_s": "seconds of the fixed model-free drafting benchmark on this host (lower: faster PLD-like drafting)",
     "created": "when the profile was measured (UTC)",
     "drafter_threads": "the torch threads the drafters were timed on (a run drafting on others is not priced with them)",
+    "spread": "per figure, the interquartile range of its repeats over their median (target by context and n, "
+              "prefill by length, host; a drafter's in its steps): how much its median is worth",
 }
 
 
@@ -69,6 +72,7 @@ class ProfileParts:
     host_s: float
     created: str | None = None
     drafter_threads: int | None = None  # the torch threads the drafters were timed on
+    spread: dict[str, Any] | None = None  # each figure's relative spread (``profile_spread``); None: not recorded
 
 
 def make_device_profile(parts: ProfileParts) -> dict[str, Any]:
@@ -88,6 +92,7 @@ def make_device_profile(parts: ProfileParts) -> dict[str, Any]:
         "drafters": parts.drafters,
         "host_s": float(parts.host_s),
         **({"drafter_threads": parts.drafter_threads} if parts.drafter_threads else {}),
+        **({SPREAD: parts.spread} if parts.spread else {}),
         "fields": FIELDS,
     }
 

@@ -18,6 +18,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from specbench.profiling.profile_spread import spread_problem
+
 OBJECTS = {"machine": "the hardware fingerprint", "backend": "name, key, threads", "model": "id and shape"}
 TEXTS = ("dtype", "created")
 
@@ -87,4 +89,4 @@ def structure_problem(data: dict[str, Any]) -> str | None:
         return bad
     if not isinstance(data.get("model"), dict) or not isinstance(data["model"].get("shape"), dict):
         return "model.shape is missing"
-    return _drafters_problem(data.get("drafters"))
+    return _drafters_problem(data.get("drafters")) or spread_problem(data)

@@ -56,6 +56,11 @@ def one_round(tokens: np.ndarray) -> float:
 
 def measure_host_seconds(repeats: int = 21) -> float:
     """The median seconds of ``repeats`` rounds (after one warm-up round) on this machine."""
+    return statistics.median(host_rounds(repeats))
+
+
+def host_rounds(repeats: int = 21) -> list[float]:
+    """The seconds of each of ``repeats`` rounds (after one warm-up round) on this machine."""
     tokens = np.random.default_rng(0).integers(0, VOCAB, CONTEXT).astype(np.int64)
     one_round(tokens)
-    return statistics.median(one_round(tokens) for _ in range(repeats))
+    return [one_round(tokens) for _ in range(repeats)]

@@ -20,7 +20,15 @@ from specbench.models.device import synchronize
 DEFAULT_SIZES = (1, 2, 4, 8, 16, 32, 64, 128)
 
 
-def measure_forward_curve(
+def measure_forward_curve(model: Any, context_len: int = 1024, sizes: tuple[int, ...] = DEFAULT_SIZES,
+                          repeats: int = 5, **options: Any) -> dict[int, float]:
+    """Median seconds of one forward of ``n`` new tokens after ``context_len`` cached ones (``measure_forward_times``'
+    repeats; ``options``: its keywords)."""
+    times = measure_forward_times(model, context_len, sizes, repeats, **options)
+    return {n: statistics.median(ts) for n, ts in times.items()}
+
+
+def measure_forward_times(
     model: Any,
     context_len: int = 1024,
     sizes: tuple[int, ...] = DEFAULT_SIZES,
@@ -30,8 +38,9 @@ def measure_forward_curve(
     seed: int = 0,
     backend: Any = "auto",
     lead_in: int = 0,
-) -> dict[int, float]:
-    """Median seconds of one forward of ``n`` new tokens after ``context_len`` cached ones.
+) -> dict[int, list[float]]:
+    """Every timed repeat's seconds of one forward of ``n`` new tokens after ``context_len`` cached ones (the
+    profile keeps their median and their spread, ``profile_spread``).
 
     ``lead_in`` untimed forwards of the same ``n`` run right before each timed one. Why: the rounds interleave
     the sizes, so without it every timed forward follows one of another shape, and on this project's CPU a T(1)
@@ -69,8 +78,7 @@ def measure_forward_curve(
                 if i >= warmup:
                     times[n].append(time.perf_counter() - t)
                 trim_cache(cache, context_len, [])  # back to the long context
-        out = {n: statistics.median(ts) for n, ts in times.items()}
-    return out
+    return times
 
 
 def weight_bytes_per_forward(model: Any) -> int:

@@ -46,13 +46,19 @@ def prefill_lengths(limit: int | None, longest: int | None = None) -> tuple[int,
 
 def measure_prefill_curve(model: Any, lengths: tuple[int, ...], backend: Any, repeats: int = 3,
                           seed: int = 0) -> dict[int, float]:
-    """Median seconds of the prefill of ``n`` random tokens (each of ``lengths``) on ``backend`` (resolved), a
-    fresh cache each time, after one untimed prefill of each length."""
+    """Median seconds of the prefill of ``n`` random tokens (each of ``lengths``): ``measure_prefill_times``'."""
+    return {n: statistics.median(ts) for n, ts in measure_prefill_times(model, lengths, backend, repeats, seed).items()}
+
+
+def measure_prefill_times(model: Any, lengths: tuple[int, ...], backend: Any, repeats: int = 3,
+                          seed: int = 0) -> dict[int, list[float]]:
+    """Each timed repeat's seconds of the prefill of ``n`` random tokens (each of ``lengths``) on ``backend``
+    (resolved), a fresh cache each time, after one untimed prefill of each length."""
     backend.prepare(model)
     target = backend.target(model)
     gen = torch.Generator().manual_seed(seed)
     vocab = int(model.config.vocab_size)
-    out: dict[int, float] = {}
+    out: dict[int, list[float]] = {}
     with torch.inference_mode():
         for n in lengths:
             ids = torch.randint(0, vocab, (1, n), generator=gen).to(target.device)  # [1, n]
@@ -66,7 +72,7 @@ def measure_prefill_curve(model: Any, lengths: tuple[int, ...], backend: Any, re
                 if i:
                     times.append(time.perf_counter() - t)
                 del cache
-            out[n] = statistics.median(times)
+            out[n] = times
     return out
 
 

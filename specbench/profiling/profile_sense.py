@@ -7,9 +7,13 @@ profile is refused (one line naming the field) when:
 - a figure is outside ``MIN_S`` .. ``MAX_S`` (1 us: below a GPU kernel's launch; an hour: above any forward, prefill
   or drafting step of a model that fits a machine) or the host figure outside ``HOST_MIN_S`` .. ``HOST_MAX_S``
   (the fixed model-free drafting benchmark takes a few milliseconds, ``host_factor.py``);
-- T(n) falls with n by more than ``FALL`` (30%) below a smaller n's at the same context: a forward of more rows
-  does at least the work of fewer (a quiet machine's medians dip by a few percent at most, within its noise; a
-  busy one measured T(1) = 1.40 s against 0.042 s quiet, then T(n) falling as n grew);
+- T(n) falls with n beyond its own noise below a smaller n's at the same context: a forward of more rows does at
+  least the work of fewer (a quiet machine's medians dip by a few percent at most, within its noise; a busy one
+  measured T(1) = 1.40 s against 0.042 s quiet, then T(n) falling as n grew). Its noise is the two figures'
+  recorded spreads together (``profile_spread``: each median's interquartile range over the median), at least
+  ``MIN_FALL`` (15%: a quiet machine's neighbouring medians were seen to dip by about 10% even when each one's
+  repeats agreed closely, a profile's sizes being timed in interleaved rounds, ``measure.py``); a profile without
+  spreads allows ``FALL`` (30%);
 - T(n) rises above ``RISE`` (4) x n x T(1): n rows in one forward cost at most about n forwards of one row (they
   read the weights once instead of n times), so more than 4x that is no measurement.
 
@@ -18,14 +22,20 @@ profile is refused (one line naming the field) when:
 T(n) falls with n: T(2) = 300 ms is 79% below T(1) = 1400 ms (more than the 30% a quiet machine's noise allows)
 >>> curve_problem({"1": 0.01, "16": 5.0})
 'T(16) = 5000 ms is more than 4 x 16 x T(1) = 640 ms'
+>>> print(curve_problem({"1": 0.010, "2": 0.008}, {"1": 0.02, "2": 0.03}))
+T(n) falls with n: T(2) = 8 ms is 20% below T(1) = 10 ms (more than the 15% its repeats' spread allows)
+>>> curve_problem({"1": 0.010, "2": 0.006}, {"1": 0.3, "2": 0.2})  # (within its wide spread)
 """
 from __future__ import annotations
 
 from typing import Any, Iterable
 
+from specbench.profiling.profile_spread import target_spreads
+
 MIN_S, MAX_S = 1e-6, 3600.0
 HOST_MIN_S, HOST_MAX_S = 1e-5, 60.0
-FALL = 0.30  # how far T(n) may dip below a smaller n's at one context (the noise of a quiet machine's medians)
+FALL = 0.30  # how far T(n) may dip below a smaller n's at one context without recorded spreads
+MIN_FALL = 0.15  # ... with them: at least this, else the two figures' spreads together
 RISE = 4.0  # T(n) above RISE x n x T(1) is no measurement
 
 
@@ -33,15 +43,24 @@ def _ms(seconds: float) -> str:
     return f"{seconds * 1e3:.0f} ms"
 
 
-def curve_problem(curve: dict[str, float]) -> str | None:
-    """What makes one T(n) curve impossible (see the module docstring), or None."""
+def _allowed_fall(spread: dict[str, float] | None, n: int, m: int) -> tuple[float, str]:
+    """How far T(n) may fall below T(m), and why: the two figures' spreads together, else ``FALL``."""
+    if spread and str(n) in spread and str(m) in spread:
+        return max(MIN_FALL, spread[str(n)] + spread[str(m)]), "its repeats' spread allows"
+    return FALL, "a quiet machine's noise allows"
+
+
+def curve_problem(curve: dict[str, float], spread: dict[str, float] | None = None) -> str | None:
+    """What makes one T(n) curve impossible (see the module docstring), or None; ``spread``: its points' recorded
+    relative spreads (None or missing points: unknown)."""
     points = sorted((int(n), float(t)) for n, t in curve.items())
     t1 = dict(points).get(1)
     high_n, high = points[0]
     for n, t in points:
-        if t < high * (1 - FALL):
+        fall, why = _allowed_fall(spread, n, high_n)
+        if t < high * (1 - fall):
             return (f"T(n) falls with n: T({n}) = {_ms(t)} is {1 - t / high:.0%} below T({high_n}) = {_ms(high)} "
-                    f"(more than the {FALL:.0%} a quiet machine's noise allows)")
+                    f"(more than the {fall:.0%} {why})")
         if t1 is not None and t > RISE * n * t1:
             return f"T({n}) = {_ms(t)} is more than {RISE:g} x {n} x T(1) = {_ms(RISE * n * t1)}"
         if t > high:
@@ -74,7 +93,7 @@ def sense_problem(profile: dict[str, Any]) -> str | None:
     if bad:
         return bad
     for context, curve in profile["target"]["latency_by_context_s"].items():
-        bad = curve_problem(curve)
+        bad = curve_problem(curve, target_spreads(profile, context))
         if bad:
             return f"target.latency_by_context_s after {context} cached tokens: {bad}"
     return None

@@ -14,11 +14,13 @@ from typing import Any
 
 from specbench.catalog import BASELINE
 from specbench.errors import ConfigError
-from specbench.reports.projection import ar_price, method_price, pooled
+from specbench.profiling.profile_spread import SPREAD_WIDE, WIDE_MARK, cell_spread, drafting_spreads
+from specbench.reports.projection import ar_price, decode_steps, method_price, pooled
 from specbench.reports.projection_auto import AUTO_NOTE, auto_labels, best_fixed_budget, cut_price, hindsight_label
 from specbench.reports.projection_checks import (HereCosts, check_greedy, check_per_step, check_profile_fits,
                                                  check_single_sequence, drafting_for)
 from specbench.reports.projection_costs import MachineCosts, machine_costs
+from specbench.reports.projection_plausibility import VerdictInput, projected_bounds, projected_verdict
 from specbench.results.cell_flags import FORCED_MERGE, IMPLAUSIBLE, PARTIAL, SAMPLED, Flag, sampled_flag
 from specbench.results.loaded_run import OWN, Run, subject_view
 from specbench.results.record import Record
@@ -52,7 +54,8 @@ class ProjectedCell:
     speedup: float | None
     basis: str
     kind: str = PROJECTED  # (never anything else: the label each output writes beside the figure)
-    flags: tuple[str, ...] = ()  # why the figure is not to be trusted as it reads (``PROFILE_BUSY``), in the cell
+    # why the figure is not to be trusted as it reads (``PROFILE_BUSY``, ``IMPLAUSIBLE``, ``WIDE_MARK``), in the cell
+    flags: tuple[str, ...] = ()
 
     def flag_text(self) -> str:
         """`` (profile measured under load)``: what every output writes after the figure ('' without flags)."""
@@ -131,7 +134,7 @@ def build_projection(run: Run, onto: list[OntoProfile], here: MachineCosts | Non
     ar = _by_subtask(by_method.get(BASELINE, []))
     flagged = _flagged(Run(run.path, own.manifest, records))
     subtasks = [OVERALL] + [s for s in own.subtasks() if s in ar]
-    rows = []
+    rows, judged, widest = [], [], {}
     for m in methods:
         mine = _by_subtask(by_method.get(m, []))
         cuts = {i: best_fixed_budget(mine[OVERALL], ar[OVERALL], o.costs, pricing[m, i], ar_price(o.costs))
@@ -150,19 +153,45 @@ def build_projection(run: Run, onto: list[OntoProfile], here: MachineCosts | Non
                 pm = pooled(mine[sub], ar[sub], price, ar_price(o.costs)) if price else None
                 if pm is not None:
                     measured = pm[1]
-                cells.append(ProjectedCell(pm[0] if pm else None, basis, flags=(PROFILE_BUSY,) if o.busy else ()))
+                spread = _spread(o, mine[sub] + ar[sub], pricing[m, i])
+                bad = _judged(VerdictInput(m, sub, o.label, pm[0], spread), mine[sub], ar[sub], o, pricing[m, i]) \
+                    if pm is not None and m not in autos else None
+                judged += [bad] if bad else []
+                wide = spread is not None and spread > SPREAD_WIDE
+                if wide:
+                    widest[i] = max(widest.get(i, 0.0), spread)
+                flags = ((IMPLAUSIBLE,) if bad else ()) + ((PROFILE_BUSY,) if o.busy else ()) + (
+                    (WIDE_MARK,) if wide else ())
+                cells.append(ProjectedCell(pm[0] if pm else None, basis, flags=flags))
             if measured is None:
                 measured = _measured(mine[sub], ar[sub])
             rows.append(ProjectionRow(m, sub, measured, tuple(cells), flagged.get((m, sub), ())))
     if not rows:
         raise ConfigError(f"run {run.name}: no drafting method with paired AR records to project")
-    notes = tuple(AUTO_NOTE.format(label=m) for m in methods if m in autos) + tuple(
+    notes = tuple(AUTO_NOTE.format(label=m) for m in methods if m in autos) + tuple(judged) + tuple(
         f"{PROFILE_BUSY}: profile {o.label} was measured while {o.busy}; its projected cells may be off by up to 10x "
-        "(measure it again on a quiet machine, `specbench profile --require-quiet`)" for o in onto if o.busy)
+        "(measure it again on a quiet machine, `specbench profile --require-quiet`)" for o in onto if o.busy) + tuple(
+        f"{WIDE_MARK}: on profile {onto[i].label}, figures that price its marked cells varied by up to {w:.0%} "
+        f"between repeats (interquartile range over the median), more than the {SPREAD_WIDE:.0%} a projected cell "
+        "can carry (`profile_spread`): measure it again on a quiet machine, with more --repeats"
+        for i, w in sorted(widest.items()))
     # (each flag's note once, under the table: the measured cells' implausible ones first, as ``compare`` lists them)
     flagged_notes = sorted(dict.fromkeys(f.note for r in rows for f in r.flags),
                            key=lambda n: n.split(":")[0] != IMPLAUSIBLE)
     return Projection(run.name, tuple(onto), tuple(rows), notes + tuple(flagged_notes))
+
+
+def _spread(o: OntoProfile, recs: list[Record], drafting: Any) -> float | None:
+    """The widest recorded spread of ``o``'s figures that price ``recs`` (``profile_spread.cell_spread``)."""
+    rows = max((int(decode_steps(r).rows.max(initial=1)) for r in recs), default=1)
+    prompt = max((r.prompt_tokens for r in recs), default=0)
+    return cell_spread(o.profile, rows, prompt, drafting_spreads(o.profile, drafting.kind, drafting.steps))
+
+
+def _judged(cell: VerdictInput, mine: list[Record], ar: list[Record], o: OntoProfile, drafting: Any) -> str | None:
+    """The projected cell's plausibility note (``projection_plausibility``), None when plausible."""
+    bounds = projected_bounds(mine, ar, o.costs, drafting)
+    return projected_verdict(cell, bounds) if bounds else None
 
 
 def _flagged(run: Run) -> dict[tuple[str, str], tuple[Flag, ...]]:

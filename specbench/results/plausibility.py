@@ -133,6 +133,7 @@ class Verdict:
     wall_time_s: float  # the method's time in the cell
     floor: float = 0.0
     lowest: float | None = None  # the least speedup its work explains (``speedup_floor``); None: not bounded below
+    min_excess_s: float = MIN_EXCESS_S  # 0 for a projected cell: priced arithmetic has no scheduling noise
 
     @property
     def allowed(self) -> float:
@@ -156,11 +157,11 @@ class Verdict:
 
     @property
     def too_high(self) -> bool:
-        return self.speedup > self.allowed and self.excess_s >= MIN_EXCESS_S
+        return self.speedup > self.allowed and self.excess_s >= self.min_excess_s
 
     @property
     def too_low(self) -> bool:
-        return self.least is not None and self.speedup < self.least and self.unexplained_s >= MIN_EXCESS_S
+        return self.least is not None and self.speedup < self.least and self.unexplained_s >= self.min_excess_s
 
     @property
     def implausible(self) -> bool:

@@ -11,11 +11,13 @@ with a one-line warning; ``specbench project`` then names it and this command to
 """
 from __future__ import annotations
 
+import statistics
 import sys
 from dataclasses import dataclass, field
 from typing import Any
 
 from specbench.profiling.device_profile import ProfileParts, make_device_profile
+from specbench.profiling.profile_spread import relative_spread, spreads_of
 
 ALL = "all"
 
@@ -69,6 +71,23 @@ def measure_drafters(lm: Any, req: DeviceRequest, cache_dir: Any) -> dict[str, d
     return out
 
 
+def medians(times: dict[int, list[float]]) -> dict[int, float]:
+    """The median of each figure's repeats."""
+    return {k: statistics.median(ts) for k, ts in times.items()}
+
+
+def spread_record(target: dict[int, dict[int, list[float]]], prefill: dict[int, list[float]],
+                  host: list[float]) -> dict[str, Any]:
+    """A device profile's ``spread`` (``profile_spread``) of its repeats: target by context, prefill, host.
+
+    >>> spread_record({128: {1: [1.0, 1.0, 1.2, 1.1, 1.0]}}, {16: [2.0, 2.0]}, [1.0, 2.0, 3.0])
+    {'target': {'128': {'1': 0.1}}, 'prefill': {}, 'host': 0.5}
+    """
+    host_spread = relative_spread(host)
+    return {"target": {str(c): spreads_of(ts) for c, ts in sorted(target.items())}, "prefill": spreads_of(prefill),
+            **({"host": host_spread} if host_spread is not None else {})}
+
+
 def measure_device_profiles(lm: Any, backends: dict[str, Any], req: DeviceRequest, cache_dir: Any,
                             threads: int | None = None) -> dict[str, dict[str, Any]]:
     """``{backend key: device profile}`` for each resolved backend of ``backends`` (name -> backend)."""
@@ -76,25 +95,26 @@ def measure_device_profiles(lm: Any, backends: dict[str, Any], req: DeviceReques
 
     from specbench.models.context import config_context
     from specbench.profiling.fingerprint import hardware_fingerprint
-    from specbench.profiling.host_factor import measure_host_seconds
-    from specbench.profiling.measure import measure_forward_curve
+    from specbench.profiling.host_factor import host_rounds
+    from specbench.profiling.measure import measure_forward_times
     from specbench.profiling.model_shape import shape_of_config
-    from specbench.profiling.prefill import measure_prefill_curve, prefill_lengths
+    from specbench.profiling.prefill import measure_prefill_times, prefill_lengths
 
     limit = config_context(getattr(lm.model, "config", None))
     drafters = measure_drafters(lm, req, cache_dir)
-    host_s = measure_host_seconds()
+    host = host_rounds()
     model = {"id": lm.model_id, "hash": lm.model_hash, "shape": shape_of_config(lm.model.config, lm.tokenizer)}
     out = {}
     for name, backend in backends.items():
         key = getattr(backend, "key", name)
-        curves = {c: measure_forward_curve(lm.model, c, req.sizes, req.repeats, backend=backend) for c in req.contexts}
-        prefill = measure_prefill_curve(lm.model, prefill_lengths(limit, req.prefill_longest), backend)
+        times = {c: measure_forward_times(lm.model, c, req.sizes, req.repeats, backend=backend) for c in req.contexts}
+        prefill = measure_prefill_times(lm.model, prefill_lengths(limit, req.prefill_longest), backend)
         described = backend.describe(lm.model) if hasattr(backend, "describe") else {}
         parts = ProfileParts(
             machine=hardware_fingerprint(lm.device),
             backend={"name": name, "key": key, "threads": described.get("threads") or threads or torch.get_num_threads()},
-            dtype=lm.dtype, model=model, latency_by_context_s=curves, prefill_s=prefill, drafters=drafters,
-            host_s=host_s, drafter_threads=torch.get_num_threads())
+            dtype=lm.dtype, model=model, latency_by_context_s={c: medians(ts) for c, ts in times.items()},
+            prefill_s=medians(prefill), drafters=drafters, host_s=statistics.median(host),
+            drafter_threads=torch.get_num_threads(), spread=spread_record(times, prefill, host))
         out[key] = make_device_profile(parts)
     return out

@@ -14,6 +14,7 @@ from typing import Any
 import torch
 
 from specbench.profiling.draft_cost import CONTEXT, DEPTHS, DRAFT_COSTS, REPEATS, TARGET, WARMUP
+from specbench.profiling.profile_spread import SPREAD, relative_spread
 
 
 def measure_drafter(label: str, options: dict[str, Any], env: Any, depths: tuple[int, ...] = DEPTHS,
@@ -40,7 +41,8 @@ def measure_drafter(label: str, options: dict[str, Any], env: Any, depths: tuple
 
 def time_steps(drafter: Any, model: Any, depths: tuple[int, ...], repeats: int, context: int,
                seed: int = 0) -> dict[str, dict[str, float]]:
-    """``{depth: {"size", "s"}}``: median ``propose`` seconds and draft width of ``drafter`` at each depth, on a
+    """``{depth: {"size", "s", "spread"}}``: median ``propose`` seconds, draft width and the seconds' relative spread
+    (``profile_spread``) of ``drafter`` at each depth, on a
     synthetic generation whose hidden states are random rows of the target's width."""
     from specbench.engine.drafter import DraftContext, StepResult
 
@@ -75,5 +77,6 @@ def time_steps(drafter: Any, model: Any, depths: tuple[int, ...], repeats: int, 
                 if i >= WARMUP:
                     times.append(elapsed)
                     sizes.append(len(tree) if tree is not None else 0)
-            out[str(depth)] = {"size": float(statistics.median(sizes)), "s": statistics.median(times)}
+            out[str(depth)] = {"size": float(statistics.median(sizes)), "s": statistics.median(times),
+                               **({SPREAD: spread} if (spread := relative_spread(times)) is not None else {})}
     return out
