@@ -12,7 +12,9 @@ speculation-off output and speed beside specbench's ``ar``; and its rows beside 
 - **engine:off vs ar**: on each unit both decoded alone, whether the engine's greedy output equals specbench's
   (another implementation of the same weights: float rounding may flip near-ties; this is a comparison, not a
   verdict), and the engine's tokens/s over ar's on the same questions (timed in the same run, interleaved).
-- **Side by side**: specbench's methods against ``ar`` and the engine's rows against ``engine:off``, Overall.
+- **Side by side**: specbench's methods against ``ar`` and the engine's rows against ``engine:off``, Overall; and
+  each of our methods beside the engine's row of the same name, with the two loops' speed at equal tau
+  (``engine_pairs.py``).
 
 >>> tokens_per_drafted_pass([SimpleNamespace(accept_lengths=[1, 3, 1, 2], draft_sizes=[0, 4, 0, 2])])
 2.5
@@ -24,6 +26,7 @@ from types import SimpleNamespace  # noqa: F401  (the doctest's records)
 from typing import Any
 
 from specbench.catalog import BASELINE, OVERALL
+from specbench.reports.engine_pairs import pairs_section
 from specbench.reports.numfmt import fmt_num
 from specbench.reports.table import escaped_tabulate as tabulate  # every cell escaped for markdown and HTML
 from specbench.reports.table import html_text
@@ -173,4 +176,7 @@ def serving_section(own: Run, engine: Run, engine_stats: dict[str, dict[str, Cel
         parts.append("### The engine's speculation beside specbench's methods (Overall)\n\n"
                      + tabulate(side_by_side_rows(own_stats, engine_stats),
                                 headers=["row", "speedup", "tau", "acceptance", "tokens/s"], tablefmt=fmt))
+    paired = pairs_section(own_stats, engine_stats, fmt)  # our drafters beside the engine's same setting
+    if paired:
+        parts.append(paired)
     return "\n\n".join(parts) + "\n"
