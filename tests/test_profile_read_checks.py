@@ -71,7 +71,6 @@ def _impossible(edit) -> dict:
 @pytest.mark.parametrize("edit,words", [
     (lambda p: _curve(p).update({"1": 1e30}), "target.latency_by_context_s"),
     (lambda p: _curve(p).update({"16": 1e30}), "target.latency_by_context_s"),
-    (lambda p: _curve(p).update({"1": 1.4, "2": 0.3}), "falls"),
     (lambda p: p.update({"host_s": 1e30}), "host_s"),
     (lambda p: p["target"]["prefill_s"].update({"64": 1e30}), "target.prefill_s"),
     (lambda p: next(iter(p["drafters"].values()))["steps"]["2"].update({"s": 1e30}), "drafters."),
@@ -79,6 +78,21 @@ def _impossible(edit) -> dict:
 def test_a_profile_of_impossible_seconds_is_refused_not_priced(tmp_path, capsys, edit, words):
     errors = _refused(tmp_path, _impossible(edit), capsys)
     assert all(words in err and "not a physically possible device profile" in err for err in errors), errors
+
+
+def test_a_profile_whose_t_n_falls_with_n_is_read_but_every_projected_cell_says_so(tmp_path, capsys):
+    """T(2) 79% below T(1) (a busy machine's curve): priced without a word it read "1.51x projected"; it is what a
+    loaded machine measures, so it is read, and each projected cell and the notes call it noise."""
+    write_run(tmp_path / "run", run_on(A))
+    noisy = profile_of(B)
+    _curve(noisy).update({"1": 1.4, "2": 0.3})
+    (tmp_path / "noisy.json").write_text(json.dumps(noisy), encoding="utf-8")
+    assert main(["project", str(tmp_path / "run"), "--onto", str(tmp_path / "noisy.json"), "--out",
+                 str(tmp_path / "out")]) == 0
+    data = json.loads((tmp_path / "out" / "projection.json").read_text(encoding="utf-8"))
+    assert data["rows"] and all("profile noisier than a measurement" in c["flags"] for r in data["rows"]
+                                for c in r["projected"])
+    assert "T(n) falls with n: T(2) = 300 ms" in " ".join(data["notes"])
 
 
 def test_a_quiet_profile_passes_the_checks_with_the_noise_of_a_real_one():

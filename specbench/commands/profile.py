@@ -12,6 +12,7 @@ backend (``device-profile-<backend>.json``, ``specbench/profiling/device_profile
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -45,6 +46,7 @@ def profile_command(args: argparse.Namespace) -> int:
     """Measure (inside a ``MachineSession``: the machine sampled as runs sample it), then write every file with the
     machine's state in it; under load a warning, with ``--require-quiet`` a refusal before the model loads."""
     from specbench.config.run_flags import parse_method_opts
+    from specbench.profiling.profile_sense import noise_problem
     from specbench.run.device_measure import drafter_names
     from specbench.run.machine_session import MachineSession, require_quiet
 
@@ -64,6 +66,10 @@ def profile_command(args: argparse.Namespace) -> int:
         save_device_profile({**device, MACHINE_STATE: state}, path)
         print(f"wrote {path} (device profile: {len(device['drafters'])} drafter models, "
               f"{len(device['target']['latency_by_context_s'])} contexts)")
+        noisy = noise_problem(device)
+        if noisy:  # (read back, every cell projected onto it says so: said here first)
+            print(f"warning: {path} is noisier than a measurement ({noisy}); measure it again on a quiet machine",
+                  file=sys.stderr)
     return 0
 
 

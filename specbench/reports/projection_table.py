@@ -29,6 +29,7 @@ OVERALL = "Overall"
 PROJECTED = "projected"
 RECORDED = "recorded steps priced on the profile"
 PROFILE_BUSY = "profile measured under load"
+PROFILE_NOISY = "profile noisier than a measurement"  # (``profile_sense.noise_problem``: T(n) falling with n)
 RECORD_KINDS = (PARTIAL, FORCED_MERGE, SAMPLED)
 
 
@@ -41,6 +42,7 @@ class OntoProfile:
     costs: MachineCosts
     label: str
     busy: str | None = None  # how busy its machine was while it was measured (None: quiet, or not recorded)
+    noisy: str | None = None  # what says its figures are noise (``profile_sense.noise_problem``; None: nothing)
 
     def describe(self) -> dict[str, Any]:
         """What every output states of the profile a projected cell used."""
@@ -86,9 +88,11 @@ class Projection:
 def onto_profile(where: str, profile: dict[str, Any]) -> OntoProfile:
     from specbench.profiling.device_profile import profile_label
     from specbench.profiling.machine_state import session_busy_text, sessions
+    from specbench.profiling.profile_sense import noise_problem
 
     busy = [text for s in sessions(profile) if (text := session_busy_text(s))]
-    return OntoProfile(where, profile, machine_costs(profile), profile_label(profile), busy[-1] if busy else None)
+    return OntoProfile(where, profile, machine_costs(profile), profile_label(profile), busy[-1] if busy else None,
+                       noise_problem(profile))
 
 
 def distinct_labels(onto: list[OntoProfile]) -> list[OntoProfile]:
@@ -161,7 +165,7 @@ def build_projection(run: Run, onto: list[OntoProfile], here: MachineCosts | Non
                 if wide:
                     widest[i] = max(widest.get(i, 0.0), spread)
                 flags = ((IMPLAUSIBLE,) if bad else ()) + ((PROFILE_BUSY,) if o.busy else ()) + (
-                    (WIDE_MARK,) if wide else ())
+                    (PROFILE_NOISY,) if o.noisy else ()) + ((WIDE_MARK,) if wide else ())
                 cells.append(ProjectedCell(pm[0] if pm else None, basis, flags=flags))
             if measured is None:
                 measured = _measured(mine[sub], ar[sub])
@@ -171,6 +175,8 @@ def build_projection(run: Run, onto: list[OntoProfile], here: MachineCosts | Non
     notes = tuple(AUTO_NOTE.format(label=m) for m in methods if m in autos) + tuple(judged) + tuple(
         f"{PROFILE_BUSY}: profile {o.label} was measured while {o.busy}; its projected cells may be off by up to 10x "
         "(measure it again on a quiet machine, `specbench profile --require-quiet`)" for o in onto if o.busy) + tuple(
+        f"{PROFILE_NOISY}: profile {o.label}: {o.noisy}; its projected cells may be far off (measure it again on a "
+        "quiet machine, `specbench profile --require-quiet`)" for o in onto if o.noisy) + tuple(
         f"{WIDE_MARK}: on profile {onto[i].label}, figures that price its marked cells varied by up to {w:.0%} "
         f"between repeats (interquartile range over the median), more than the {SPREAD_WIDE:.0%} a projected cell "
         "can carry (`profile_spread`): measure it again on a quiet machine, with more --repeats"
