@@ -50,7 +50,8 @@ def _next_token(cache: Cache, seq: list[int]) -> int | None:
         if part is None:
             continue
         best, best_count = None, 0
-        for token, count in part.items():  # the first among equals (see README: ties)
+        # among equals the token first seen last wins: libstdc++'s unordered_map iterates newest first (README)
+        for token, count in reversed(part.items()):
             if count > best_count:
                 best, best_count = token, count
         total = sum(part.values())
