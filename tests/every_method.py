@@ -33,6 +33,7 @@ OPTIONS: dict[str, dict[str, str]] = {
     # llama.cpp's sizes (a 12-gram, a 61-token history first) rarely draft on the tiny models' short texts, and
     # size_n >= 2 never drafts inside a run of one token (the latest match leaves one token before the root)
     "ngram-simple": {"size_n": "1", "size_m": "8"}, "ngram-map-k": {"size_n": "1", "size_m": "4"},
+    "ngram-map-k4v": {"size_n": "1", "size_m": "4"}, "ngram-mod": {"n_match": "1", "n_max": "4", "n_min": "1"},
 }
 
 

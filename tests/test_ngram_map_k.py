@@ -9,17 +9,14 @@ import copy
 import numpy as np
 import pytest
 
-from conftest import make_tiny_model
 from methods.ngram.key_map import KeyMap, bucket_of
 from methods.ngram.map_k import NgramMapKConfig, NgramMapKDrafter
 from specbench.config.coerce import from_dict
-from specbench.engine.batch_loop import BatchDecoder, Request
-from specbench.engine.budget import DraftBudget
 from specbench.engine.drafter import DraftContext, StepResult
-from specbench.engine.loop import Engine
 from specbench.engine.tree import DraftTree
 from specbench.errors import ConfigError
-from test_engine_exact import FAMILIES, greedy_reference
+from ngram_lossless import check_lossless
+from test_engine_exact import FAMILIES
 
 A = np.array
 
@@ -107,21 +104,4 @@ def test_config_is_llama_cpp_s() -> None:
 
 @pytest.mark.parametrize("family", FAMILIES)
 def test_lossless_alone_batched_and_under_budget_auto(family: str) -> None:
-    model = make_tiny_model(family, seed=3)
-    engine = Engine(model, stop_ids=set())
-    cfg = NgramMapKConfig(size_n=1, size_m=2)
-    base = [5, 9, 2, 7, 7, 1, 3, 4]
-    prompts = [base * 3, [11, 4, 6] * 5 + [1, 2], base + greedy_reference(model, base, 24) + base]
-    refs = [greedy_reference(model, p, 24) for p in prompts]
-    drafter = NgramMapKDrafter(cfg)  # one instance across the requests, as one server slot
-    alone = []
-    for p in prompts:
-        alone.append(engine.generate(p, drafter, 24))
-    assert [g.output_ids for g in alone] == refs
-    assert sum(sum(g.draft_sizes) for g in alone) > 0
-    slots = [NgramMapKDrafter(cfg) for _ in range(2)]
-    batched = BatchDecoder(engine, 24).generate([Request(p) for p in prompts], slots, 2, refill=True)
-    assert [g.output_ids for g in batched] == refs
-    flat = DraftBudget(lambda n, context=None: 1.0 + 0.01 * (np.asarray(n) - 1), calibrate=False)
-    auto = [engine.generate(p, NgramMapKDrafter(cfg), 24, draft_budget=flat) for p in prompts]
-    assert [g.output_ids for g in auto] == refs and sum(sum(g.draft_sizes) for g in auto) > 0
+    check_lossless(family, lambda: NgramMapKDrafter(NgramMapKConfig(size_n=1, size_m=2)))

@@ -293,8 +293,11 @@ class FixedDepth(SkipPattern):
 DEPTH = 4
 # lookahead's window and Token Recycling's matrix learn from each verified step: their proposals depend on which
 # steps drafted; every other drafter's depend on the context (tokens and the target's states) alone. ngram-map-k
-# caps a key's draft at what its last draft accepted, and its table takes the starts of the steps it drafted at
-LEARN_FROM_STEPS = ("lookahead", "recycling", "samd@rec", "ngram-map-k")
+# caps a key's draft at what its last draft accepted, and its table takes the starts of the steps it drafted at;
+# ngram-mod adds n-grams at the steps it drafts at and resets its pool after low acceptance; ngram-cache counts
+# n-grams inside the chunk each drafted step adds
+LEARN_FROM_STEPS = ("lookahead", "recycling", "samd@rec", "ngram-map-k", "ngram-map-k4v",
+                    "ngram-mod", "ngram-cache")
 
 
 def recording(drafter: Drafter, log: dict[tuple, tuple | None]) -> Drafter:

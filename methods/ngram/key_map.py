@@ -70,10 +70,14 @@ class KeyMap:
         if size_begin < self.idx_last_check:
             self.table = {b: j for b, j in self.table.items() if j < cleanup}
             self.table_last = cleanup - 1 if cleanup > 0 else 0
-            kept = [i for i, j in enumerate(self.key_starts) if j < cleanup]
-            self.key_starts = [self.key_starts[i] for i in kept]
-            self.key_accepted = [self.key_accepted[i] for i in kept]
+            self._drop_keys(cleanup)
         self.idx_last_check = self.size_last_begin = size_begin
+
+    def _drop_keys(self, cleanup: int) -> None:
+        """The keys starting at or past ``cleanup`` go (with what they accepted)."""
+        kept = [i for i, j in enumerate(self.key_starts) if j < cleanup]
+        self.key_starts = [self.key_starts[i] for i in kept]
+        self.key_accepted = [self.key_accepted[i] for i in kept]
 
     def _fill(self, text: np.ndarray, hi: int, lo: int) -> None:
         """Table entries for the starts ``hi`` down to ``lo + 1``, each only into an empty bucket."""
@@ -85,10 +89,21 @@ class KeyMap:
     def draft(self, text: np.ndarray) -> list[int]:
         """``common_ngram_map_draft`` (key-only) of ``text`` = history + root: ``[]`` for none."""
         self.last_key = None
+        match = self.find(text)
+        return self._draft_from(text, match, self.key_offset(text, match)) if match else []
+
+    def _draft_from(self, text: np.ndarray, match: int, offset: int) -> list[int]:
+        """Key-only mode: the tokens after ``match``, at most what the key's last draft accepted."""
+        self.last_key = offset
+        count = min(self.m, self.key_accepted[offset])
+        return text[match + self.n : match + self.n + count].tolist()
+
+    def find(self, text: np.ndarray) -> int:
+        """The start of the key's occurrence llama.cpp's search finds (0 for none), the table updated as it is."""
         n, m = self.n, self.m
         cur_len = len(text) - 1
         if cur_len < 2 * n + m:
-            return []
+            return 0
         self.idx_last_check = cur_len
         key = text[cur_len - n + 1 :]
         top = cur_len - n - m - 1  # the latest start with size_m tokens after the key, before the root
@@ -105,18 +120,22 @@ class KeyMap:
             self._fill(text, begin - n - m - 1, self.table_last)
         self._fill(text, top, max(begin, self.table_last))
         self.table_last = max(top, self.table_last)
-        if match == 0:
-            return []
-        offset = self._key_offset(text, key)
-        if offset == len(self.key_starts):
-            self.key_starts.append(match)
-            self.key_accepted.append(m)
-        self.last_key = offset
-        count = min(m, self.key_accepted[offset])
-        return text[match + n : match + n + count].tolist()
+        return match
 
-    def _key_offset(self, text: np.ndarray, key: np.ndarray) -> int:
-        """The first key whose start in ``text`` holds ``key`` (llama.cpp compares the text there), else a new one."""
+    def key_offset(self, text: np.ndarray, match: int) -> int:
+        """The first key whose start in ``text`` holds the key (llama.cpp compares the text there), else a new
+        one starting at ``match``."""
+        key = text[len(text) - self.n :]
+        offset = self._offset_of(text, key)
+        if offset == len(self.key_starts):
+            self._new_key(match)
+        return offset
+
+    def _new_key(self, match: int) -> None:
+        self.key_starts.append(match)
+        self.key_accepted.append(self.m)
+
+    def _offset_of(self, text: np.ndarray, key: np.ndarray) -> int:
         if not self.key_starts:
             return 0
         starts = np.asarray(self.key_starts)
