@@ -22,7 +22,7 @@ import re
 from typing import Any
 
 from specbench.catalog import BASELINE
-from specbench.engine.budget import AUTO, BUDGETS, DEFAULT_BUDGET, RUN_BUDGETS
+from specbench.budget.names import AUTO, BUDGETS, DEFAULT_BUDGET, RUN_BUDGETS
 from specbench.errors import ConfigError
 from specbench.files.safe_names import is_safe_variant
 

@@ -16,7 +16,7 @@ from specbench.config.coerce import short_repr
 from specbench.config.context_length import MIN_LENGTH
 from specbench.config.engine_choice import parse_engine
 from specbench.engine.backends.registry import backend_choices, backend_spec, dtype_hint
-from specbench.engine.budget import RUN_BUDGETS
+from specbench.budget.names import RUN_BUDGETS
 from specbench.engine.sampling_config import SamplingConfig
 from specbench.errors import ConfigError
 from specbench.files.safe_names import MAX_NAME, NAME_RULE, is_safe_name  # noqa: F401  (MAX_NAME: run folder names)

@@ -17,7 +17,7 @@ from specbench.config.coerce import from_dict, load_yaml
 from specbench.config.context_length import parse_lengths
 from specbench.config.run_config import RunConfig
 from specbench.engine.backends.registry import backend_choices, backend_names, backend_spec
-from specbench.engine.budget import RUN_BUDGETS
+from specbench.budget.names import RUN_BUDGETS
 from specbench.errors import ConfigError
 from specbench.config.presets import PRESETS, describe, merge_preset, preset_values
 from specbench.models.dtypes import DTYPE_NAMES

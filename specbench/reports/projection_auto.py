@@ -71,6 +71,6 @@ def cut_price(onto: MachineCosts, drafting: Drafting, k: int) -> Price:
 
 def auto_labels(labels: Iterable[str], configs: dict[str, dict]) -> list[str]:
     """The labels among ``labels`` that ran with ``budget=auto`` (the manifest's ``method_configs``)."""
-    from specbench.engine.budget import AUTO
+    from specbench.budget.names import AUTO
 
     return [m for m in labels if str((configs.get(m) or {}).get("budget")) == AUTO]

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from specbench.config.method_labels import BUDGET_KEY
-from specbench.engine.budget import AUTO
+from specbench.budget.names import AUTO
 
 PointResult = Any  # ``sweep.PointResult`` (``sweep.py`` imports this module to fill ``sweep.json``: no import back)
 

@@ -23,7 +23,7 @@ from typing import Any
 
 from specbench.catalog import BASELINE
 from specbench.config.method_labels import budget_of, split_label
-from specbench.engine.budget import AUTO
+from specbench.budget.names import AUTO
 from specbench.errors import ConfigError
 from specbench.models.context import config_context
 from specbench.paths import cache_dir

@@ -13,7 +13,7 @@ from typing import Any
 
 from specbench.config.coerce import from_dict
 from specbench.config.method_labels import BUDGET_KEY, budget_of, split_label
-from specbench.engine.budget import DEFAULT_BUDGET
+from specbench.budget.names import DEFAULT_BUDGET
 from specbench.engine.drafter import Drafter
 from specbench.plugins.registry import METHODS
 from specbench.run.method_env import MethodEnv
