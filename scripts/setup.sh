@@ -9,7 +9,7 @@ cd "$(dirname "$0")/.."
 PY=${PYTHON:-python3}
 TORCH_SPEC=${TORCH_SPEC:-torch==2.13.0}
 VENV=.venv
-stamp="$VENV/.specbench-setup-$(sha256sum pyproject.toml scripts/setup.sh | sha256sum | cut -c1-12)"
+stamp="$VENV/.specbench-setup-$(sha256sum pyproject.toml setup.py scripts/setup.sh | sha256sum | cut -c1-12)"
 if [ ! -f "$stamp" ]; then
   [ -x "$VENV/bin/python" ] || "$PY" -m venv "$VENV"
   "$VENV/bin/python" -m pip install -q --upgrade pip

@@ -11,6 +11,7 @@ import pkgutil
 import sys
 
 from specbench.errors import USER_ERRORS, write_error
+from specbench.plugins.flag import add_flag_everywhere, load_flag_plugins
 from specbench.profiling.wait_policy import apply_default_wait_policy
 
 
@@ -29,6 +30,7 @@ def build_parser() -> argparse.ArgumentParser:
     for mod in sorted(pkgutil.iter_modules(commands.__path__), key=lambda m: m.name):
         if not mod.name.startswith("_"):
             importlib.import_module(f"specbench.commands.{mod.name}").register(subs)
+    add_flag_everywhere(parser)  # (outside methods and tasks: specbench/plugins/flag.py)
     return parser
 
 
@@ -44,7 +46,13 @@ def main(argv: list[str] | None = None) -> int:
     """Parse ``argv`` and run the chosen subcommand; returns the process exit code."""
     apply_default_wait_policy()  # before the commands' imports load torch, which reads it once
     degrade_output()
-    parser = build_parser()
+    argv = sys.argv[1:] if argv is None else argv
+    try:  # outside plugins first (a command's parser may list the registered names), and discovery's failures
+        load_flag_plugins(argv)
+        parser = build_parser()
+    except USER_ERRORS as e:
+        print(f"specbench: error: {e}", file=sys.stderr)
+        return 2
     args = parser.parse_args(argv)
     try:
         return int(args.func(args) or 0)

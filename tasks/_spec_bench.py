@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import ClassVar
 
 from specbench.api import MT_BENCH_CATEGORIES, Question, Task, TaskDataError
-from tasks._jsonl import parse_jsonl, question_turns, read_lines
+from specbench_tasks._jsonl import parse_jsonl, question_turns, read_lines
 
 SPEC_BENCH_URL = "https://raw.githubusercontent.com/hemingkx/Spec-Bench/main/data/spec_bench/question.jsonl"
 

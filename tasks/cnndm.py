@@ -3,7 +3,7 @@
 Dev split (``--split dev``): the last 8 questions, ids 313-320; eval: the other 72.
 """
 from specbench.api import register_task
-from tasks._spec_bench import SpecBenchTask
+from specbench_tasks._spec_bench import SpecBenchTask
 
 
 @register_task("cnndm")

@@ -21,8 +21,8 @@ from pathlib import Path
 from typing import Any
 
 from specbench.api import Question, TaskDataError, register_task_source
-from tasks._jsonl import parse_jsonl, question_turns, read_lines
-from tasks._source_task import SourceTask
+from specbench_tasks._jsonl import parse_jsonl, question_turns, read_lines
+from specbench_tasks._source_task import SourceTask
 
 
 def _question_id(where: str, n: int, row: dict[str, Any]) -> str:

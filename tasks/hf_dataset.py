@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from specbench.api import Question, TaskDataError, register_task_source
-from tasks._source_task import SourceTask
+from specbench_tasks._source_task import SourceTask
 
 ID_COLUMNS = ("id", "question_id")
 

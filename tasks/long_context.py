@@ -42,10 +42,10 @@ from pathlib import Path
 from typing import Any, Callable, ClassVar
 
 from specbench.api import Question, Task, TaskDataError, embedded_tokenizer, length_label, register_task, task_label
-from tasks._long import high, low, mixed
-from tasks._long.fit import PromptFitter
-from tasks._long.sources import question_rng
-from tasks._source_task import questions_hash
+from specbench_tasks._long import high, low, mixed
+from specbench_tasks._long.fit import PromptFitter
+from specbench_tasks._long.sources import question_rng
+from specbench_tasks._source_task import questions_hash
 
 BUILD_VERSION = "1"  # bump when the construction changes (the hash part follows the prompts by itself)
 QUESTIONS = 30

@@ -7,7 +7,7 @@ Dev split (``--split dev``): the last 8 questions, ids 153-160 (all of category 
 file is ordered by category); eval: the other 72, so ``--limit N`` on eval keeps its first questions.
 """
 from specbench.api import register_task
-from tasks._spec_bench import MT_BENCH_CATEGORIES, SpecBenchTask
+from specbench_tasks._spec_bench import MT_BENCH_CATEGORIES, SpecBenchTask
 
 
 @register_task("mt_bench")

@@ -37,8 +37,8 @@ from pathlib import Path
 from typing import Any
 
 from specbench.api import Question, Task, TaskDataError, register_task, register_task_source
-from tasks._source_task import questions_hash
-from tasks.hf_dataset import HFSpec, is_saved_dataset, load_split
+from specbench_tasks._source_task import questions_hash
+from specbench_tasks.hf_dataset import HFSpec, is_saved_dataset, load_split
 
 HUB_ID, CONFIG, SPLIT = "nvidia/SPEED-Bench", "qualitative", "test"
 CATEGORIES = ("coding", "humanities", "math", "multilingual", "qa", "rag", "reasoning", "roleplay", "stem",

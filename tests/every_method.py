@@ -53,7 +53,7 @@ def pard_copy(model_dir: str) -> str:
     if (Path(model_dir) / "config.json").is_file() and not (out / "config.json").is_file():
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
-        from methods.pard.adapt import add_mask_token
+        from specbench_methods.pard.adapt import add_mask_token
 
         model = AutoModelForCausalLM.from_pretrained(model_dir)
         add_mask_token(model)

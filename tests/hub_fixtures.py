@@ -70,7 +70,7 @@ def tiny_vicuna(out: Path, seed: int = 0) -> Path:
 def eagle_reference_checkpoint(target: torch.nn.Module, out: Path) -> Path:
     """An untrained EAGLE-1/2 draft layer as the reference publishes it: a Llama ``config.json`` and
     ``pytorch_model.bin`` with the reference's parameter names (read only with ``weights_only=True``)."""
-    from methods.eagle.layer import EagleLayer, LayerShape
+    from specbench_methods.eagle.layer import EagleLayer, LayerShape
 
     torch.manual_seed(1)
     layer = EagleLayer(LayerShape.from_config(target.config), target.get_input_embeddings())

@@ -96,7 +96,7 @@ def recycling_positions(drafter: Any, ctx: DraftContext, tree: DraftTree) -> Sco
 
 def medusa_logits(drafter: Any, ctx: DraftContext, tree: DraftTree) -> Scores:
     """Head ``d - 1``'s logit of each node at depth ``d`` (Medusa's heads all read the root's hidden state)."""
-    from methods.medusa.method import HEADS_DTYPE
+    from specbench_methods.medusa.method import HEADS_DTYPE
 
     assert drafter.heads.ids is None, "a restricted vocabulary: map the ids first"
     with torch.inference_mode():
@@ -163,7 +163,7 @@ def hydra_builder(module: Any, monkeypatch: pytest.MonkeyPatch, scores: BuilderS
 
 def redrafter_builder(module: Any, monkeypatch: pytest.MonkeyPatch, scores: BuilderScores) -> None:
     """Wrap ReDrafter's ``beam_search``: each node scores the best summed log-prob of a beam through it."""
-    from methods.redrafter.prefix import pack_beams
+    from specbench_methods.redrafter.prefix import pack_beams
 
     real = module.beam_search
 
@@ -182,21 +182,21 @@ def redrafter_builder(module: Any, monkeypatch: pytest.MonkeyPatch, scores: Buil
 
 def install_builder(method: str, monkeypatch: pytest.MonkeyPatch) -> Scorer:
     """The scorer of a method whose ranking lives inside its tree builder, with the builder patched."""
-    import methods.eagle.method
-    import methods.eagle3.method
-    import methods.hydra.method
-    import methods.redrafter.drafter
+    import specbench_methods.eagle.method
+    import specbench_methods.eagle3.method
+    import specbench_methods.hydra.method
+    import specbench_methods.redrafter.drafter
 
     scores = BuilderScores()
     if method == "eagle":
         for name in ("dynamic_tree", "static_tree"):
-            eagle_builder(methods.eagle.method, name, monkeypatch, scores)
+            eagle_builder(specbench_methods.eagle.method, name, monkeypatch, scores)
     elif method == "eagle3":
-        eagle_builder(methods.eagle3.method, "dynamic_tree", monkeypatch, scores)
+        eagle_builder(specbench_methods.eagle3.method, "dynamic_tree", monkeypatch, scores)
     elif method == "hydra":
-        hydra_builder(methods.hydra.method, monkeypatch, scores)
+        hydra_builder(specbench_methods.hydra.method, monkeypatch, scores)
     else:
-        redrafter_builder(methods.redrafter.drafter, monkeypatch, scores)
+        redrafter_builder(specbench_methods.redrafter.drafter, monkeypatch, scores)
     return scores
 
 

@@ -6,8 +6,8 @@ from collections import Counter
 import numpy as np
 import pytest
 
-from methods.crest import CRESTDrafter
-from methods.rest import query_tree
+from specbench_methods.crest import CRESTDrafter
+from specbench_methods.rest import query_tree
 from specbench.cli import main
 from specbench.datastore.ngram_store import NgramStore, top_ngrams, write_ngram_store
 from specbench.datastore.suffix_array import DatastoreError, TokenDatastore
@@ -180,7 +180,7 @@ def test_old_store_versions_are_refused_with_rebuild_hint(tmp_path, version: int
 
 
 def test_storage_ratios_against_both_rest_formats() -> None:
-    from methods.crest import storage_ratios
+    from specbench_methods.crest import storage_ratios
 
     line = storage_ratios(8_000_000, 1_000_000, 400_000)
     assert "(20.0x smaller)" in line and "6,000,000 in the reference's 6 B/token format (15.0x smaller)" in line

@@ -177,9 +177,9 @@ def test_mixed_sources_end_to_end(saved_datasets, tmp_path, monkeypatch):
 
 
 def test_docstring_examples():
-    import tasks._jsonl
-    import tasks._source_task
-    import tasks.hf_dataset
+    import specbench_tasks._jsonl
+    import specbench_tasks._source_task
+    import specbench_tasks.hf_dataset
 
-    for mod in (tasks._jsonl, tasks._source_task, tasks.hf_dataset):
+    for mod in (specbench_tasks._jsonl, specbench_tasks._source_task, specbench_tasks.hf_dataset):
         assert doctest.testmod(mod).failed == 0, mod.__name__

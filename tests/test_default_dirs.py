@@ -51,15 +51,15 @@ def _folder(method: str, recipe: str) -> str:
     method = method.removesuffix("-bf16")
     if method == "sps":
         from specbench.training.draft_distill import DISTILL_RECIPES as RECIPES
-        from methods.sps.method import distilled_dir
+        from specbench_methods.sps.method import distilled_dir
         return distilled_dir(env, RECIPES[recipe], recipe).as_posix()
     if method == "redrafter":
-        from methods.redrafter import ReDrafterConfig, default_checkpoint_dir
+        from specbench_methods.redrafter import ReDrafterConfig, default_checkpoint_dir
         return default_checkpoint_dir(env, ReDrafterConfig(recipe=recipe)).as_posix()
     if method == "hydra":
-        from methods.hydra.train import recipe_for
+        from specbench_methods.hydra.train import recipe_for
         return default_dir(env, "hydra", recipe_for("prefix-mlp", recipe), recipe).as_posix()
-    recipes = {"eagle": "methods.eagle.train", "medusa": "methods.medusa.train", "eagle3": "methods.eagle3.train"}
+    recipes = {"eagle": "specbench_methods.eagle.train", "medusa": "specbench_methods.medusa.train", "eagle3": "specbench_methods.eagle3.train"}
     module = __import__(recipes[method], fromlist=["RECIPES"])
     return default_dir(env, method, module.RECIPES[recipe], recipe).as_posix()
 
@@ -70,7 +70,7 @@ def test_default_folders_keep_their_names(method: str, recipe: str) -> None:
 
 
 def test_specbench_train_writes_the_default_only_for_the_default_recipe_and_corpora() -> None:
-    from methods.eagle.train import RECIPES
+    from specbench_methods.eagle.train import RECIPES
 
     pick = trained_default_dir("eagle", lambda name, cfg: RECIPES.get(name))  # (as ``methods/eagle/train_cli.py``)
     env, quick = _env(), RECIPES["quick"]

@@ -7,10 +7,10 @@ import numpy as np
 import pytest
 import torch
 
-from methods.dresd.datastore.build import BuildSettings, datastore_from_sequences, format_pair, interleave
-from methods.dresd.datastore.embed import EmbedSettings, ShardStore, embed_batch, embed_corpus, next_token_values
-from methods.dresd.datastore.store import DatastoreError, DenseDatastore, default_nlist
-from methods.dresd.datastore.transform import fit_transform
+from specbench_methods.dresd.datastore.build import BuildSettings, datastore_from_sequences, format_pair, interleave
+from specbench_methods.dresd.datastore.embed import EmbedSettings, ShardStore, embed_batch, embed_corpus, next_token_values
+from specbench_methods.dresd.datastore.store import DatastoreError, DenseDatastore, default_nlist
+from specbench_methods.dresd.datastore.transform import fit_transform
 from tests.conftest import make_tiny_model
 
 
@@ -44,7 +44,7 @@ def test_transform_matches_float64_reference() -> None:
 
 def test_streamed_fit_reads_rows_in_chunks_and_matches_the_reference(monkeypatch) -> None:
     """The fit never converts more than one chunk to float64, and a row subset equals fitting its copy."""
-    import methods.dresd.datastore.transform as tmod
+    import specbench_methods.dresd.datastore.transform as tmod
 
     rng = np.random.default_rng(1)
     mix = rng.normal(size=(32, 32)) * np.linspace(3, 0.1, 32)[:, None]
@@ -209,7 +209,7 @@ def test_mismatched_model_or_tokenizer_is_a_clear_error(tmp_path) -> None:
 
 def test_unknown_corpus_is_a_config_error(tmp_path) -> None:
     from specbench.errors import ConfigError
-    from methods.dresd.datastore.build import build_datastore
+    from specbench_methods.dresd.datastore.build import build_datastore
 
     tok = _FakeTokenizer({"a": 0})
     tok.eos_token_id = 0

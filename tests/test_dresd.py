@@ -7,13 +7,13 @@ import numpy as np
 import pytest
 import torch
 
-from methods.dresd.config import DReSDConfig
-from methods.dresd.drafter import DReSDDrafter, select_drafts
+from specbench_methods.dresd.config import DReSDConfig
+from specbench_methods.dresd.drafter import DReSDDrafter, select_drafts
 from specbench.errors import ConfigError
 from specbench.config.coerce import from_dict
-from methods.dresd.datastore.build import BuildSettings, datastore_from_sequences
-from methods.dresd.datastore.store import DenseDatastore
-from methods.dresd.datastore.transform import DenseTransform
+from specbench_methods.dresd.datastore.build import BuildSettings, datastore_from_sequences
+from specbench_methods.dresd.datastore.store import DenseDatastore
+from specbench_methods.dresd.datastore.transform import DenseTransform
 from specbench.engine.drafter import DraftContext
 from specbench.engine.loop import Engine
 from tests.conftest import make_tiny_model

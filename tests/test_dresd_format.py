@@ -5,8 +5,8 @@ from pathlib import Path
 
 import pytest
 
-from methods.dresd.config import DReSDConfig
-from methods.dresd.datastore.build import BuildSettings, encode_pair
+from specbench_methods.dresd.config import DReSDConfig
+from specbench_methods.dresd.datastore.build import BuildSettings, encode_pair
 from specbench.errors import ConfigError
 
 
@@ -27,8 +27,8 @@ def test_chat_entry_is_the_benchmark_context_form(embedded) -> None:
 def test_format_options_validated_and_cached_apart(monkeypatch) -> None:
     from types import SimpleNamespace
 
-    import methods.dresd.datastore.fingerprint as fingerprint
-    from methods.dresd import method
+    import specbench_methods.dresd.datastore.fingerprint as fingerprint
+    from specbench_methods.dresd import method
 
     with pytest.raises(ConfigError, match="text_format"):
         BuildSettings(text_format="plain").validate()

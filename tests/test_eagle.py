@@ -11,12 +11,12 @@ import torch
 from safetensors.torch import save_file
 
 from conftest import make_tiny_model
-from methods.eagle.checkpoint import load_layer, save_layer
-from methods.eagle import method as eagle_method
-from methods.eagle.layer import DraftCache, EagleLayer, LayerShape, causal_chunks
-from methods.eagle.method import DraftHead, EagleConfig, EagleDrafter
-from methods.eagle.train import EagleTrainConfig, runs, train_eagle
-from methods.eagle.tree import EAGLE1_TREE, dynamic_tree, select_best, static_tree
+from specbench_methods.eagle.checkpoint import load_layer, save_layer
+from specbench_methods.eagle import method as eagle_method
+from specbench_methods.eagle.layer import DraftCache, EagleLayer, LayerShape, causal_chunks
+from specbench_methods.eagle.method import DraftHead, EagleConfig, EagleDrafter
+from specbench_methods.eagle.train import EagleTrainConfig, runs, train_eagle
+from specbench_methods.eagle.tree import EAGLE1_TREE, dynamic_tree, select_best, static_tree
 from specbench.datastore import corpora
 from specbench.errors import ConfigError
 from specbench.engine.drafter import DraftContext

@@ -11,14 +11,14 @@ import torch
 import torch.nn.functional as F
 
 from conftest import make_tiny_model
-from methods.eagle.layer import DraftCache
-from methods.eagle3.checkpoint import load_draft, save_draft
-from methods.eagle3.init import new_draft
-from methods.eagle3.layer import reference_layers
-from methods.eagle3.method import Eagle3Config, Eagle3Drafter
-from methods.eagle3.ttt import UnrolledKeys, Windows, unroll
-from methods.eagle3.train import gather
-from methods.eagle3.vocab import DraftVocab, most_frequent
+from specbench_methods.eagle.layer import DraftCache
+from specbench_methods.eagle3.checkpoint import load_draft, save_draft
+from specbench_methods.eagle3.init import new_draft
+from specbench_methods.eagle3.layer import reference_layers
+from specbench_methods.eagle3.method import Eagle3Config, Eagle3Drafter
+from specbench_methods.eagle3.ttt import UnrolledKeys, Windows, unroll
+from specbench_methods.eagle3.train import gather
+from specbench_methods.eagle3.vocab import DraftVocab, most_frequent
 from specbench.engine.batch_loop import BatchDecoder, Request
 from specbench.engine.drafter import DraftContext
 from specbench.engine.loop import Engine
@@ -236,7 +236,7 @@ def test_reference_layout_loads_and_bad_ones_are_refused(tmp_path) -> None:
 
 
 def test_bad_options_are_refused() -> None:
-    from methods.eagle3.train import Eagle3TrainConfig
+    from specbench_methods.eagle3.train import Eagle3TrainConfig
 
     with pytest.raises(ConfigError, match="top_k"):
         Eagle3Config(top_k=0).validate()
@@ -285,7 +285,7 @@ _ECHO: list[str] = []  # the tiny target's own greedy continuations, filled on f
 @pytest.mark.parametrize("draft_vocab", [0, 12])
 def test_self_distillation_learns_and_stays_lossless(tmp_path, draft_vocab: int) -> None:
     from specbench.datastore import corpora
-    from methods.eagle3.train import Eagle3TrainConfig, train_eagle3
+    from specbench_methods.eagle3.train import Eagle3TrainConfig, train_eagle3
     from test_golden import char_tokenizer
     from test_sps_distill import tied_tiny_target
 

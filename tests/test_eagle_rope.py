@@ -7,7 +7,7 @@ import torch
 from transformers import LlamaConfig
 from transformers.models.llama.modeling_llama import LlamaRotaryEmbedding
 
-from methods.eagle.layer import Attention, LayerShape
+from specbench_methods.eagle.layer import Attention, LayerShape
 from specbench.api import RopeScaling
 from specbench.errors import ConfigError
 

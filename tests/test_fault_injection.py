@@ -177,9 +177,9 @@ def test_crest_store_verified_on_load(tmp_path):
 def test_corrupt_redrafter_checkpoint(tmp_path, damage):
     from safetensors.torch import load_file, save_file
 
-    from methods.redrafter.checkpoint import CONFIG, WEIGHTS, load_checkpoint, save_checkpoint
-    from methods.redrafter.config import HeadConfig
-    from methods.redrafter.head import DraftHead
+    from specbench_methods.redrafter.checkpoint import CONFIG, WEIGHTS, load_checkpoint, save_checkpoint
+    from specbench_methods.redrafter.config import HeadConfig
+    from specbench_methods.redrafter.head import DraftHead
     from specbench.errors import DatastoreError
 
     ckpt = save_checkpoint(DraftHead(HeadConfig(hidden_size=8, embed_dim=4, vocab_size=16, proj_dim=8, num_blocks=1)),

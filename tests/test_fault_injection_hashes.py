@@ -181,9 +181,9 @@ def test_crest_store_flipped_with_its_mtime_is_caught(tmp_path):
 
 
 def test_redrafter_head_flipped_with_its_mtime_is_caught(tmp_path):
-    from methods.redrafter.checkpoint import WEIGHTS, load_checkpoint, save_checkpoint
-    from methods.redrafter.config import HeadConfig
-    from methods.redrafter.head import DraftHead
+    from specbench_methods.redrafter.checkpoint import WEIGHTS, load_checkpoint, save_checkpoint
+    from specbench_methods.redrafter.config import HeadConfig
+    from specbench_methods.redrafter.head import DraftHead
 
     ckpt = save_checkpoint(DraftHead(HeadConfig(hidden_size=8, embed_dim=4, vocab_size=16, proj_dim=8, num_blocks=1)),
                            tmp_path / "ckpt")
@@ -200,13 +200,13 @@ def test_trained_heads_carry_a_hash_checked_on_load(tmp_path, method):
 
     target = make_tiny_model("llama")
     if method == "medusa":
-        from methods.medusa.checkpoint import OURS, load_heads as load, save_heads
-        from methods.medusa.heads import MedusaHeads
+        from specbench_methods.medusa.checkpoint import OURS, load_heads as load, save_heads
+        from specbench_methods.medusa.heads import MedusaHeads
 
         save_heads(MedusaHeads(32, 64, 2, 1, target.get_output_embeddings()), tmp_path, {})
     else:
-        from methods.eagle.checkpoint import OURS, load_layer as load, save_layer
-        from methods.eagle.layer import EagleLayer, LayerShape
+        from specbench_methods.eagle.checkpoint import OURS, load_layer as load, save_layer
+        from specbench_methods.eagle.layer import EagleLayer, LayerShape
 
         save_layer(EagleLayer(LayerShape.from_config(target.config), target.get_input_embeddings()), None, tmp_path, {})
     assert json.loads((tmp_path / "config.json").read_text())["weights_sha256"] == stream_sha256(tmp_path / OURS)

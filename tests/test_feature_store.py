@@ -155,6 +155,6 @@ def test_doctests_of_the_training_modules() -> None:
 
     for name in ("specbench.training.feature_collect", "specbench.training.feature_view", "specbench.training.recipes",
                  "specbench.training.trainer_args", "specbench.training.curve", "specbench.training.labelled_sequences",
-                 "methods.redrafter.vocab", "methods.hydra.train"):
+                 "specbench_methods.redrafter.vocab", "specbench_methods.hydra.train"):
         mod = importlib.import_module(name)
         assert doctest.testmod(mod).failed == 0, name

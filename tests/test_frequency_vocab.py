@@ -9,8 +9,8 @@ import pytest
 import torch
 
 from conftest import make_tiny_model
-from methods.eagle.layer import EagleLayer, LayerShape
-from methods.eagle.method import DraftHead, EagleConfig, EagleDrafter
+from specbench_methods.eagle.layer import EagleLayer, LayerShape
+from specbench_methods.eagle.method import DraftHead, EagleConfig, EagleDrafter
 from specbench.drafting import frequency_vocab as fv
 from specbench.engine.loop import Engine
 from specbench.errors import ConfigError
@@ -136,7 +136,7 @@ def test_every_head_restricted_by_fr_drafts_the_kept_tokens_alone(method: str, f
 def test_sampled_drafts_from_the_kept_tokens_are_spread_onto_the_targets_vocabulary(tmp_path, monkeypatch) -> None:
     """SpS at T > 0: the draft's distribution over the kept tokens, placed at their target ids (what the engine's
     acceptance rule reads), sums to one and is zero elsewhere."""
-    from methods.sps.draft_runner import DraftRunner
+    from specbench_methods.sps.draft_runner import DraftRunner
 
     target = make_tiny_model("llama").eval()
     keep = np.array([3, 7, 20, 41])
@@ -154,7 +154,7 @@ def test_sampled_drafts_from_the_kept_tokens_are_spread_onto_the_targets_vocabul
 def test_a_reduced_draft_vocabulary_is_cut_to_the_kept_tokens_it_holds() -> None:
     """A draft whose ids are not the target's (the distilled SpS draft: draft id i -> target id ``vocab[i]``, slot
     0 "any other token"): the kept target ids it holds stay, mapped back to target ids; slot 0 never does."""
-    from methods.sps.draft_runner import DraftRunner
+    from specbench_methods.sps.draft_runner import DraftRunner
 
     target = make_tiny_model("llama").eval()
     vocab = np.concatenate([[0], np.arange(63, 0, -1)])  # draft id i -> target id 64 - i
@@ -166,9 +166,9 @@ def test_a_reduced_draft_vocabulary_is_cut_to_the_kept_tokens_it_holds() -> None
 def test_a_head_over_a_trained_draft_vocabulary_keeps_what_both_hold() -> None:
     """Hydra's shared head over its trained draft vocabulary (ids 10..19) cut by FR's kept ids: the rows and biases
     of the ids both hold stay, in order, and the logits of those ids do not change; EAGLE-3's head likewise."""
-    from methods.eagle3.layer import Eagle3Layer
-    from methods.eagle3.vocab import DraftVocab
-    from methods.hydra.heads import HydraHeads, SubHead
+    from specbench_methods.eagle3.layer import Eagle3Layer
+    from specbench_methods.eagle3.vocab import DraftVocab
+    from specbench_methods.hydra.heads import HydraHeads, SubHead
 
     target = make_tiny_model("llama").eval()
     heads = HydraHeads(32, 2, 1, head=SubHead(target.get_output_embeddings(), np.arange(10, 20)))
@@ -194,7 +194,7 @@ def test_a_head_over_a_trained_draft_vocabulary_keeps_what_both_hold() -> None:
 @pytest.mark.parametrize("shared", [True, False])
 def test_medusa_heads_cut_to_kept_ids_score_them_as_before(shared: bool) -> None:
     """Column j of the restricted heads is target id ``ids[j]``: its score is the whole head's score of that id."""
-    from methods.medusa.heads import MedusaHeads
+    from specbench_methods.medusa.heads import MedusaHeads
 
     target = make_tiny_model("llama").eval()
     torch.manual_seed(2)
@@ -210,7 +210,7 @@ def test_medusa_heads_cut_to_kept_ids_score_them_as_before(shared: bool) -> None
 
 
 def test_hydra_own_heads_cut_to_kept_ids_map_back() -> None:
-    from methods.hydra.heads import HydraHeads
+    from specbench_methods.hydra.heads import HydraHeads
 
     heads = HydraHeads(32, 2, 1, own_vocab=64)
     x = torch.randn(3, 2 * 32)

@@ -7,11 +7,11 @@ import doctest
 import pytest
 import torch
 
-from methods.eagle import hass
-from methods.eagle.layer import DraftCache, EagleLayer, LayerShape
-from methods.eagle.method import DraftHead, EagleConfig, EagleDrafter
-from methods.eagle.checkpoint import load_layer
-from methods.eagle.train import RECIPES, EagleTrainConfig, train_eagle
+from specbench_methods.eagle import hass
+from specbench_methods.eagle.layer import DraftCache, EagleLayer, LayerShape
+from specbench_methods.eagle.method import DraftHead, EagleConfig, EagleDrafter
+from specbench_methods.eagle.checkpoint import load_layer
+from specbench_methods.eagle.train import RECIPES, EagleTrainConfig, train_eagle
 from specbench.errors import ConfigError
 from specbench.engine.loop import Engine
 from test_eagle import CORPUS, _echo_corpus
@@ -28,7 +28,7 @@ def _layer() -> EagleLayer:
 
 
 def test_doctests() -> None:
-    from methods.eagle import train
+    from specbench_methods.eagle import train
 
     assert doctest.testmod(hass).failed == 0 and doctest.testmod(hass).attempted >= 5
     assert doctest.testmod(train).failed == 0 and doctest.testmod(train).attempted >= 1

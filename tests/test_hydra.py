@@ -13,13 +13,13 @@ from torch import nn
 
 from conftest import make_tiny_model
 from hub_fixtures import hydra_reference_checkpoint, publish, tiny_vicuna
-from methods.eagle.layer import DraftCache, LayerShape
-from methods.hydra.checkpoint import load_heads
-from methods.hydra.heads import HydraHeads, ResBlock, SubHead
-from methods.hydra.method import HydraConfig, HydraDrafter, build_hydra
-from methods.hydra.prefix import PrefixLayer
-from methods.hydra.train import HydraTrainConfig, train_hydra
-from methods.hydra.tree import TREES, plan
+from specbench_methods.eagle.layer import DraftCache, LayerShape
+from specbench_methods.hydra.checkpoint import load_heads
+from specbench_methods.hydra.heads import HydraHeads, ResBlock, SubHead
+from specbench_methods.hydra.method import HydraConfig, HydraDrafter, build_hydra
+from specbench_methods.hydra.prefix import PrefixLayer
+from specbench_methods.hydra.train import HydraTrainConfig, train_hydra
+from specbench_methods.hydra.tree import TREES, plan
 from specbench.datastore import corpora
 from specbench.engine.drafter import DraftContext
 from specbench.engine.loop import Engine

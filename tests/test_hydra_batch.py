@@ -11,10 +11,10 @@ import pytest
 import torch
 
 from conftest import make_tiny_model
-from methods.eagle.layer import LayerShape
-from methods.hydra.heads import HydraHeads, SubHead
-from methods.hydra.method import HydraConfig, HydraDrafter, build_hydra
-from methods.hydra.tree import TREES
+from specbench_methods.eagle.layer import LayerShape
+from specbench_methods.hydra.heads import HydraHeads, SubHead
+from specbench_methods.hydra.method import HydraConfig, HydraDrafter, build_hydra
+from specbench_methods.hydra.tree import TREES
 from specbench.engine.batch_loop import BatchDecoder, Request
 from specbench.engine.loop import Engine
 from specbench.run.method_env import MethodEnv

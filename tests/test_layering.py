@@ -1,8 +1,8 @@
 """Layering, read from the real import graph (every import statement at any depth, function-level ones
 included, relative ones resolved, literal ``importlib.import_module("...")`` calls):
 
-- the core (``specbench/`` without its CLI layer and the ``api`` seam) never imports ``methods``,
-  ``tasks``, ``specbench.commands``, the CLI or ``specbench.api``; plugins are found by
+- the core (``specbench/`` without its CLI layer and the ``api`` seam) never imports ``specbench_methods``,
+  ``specbench_tasks`` (the folders ``methods/``, ``tasks/``), ``specbench.commands``, the CLI or ``specbench.api``; plugins are found by
   ``specbench.plugins.discovery`` by package name only;
 - ``methods/`` and ``tasks/`` import specbench only through ``specbench.api``;
 - no import cycle among specbench's modules, nor among its subpackages (rooms);
@@ -19,7 +19,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 CORE = ROOT / "specbench"
-UPPER = ("methods", "tasks", "specbench.commands", "specbench.cli", "specbench.__main__", "specbench.api")
+IMPORT_NAMES = {"methods": "specbench_methods", "tasks": "specbench_tasks"}  # folder -> installed import name
+UPPER = ("specbench_methods", "specbench_tasks", "specbench.commands", "specbench.cli", "specbench.__main__", "specbench.api")
 CLI_LAYER = {CORE / "cli.py", CORE / "__main__.py", CORE / "api.py"}  # above the core: the entry point and the seam
 SEAM = "specbench.api"
 MAX_TOP_MODULES, MAX_LINES, MAX_GENERATE_LINES = 8, 300, 60
@@ -51,6 +52,7 @@ def upward_imports(source: str, module: str = "") -> list[str]:
 
 def module_name(path: Path) -> str:
     parts = path.relative_to(ROOT).with_suffix("").parts
+    parts = (IMPORT_NAMES.get(parts[0], parts[0]), *parts[1:])
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
@@ -112,11 +114,11 @@ def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
 
 
 def test_checker_catches_every_form() -> None:
-    assert upward_imports("import methods.rest") == ["methods.rest"]
-    assert upward_imports("def f():\n    from tasks.humaneval import humaneval_file\n")
+    assert upward_imports("import specbench_methods.rest") == ["specbench_methods.rest"]
+    assert upward_imports("def f():\n    from specbench_tasks.humaneval import humaneval_file\n")
     assert upward_imports("from specbench import commands") == ["specbench.commands"]
     assert upward_imports("from ..commands import run", "specbench.results.x")
-    assert upward_imports("importlib.import_module('methods.pld')") == ["methods.pld"]
+    assert upward_imports("importlib.import_module('specbench_methods.pld')") == ["specbench_methods.pld"]
     assert upward_imports("from specbench.api import DraftTree")[0] == "specbench.api"
     assert upward_imports("import specbench.results.stats\nfrom specbench.engine import loop") == []
     assert imported_names("from . import tree", "specbench.engine", is_package=True) == ["specbench.engine",
@@ -187,8 +189,8 @@ def cross_method_imports() -> set[str]:
         own = method_of(path)
         for name in imported_names(path.read_text(), module_name(path), path.name == "__init__.py"):
             parts = name.split(".")
-            if parts[0] == "methods" and len(parts) > 1 and parts[1] != own:
-                found.add(f"{path.relative_to(ROOT)}: methods.{parts[1]}")
+            if parts[0] == "specbench_methods" and len(parts) > 1 and parts[1] != own:
+                found.add(f"{path.relative_to(ROOT)}: specbench_methods.{parts[1]}")
     return found
 
 

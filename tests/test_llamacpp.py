@@ -12,9 +12,9 @@ import torch
 
 from conftest import make_tiny_model
 from llamacpp_fixtures import needs_llamacpp, tiny_backend
-from methods.eagle.method import DraftHead, EagleConfig, EagleDrafter
-from methods.eagle.layer import EagleLayer, LayerShape
-from methods.lookahead.method import LookaheadConfig, LookaheadDrafter
+from specbench_methods.eagle.method import DraftHead, EagleConfig, EagleDrafter
+from specbench_methods.eagle.layer import EagleLayer, LayerShape
+from specbench_methods.lookahead.method import LookaheadConfig, LookaheadDrafter
 from specbench.engine.drafter import BaseDrafter
 from specbench.engine.backends.kv_cache import trim_cache
 from specbench.engine.loop import Engine

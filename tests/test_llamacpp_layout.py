@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import torch
 
-from methods.lookahead.window import JacobiWindow
+from specbench_methods.lookahead.window import JacobiWindow
 from specbench.engine.aux_rows import AuxRows, append_aux
 from specbench.engine.backends.llamacpp.seq_layout import LayoutError, implied_mask, layout_sequences
 from specbench.engine.tree import DraftTree, compile_tree

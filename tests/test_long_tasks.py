@@ -22,8 +22,8 @@ from specbench.paths import resolve_data_dir
 from specbench.plugins.registry import make_task
 from specbench.results.run_folder import read_manifest, read_records
 from specbench.run.plan import config_digest, make_plan, run_dir_for
-from tasks._long.fit import HEAD, TAIL, PromptFitter
-from tasks.long_context import QUESTIONS, prompt_length
+from specbench_tasks._long.fit import HEAD, TAIL, PromptFitter
+from specbench_tasks.long_context import QUESTIONS, prompt_length
 from tiny_model_dir import save_tiny_model
 
 TIERS = ("long_low", "long_mixed", "long_high")
@@ -209,9 +209,9 @@ def test_budget_both_profiles_up_to_the_longest_context(tmp_path, monkeypatch):
 def test_docstring_examples():
     import specbench.config.context_length
     import specbench.results.context_lengths
-    import tasks._long.sources
+    import specbench_tasks._long.sources
 
-    for module in (specbench.config.context_length, specbench.results.context_lengths, tasks._long.sources):
+    for module in (specbench.config.context_length, specbench.results.context_lengths, specbench_tasks._long.sources):
         assert doctest.testmod(module).failed == 0
 
 

@@ -7,9 +7,9 @@ import random
 import pytest
 
 from conftest import make_tiny_model
-from methods.lookahead.method import LookaheadConfig, LookaheadDrafter
-from methods.lookahead.pool import NgramPool
-from methods.lookahead.window import JacobiWindow
+from specbench_methods.lookahead.method import LookaheadConfig, LookaheadDrafter
+from specbench_methods.lookahead.pool import NgramPool
+from specbench_methods.lookahead.window import JacobiWindow
 from specbench.errors import ConfigError
 from specbench.engine.loop import Engine
 from test_engine_exact import FAMILIES, greedy_reference

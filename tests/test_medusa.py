@@ -9,11 +9,11 @@ import torch
 from safetensors.torch import save_file
 
 from conftest import make_tiny_model
-from methods.medusa.checkpoint import load_heads
-from methods.medusa.heads import MedusaHeads
-from methods.medusa.method import MedusaDrafter
-from methods.medusa.train import MedusaTrainConfig, train_medusa
-from methods.medusa.tree import MC_SIM_7B_63, max_rank, tree_from_choices
+from specbench_methods.medusa.checkpoint import load_heads
+from specbench_methods.medusa.heads import MedusaHeads
+from specbench_methods.medusa.method import MedusaDrafter
+from specbench_methods.medusa.train import MedusaTrainConfig, train_medusa
+from specbench_methods.medusa.tree import MC_SIM_7B_63, max_rank, tree_from_choices
 from specbench.errors import ConfigError
 from specbench.engine.loop import Engine
 from test_engine_exact import greedy_reference

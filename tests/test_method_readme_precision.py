@@ -28,13 +28,13 @@ NAMES = {torch.bfloat16: "bfloat16", torch.float32: "float32", None: "the target
 
 
 def _medusa_heads() -> torch.dtype:
-    from methods.medusa.method import HEADS_DTYPE
+    from specbench_methods.medusa.method import HEADS_DTYPE
 
     return HEADS_DTYPE
 
 
 def _redrafter_training(target: torch.nn.Module) -> torch.dtype:
-    from methods.redrafter.train import head_placement
+    from specbench_methods.redrafter.train import head_placement
 
     return head_placement(target)[1]  # the head's master weights; its module must not autocast either
 
@@ -42,13 +42,13 @@ def _redrafter_training(target: torch.nn.Module) -> torch.dtype:
 # method -> (its trainer's module, the trainer's default config or None); drafting dtype of methods
 # without a ``dtype`` option (None: the target's own, as ``methods.sps.method.load_draft`` loads it)
 TRAINERS = {
-    "eagle": ("methods.eagle.train", lambda m: m.RECIPES["quick"]),
-    "eagle3": ("methods.eagle3.train", lambda m: m.RECIPES["quick"]),
-    "hydra": ("methods.hydra.train", lambda m: m.HydraTrainConfig()),
-    "medusa": ("methods.medusa.train", lambda m: m.RECIPES["quick"]),
-    "redrafter": ("methods.redrafter.train", lambda m: m.TrainConfig()),
+    "eagle": ("specbench_methods.eagle.train", lambda m: m.RECIPES["quick"]),
+    "eagle3": ("specbench_methods.eagle3.train", lambda m: m.RECIPES["quick"]),
+    "hydra": ("specbench_methods.hydra.train", lambda m: m.HydraTrainConfig()),
+    "medusa": ("specbench_methods.medusa.train", lambda m: m.RECIPES["quick"]),
+    "redrafter": ("specbench_methods.redrafter.train", lambda m: m.TrainConfig()),
     "sps": ("specbench.training.draft_distill", lambda m: m.DISTILL_RECIPES["quick"]),
-    "pard": ("methods.pard.adapt", lambda m: m.RECIPES["quick"]),
+    "pard": ("specbench_methods.pard.adapt", lambda m: m.RECIPES["quick"]),
 }
 FIXED_DRAFTING = {"medusa": _medusa_heads, "sps": lambda: None, "pard": lambda: None}
 

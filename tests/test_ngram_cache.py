@@ -9,7 +9,7 @@ import copy
 
 import pytest
 
-from methods.ngram.cache import NgramCacheConfig, NgramCacheDrafter, add_chunk, draft_from
+from specbench_methods.ngram.cache import NgramCacheConfig, NgramCacheDrafter, add_chunk, draft_from
 from ngram_lossless import check_lossless
 from specbench.engine.drafter import DraftContext
 from specbench.plugins.registry import METHODS

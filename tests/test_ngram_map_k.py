@@ -9,8 +9,8 @@ import copy
 import numpy as np
 import pytest
 
-from methods.ngram.key_map import KeyMap, bucket_of
-from methods.ngram.map_k import NgramMapKConfig, NgramMapKDrafter
+from specbench_methods.ngram.key_map import KeyMap, bucket_of
+from specbench_methods.ngram.map_k import NgramMapKConfig, NgramMapKDrafter
 from specbench.config.coerce import from_dict
 from specbench.engine.drafter import DraftContext, StepResult
 from specbench.engine.tree import DraftTree

@@ -8,8 +8,8 @@ import copy
 import numpy as np
 import pytest
 
-from methods.ngram.map_k4v import NgramMapK4vConfig, NgramMapK4vDrafter
-from methods.ngram.value_map import KeyStats, ValueMap
+from specbench_methods.ngram.map_k4v import NgramMapK4vConfig, NgramMapK4vDrafter
+from specbench_methods.ngram.value_map import KeyStats, ValueMap
 from specbench.config.coerce import from_dict
 from specbench.engine.drafter import DraftContext, StepResult
 from specbench.engine.tree import DraftTree

@@ -9,8 +9,8 @@ import copy
 import numpy as np
 import pytest
 
-from methods.ngram.mod import NgramModConfig, NgramModDrafter
-from methods.ngram.mod_pool import ModPool
+from specbench_methods.ngram.mod import NgramModConfig, NgramModDrafter
+from specbench_methods.ngram.mod_pool import ModPool
 from ngram_lossless import check_lossless
 from specbench.config.coerce import from_dict
 from specbench.engine.drafter import DraftContext, StepResult

@@ -9,8 +9,8 @@ import pytest
 import torch
 
 from conftest import make_tiny_model
-from methods.ngram.history import TokenHistory
-from methods.ngram.simple import NgramSimpleConfig, NgramSimpleDrafter, simple_draft
+from specbench_methods.ngram.history import TokenHistory
+from specbench_methods.ngram.simple import NgramSimpleConfig, NgramSimpleDrafter, simple_draft
 from specbench.config.coerce import from_dict
 from specbench.engine.batch_loop import BatchDecoder, Request
 from specbench.engine.budget import DraftBudget

@@ -10,9 +10,9 @@ import pytest
 import torch
 
 from conftest import make_tiny_model
-from methods.pard.adapt import META_FILE, AdaptConfig, add_mask_token, adapt_draft
-from methods.pard.method import PardConfig, PardDrafter, build_pard
-from methods.pard.runner import ParallelRunner
+from specbench_methods.pard.adapt import META_FILE, AdaptConfig, add_mask_token, adapt_draft
+from specbench_methods.pard.method import PardConfig, PardDrafter, build_pard
+from specbench_methods.pard.runner import ParallelRunner
 from specbench.engine.batch_loop import BatchDecoder, Request
 from specbench.engine.loop import Engine
 from specbench.errors import ConfigError

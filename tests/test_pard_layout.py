@@ -6,8 +6,8 @@ import doctest
 import numpy as np
 import torch
 
-from methods.pard import parallel_batch
-from methods.pard.parallel_batch import kept_positions, parallel_layout
+from specbench_methods.pard import parallel_batch
+from specbench_methods.pard.parallel_batch import kept_positions, parallel_layout
 
 
 def _reference_mask(length: int, copies: int) -> torch.Tensor:

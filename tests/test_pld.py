@@ -4,7 +4,7 @@ import pytest
 import torch
 
 from conftest import make_tiny_model
-from methods.pld import PLDConfig, PLDDrafter, lookup
+from specbench_methods.pld import PLDConfig, PLDDrafter, lookup
 from specbench.errors import ConfigError
 from specbench.config.coerce import from_dict
 from specbench.engine.loop import Engine

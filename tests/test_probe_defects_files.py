@@ -30,25 +30,25 @@ class Hostile:
 
 
 def _medusa(target, out):
-    from methods.medusa.checkpoint import load_heads
+    from specbench_methods.medusa.checkpoint import load_heads
 
     return medusa_reference_checkpoint(target, out), "medusa_lm_head.pt", load_heads
 
 
 def _eagle(target, out):
-    from methods.eagle.checkpoint import load_layer
+    from specbench_methods.eagle.checkpoint import load_layer
 
     return eagle_reference_checkpoint(target, out), "pytorch_model.bin", load_layer
 
 
 def _eagle3(target, out):
-    from methods.eagle3.checkpoint import load_draft
+    from specbench_methods.eagle3.checkpoint import load_draft
 
     return eagle3_reference_checkpoint(target, out), "pytorch_model.bin", load_draft
 
 
 def _hydra(target, out):
-    from methods.hydra.checkpoint import load_heads
+    from specbench_methods.hydra.checkpoint import load_heads
 
     return hydra_reference_checkpoint(target, out), "hydra_lm_head.pt", load_heads
 
@@ -114,19 +114,19 @@ def test_damaged_reference_checkpoints_fail_in_one_line(tmp_path, capsys, method
 def _ours(method: str, target, out: Path) -> tuple[Path, str, object]:
     """Our own format of ``method``'s checkpoint, untrained, saved in ``out``: (folder, weights file, loader)."""
     if method == "medusa":
-        from methods.medusa.checkpoint import OURS, load_heads, save_heads
-        from methods.medusa.heads import MedusaHeads
+        from specbench_methods.medusa.checkpoint import OURS, load_heads, save_heads
+        from specbench_methods.medusa.heads import MedusaHeads
 
         save_heads(MedusaHeads(32, 64, 2, 1, target.get_output_embeddings()), out, {})
         return out, OURS, load_heads
     if method == "eagle":
-        from methods.eagle.checkpoint import OURS, load_layer, save_layer
-        from methods.eagle.layer import EagleLayer, LayerShape
+        from specbench_methods.eagle.checkpoint import OURS, load_layer, save_layer
+        from specbench_methods.eagle.layer import EagleLayer, LayerShape
 
         save_layer(EagleLayer(LayerShape.from_config(target.config), target.get_input_embeddings()), None, out, {})
         return out, OURS, load_layer
-    from methods.hydra.checkpoint import OURS, load_heads, save_heads
-    from methods.hydra.heads import HydraHeads, SubHead
+    from specbench_methods.hydra.checkpoint import OURS, load_heads, save_heads
+    from specbench_methods.hydra.heads import HydraHeads, SubHead
 
     save_heads(HydraHeads(32, 2, 1, None, head=SubHead(target.get_output_embeddings(), None)), None, out, {})
     return out, OURS, load_heads

@@ -126,7 +126,7 @@ CHECKPOINT_READERS = {"eagle": "load_layer", "eagle3": "load_draft", "medusa": "
 def test_damaged_checkpoint_config_is_one_line(tmp_path, method, text):
     import importlib
 
-    mod = importlib.import_module(f"methods.{method}.checkpoint")
+    mod = importlib.import_module(f"specbench_methods.{method}.checkpoint")
     (tmp_path / "config.json").write_text(text)
     (tmp_path / "head.safetensors").write_bytes(b"")  # (redrafter's reader wants its weights file present)
     read = getattr(mod, CHECKPOINT_READERS[method])

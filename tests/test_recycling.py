@@ -9,10 +9,10 @@ import pytest
 import torch
 
 from conftest import make_tiny_model
-from methods.recycling import adjacency, template
-from methods.recycling.adjacency import Adjacency
-from methods.recycling.method import RecyclingConfig, RecyclingDrafter
-from methods.recycling.template import FANOUT_2_2_2, layout
+from specbench_methods.recycling import adjacency, template
+from specbench_methods.recycling.adjacency import Adjacency
+from specbench_methods.recycling.method import RecyclingConfig, RecyclingDrafter
+from specbench_methods.recycling.template import FANOUT_2_2_2, layout
 from specbench.config.coerce import from_dict
 from specbench.engine.drafter import DraftContext, StepResult
 from specbench.engine.loop import Engine

@@ -6,12 +6,12 @@ import itertools
 import pytest
 import torch
 
-from methods.redrafter import ReDrafterConfig, build_redrafter
-from methods.redrafter.beam import beam_search, head_step_fn
-from methods.redrafter.config import HeadConfig
-from methods.redrafter.drafter import ReDrafter
-from methods.redrafter.head import DraftHead
-from methods.redrafter.prefix import get_prefix_match, pack_beams
+from specbench_methods.redrafter import ReDrafterConfig, build_redrafter
+from specbench_methods.redrafter.beam import beam_search, head_step_fn
+from specbench_methods.redrafter.config import HeadConfig
+from specbench_methods.redrafter.drafter import ReDrafter
+from specbench_methods.redrafter.head import DraftHead
+from specbench_methods.redrafter.prefix import get_prefix_match, pack_beams
 from specbench.engine.loop import Engine
 from specbench.engine.tree import DraftTree
 from specbench.plugins.registry import METHODS

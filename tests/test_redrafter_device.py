@@ -4,8 +4,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-import methods.redrafter.train as train_mod
-from methods.redrafter.train import TrainConfig, build_train_head, train_redrafter
+import specbench_methods.redrafter.train as train_mod
+from specbench_methods.redrafter.train import TrainConfig, build_train_head, train_redrafter
 from specbench.engine.backends.packed_linear import draft_dtype
 from specbench.run.method_env import MethodEnv
 from specbench.run.methods_factory import build_drafter
@@ -54,7 +54,7 @@ def test_one_head_shared_by_every_task(tmp_path, checkpoint) -> None:
     model = make_tiny_model("qwen2").to(torch.float16)
     opts: dict = {"checkpoint": "random"}
     if checkpoint == "trained":
-        from methods.redrafter.checkpoint import save_checkpoint
+        from specbench_methods.redrafter.checkpoint import save_checkpoint
 
         save_checkpoint(build_train_head(model, TrainConfig()), tmp_path / "ckpt")
         opts = {"checkpoint": str(tmp_path / "ckpt")}

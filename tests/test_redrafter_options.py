@@ -8,14 +8,14 @@ import json
 import pytest
 import torch
 
-from methods.redrafter import ReDrafterConfig, build_redrafter, default_checkpoint_dir, default_train_config
+from specbench_methods.redrafter import ReDrafterConfig, build_redrafter, default_checkpoint_dir, default_train_config
 from specbench.training.distill_data import DistillData
-from methods.redrafter.diagnose import root_repeat_rates
-from methods.redrafter.drafter import ReDrafter
-from methods.redrafter.beam import beam_search, head_step_fn, warped_log_probs
-from methods.redrafter.config import RECIPES
-from methods.redrafter.head import build_head, head_config_for
-from methods.redrafter.train import TrainConfig
+from specbench_methods.redrafter.diagnose import root_repeat_rates
+from specbench_methods.redrafter.drafter import ReDrafter
+from specbench_methods.redrafter.beam import beam_search, head_step_fn, warped_log_probs
+from specbench_methods.redrafter.config import RECIPES
+from specbench_methods.redrafter.head import build_head, head_config_for
+from specbench_methods.redrafter.train import TrainConfig
 from specbench.config.run_flags import parse_method_opts
 from specbench.errors import ConfigError
 from specbench.config.run_config import RunConfig
@@ -191,7 +191,7 @@ def test_untrained_head_repeats_the_root() -> None:
 def test_train_cli_recipe_sets_budget_and_flags_override() -> None:
     import argparse
 
-    from methods.redrafter.train_cli import _add_arguments, _recipes
+    from specbench_methods.redrafter.train_cli import _add_arguments, _recipes
     from specbench.training.trainer_args import add_common_arguments, corpora_and_recipe
 
     parser = argparse.ArgumentParser()

@@ -7,11 +7,11 @@ import json
 import pytest
 import torch
 
-import methods.redrafter.train as train_mod
-from methods.redrafter.checkpoint import checkpoint_hash, load_checkpoint, save_checkpoint
+import specbench_methods.redrafter.train as train_mod
+from specbench_methods.redrafter.checkpoint import checkpoint_hash, load_checkpoint, save_checkpoint
 from specbench.training.distill_data import DistillData
-from methods.redrafter.head import build_head, head_config_for
-from methods.redrafter.train import TrainConfig, loss_fn, make_optimizer, train_redrafter, train_step
+from specbench_methods.redrafter.head import build_head, head_config_for
+from specbench_methods.redrafter.train import TrainConfig, loss_fn, make_optimizer, train_redrafter, train_step
 from tests.conftest import make_tiny_model
 
 

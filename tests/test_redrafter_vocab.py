@@ -4,11 +4,11 @@ from __future__ import annotations
 import pytest
 import torch
 
-from methods.redrafter import ReDrafterConfig, build_redrafter
-from methods.redrafter.beam import beam_search, head_step_fn
-from methods.redrafter.checkpoint import save_checkpoint
-from methods.redrafter.head import build_head, drafting_head, head_config_for
-from methods.redrafter.vocab import DATA, choose_draft_vocab, token_counts
+from specbench_methods.redrafter import ReDrafterConfig, build_redrafter
+from specbench_methods.redrafter.beam import beam_search, head_step_fn
+from specbench_methods.redrafter.checkpoint import save_checkpoint
+from specbench_methods.redrafter.head import build_head, drafting_head, head_config_for
+from specbench_methods.redrafter.vocab import DATA, choose_draft_vocab, token_counts
 from specbench.config.coerce import from_dict
 from specbench.engine.loop import Engine
 from specbench.engine.backends.packed_linear import draft_dtype

@@ -60,9 +60,9 @@ def test_repeat_isolation_by_hand() -> None:
 
 def test_samd_copies_share_the_corpus_automaton() -> None:
     """samd keeps state only through a learning auxiliary; a copy shares its read-only corpus automaton."""
-    from methods.recycling.method import RecyclingConfig, RecyclingDrafter
-    from methods.samd.method import SamdConfig, SamdDrafter
-    from methods.samd.static_sam import StaticSAM
+    from specbench_methods.recycling.method import RecyclingConfig, RecyclingDrafter
+    from specbench_methods.samd.method import SamdConfig, SamdDrafter
+    from specbench_methods.samd.static_sam import StaticSAM
 
     static = StaticSAM.from_tokens([1, 2, 3, 1, 2, 4], 8)
     assert not SamdDrafter(SamdConfig(), static, None).keeps_state_across_generations

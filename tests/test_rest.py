@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 import torch
 
-from methods.rest import RESTConfig, RESTDrafter, rest_tree
+from specbench_methods.rest import RESTConfig, RESTDrafter, rest_tree
 from specbench.datastore.build import cached_rest_datastore, parse_corpora
 from specbench.datastore.suffix_array import TokenDatastore
 from specbench.datastore.trie import top_nodes, top_nodes_dict, top_nodes_vectorised

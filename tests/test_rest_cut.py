@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from methods.rest import RESTConfig, first_paths, rest_tree
+from specbench_methods.rest import RESTConfig, first_paths, rest_tree
 from specbench.datastore.trie import cut_to_choices, top_nodes_dict, top_nodes_vectorised
 from specbench.engine.tree import DraftTree
 from tests.test_rest import brute_top

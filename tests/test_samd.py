@@ -7,8 +7,8 @@ import pytest
 import torch
 
 from conftest import make_tiny_model
-from methods.samd.method import SamdConfig, SamdDrafter, aux_options
-from methods.samd.static_sam import StaticSAM
+from specbench_methods.samd.method import SamdConfig, SamdDrafter, aux_options
+from specbench_methods.samd.static_sam import StaticSAM
 from specbench.engine.drafter import BaseDrafter, DraftContext
 from specbench.engine.batch_loop import BatchDecoder, Request
 from specbench.engine.loop import Engine

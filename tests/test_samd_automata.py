@@ -7,10 +7,10 @@ import random
 import numpy as np
 import pytest
 
-from methods.samd.draft import alone_draft, alone_size, frequency_tree, retrieval_chain
-from methods.samd.dyn_sam import DynamicSAM
-from methods.samd.static_build import build_sam_arrays, nearest_smaller_left, range_max
-from methods.samd.static_sam import StaticSAM
+from specbench_methods.samd.draft import alone_draft, alone_size, frequency_tree, retrieval_chain
+from specbench_methods.samd.dyn_sam import DynamicSAM
+from specbench_methods.samd.static_build import build_sam_arrays, nearest_smaller_left, range_max
+from specbench_methods.samd.static_sam import StaticSAM
 from specbench.engine.tree import DraftTree
 
 A, B, C = 1, 2, 3
@@ -234,6 +234,6 @@ def test_doctests() -> None:
     import importlib
 
     for name in ("draft", "method", "dyn_sam", "static_sam", "static_build", "store"):
-        mod = importlib.import_module(f"methods.samd.{name}")
+        mod = importlib.import_module(f"specbench_methods.samd.{name}")
         result = doctest.testmod(mod)
         assert result.failed == 0 and result.attempted > 0, mod.__name__

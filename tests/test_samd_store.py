@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from methods.samd.store import (FILES, HEADER, build_static_sam, cached_static_sam, load_static_sam,
+from specbench_methods.samd.store import (FILES, HEADER, build_static_sam, cached_static_sam, load_static_sam,
                                 vocabulary_sequences)
 from specbench.datastore import corpora
 from specbench.errors import DatastoreError

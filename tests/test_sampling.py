@@ -182,7 +182,7 @@ def test_sps_reduced_vocabulary_draft_probs_land_on_target_ids() -> None:
     """A distilled draft's distribution over its own ids is the same distribution over the target's ids."""
     import numpy as np
 
-    from methods.sps.draft_runner import DraftRunner
+    from specbench_methods.sps.draft_runner import DraftRunner
 
     runner = DraftRunner(make_tiny_model("llama", seed=0, vocab=3), vocab=np.array([-1, 5, 2]), target_vocab=8)
     full = runner._on_target_vocab(torch.tensor([0.0, 0.7, 0.3]))

@@ -13,7 +13,7 @@ from specbench.cli import main
 from specbench.errors import TaskDataError
 from specbench.plugins.registry import make_task
 from specbench.results.run_folder import read_manifest, read_records
-from tasks.speed_bench import PLACEHOLDER
+from specbench_tasks.speed_bench import PLACEHOLDER
 from tiny_model_dir import save_tiny_model
 
 PLACEHOLDER_TURN = f"{PLACEHOLDER} USING SPECDEC_BENCH\n\nSummarize the following article:\n{{article}}"
@@ -126,6 +126,6 @@ def test_run_on_the_fixture(data_dir, tmp_path):
 
 
 def test_docstring_examples():
-    import tasks.speed_bench
+    import specbench_tasks.speed_bench
 
-    assert doctest.testmod(tasks.speed_bench).failed == 0
+    assert doctest.testmod(specbench_tasks.speed_bench).failed == 0

@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from conftest import make_tiny_model
-from methods.sps.method import SpSConfig, SpSDrafter, build_sps
+from specbench_methods.sps.method import SpSConfig, SpSDrafter, build_sps
 from specbench.errors import ConfigError
 from specbench.engine.loop import Engine
 from specbench.run.method_env import MethodEnv
@@ -98,7 +98,7 @@ def test_a_draft_ends_at_a_stop_token_as_transformers_assistant() -> None:
 
 def test_adaptive_threshold_refits_as_transformers_and_stays_lossless() -> None:
     pytest.importorskip("sklearn")
-    from methods.sps.adaptive import START, AdaptiveThreshold
+    from specbench_methods.sps.adaptive import START, AdaptiveThreshold
 
     t = AdaptiveThreshold()
     t.drafted([0.9, 0.8, 0.3])

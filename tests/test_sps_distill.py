@@ -9,7 +9,7 @@ import torch
 from transformers import LlamaConfig, LlamaForCausalLM
 
 from specbench.training.draft_distill import DistillConfig, choose_vocab, distill_draft, LabelledSequence, load_distilled
-from methods.sps.method import SpSConfig, SpSDrafter
+from specbench_methods.sps.method import SpSConfig, SpSDrafter
 from specbench.datastore import corpora
 from specbench.engine.loop import Engine
 from test_engine_exact import greedy_reference

@@ -16,10 +16,10 @@ import pytest
 import torch
 
 from conftest import make_tiny_model
-from methods.suffix import automaton, speculate as speculate_module
-from methods.suffix.automaton import SuffixAutomaton
-from methods.suffix.method import SuffixConfig, SuffixDrafter
-from methods.suffix.speculate import Draft, Limits, speculate
+from specbench_methods.suffix import automaton, speculate as speculate_module
+from specbench_methods.suffix.automaton import SuffixAutomaton
+from specbench_methods.suffix.method import SuffixConfig, SuffixDrafter
+from specbench_methods.suffix.speculate import Draft, Limits, speculate
 from specbench.config.coerce import from_dict
 from specbench.engine.drafter import DraftContext
 from specbench.engine.loop import Engine

@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from conftest import make_tiny_model
-from methods.suffix.warm import greedy_answer, warm_questions
+from specbench_methods.suffix.warm import greedy_answer, warm_questions
 from specbench.api import ConfigError, DraftContext, MethodEnv, Question, build_drafter, make_task
 from specbench.plugins.discovery import load_plugins
 

@@ -28,9 +28,9 @@ from specbench.engine.step import check_self_draft
 from specbench.engine.backends.target import TargetModel
 from specbench.engine.tree import CompiledTree
 from specbench.errors import ConfigError
-from methods.swift import layer_search, method
-from methods.swift.layer_search import LayerSearch, parse_skip, skip_text
-from methods.swift.method import SwiftConfig, SwiftDrafter, confidence_tree
+from specbench_methods.swift import layer_search, method
+from specbench_methods.swift.layer_search import LayerSearch, parse_skip, skip_text
+from specbench_methods.swift.method import SwiftConfig, SwiftDrafter, confidence_tree
 
 FAMILIES = ["llama", "qwen2", "gpt2", "neox"]
 LAYERS = 6

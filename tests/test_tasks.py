@@ -7,7 +7,7 @@ from specbench.paths import default_data_dir
 from specbench.plugins.registry import TASKS
 from specbench.catalog import ALL_TASKS
 from specbench.errors import TaskDataError
-from tasks._spec_bench import _load_all
+from specbench_tasks._spec_bench import _load_all
 
 EXPECTED = {"mt_bench": 80, "humaneval": 164, "gsm8k": 80, "cnndm": 80, "nq_rag": 80, "wmt": 80, "nq": 80}
 

@@ -10,10 +10,10 @@ from types import SimpleNamespace
 import pytest
 import torch
 
-import methods.eagle.train as eagle_train
+import specbench_methods.eagle.train as eagle_train
 import specbench.training.feature_store as feature_store
-from methods.eagle.train import EagleTrainConfig, train_eagle
-from methods.medusa.train import MedusaTrainConfig, train_medusa
+from specbench_methods.eagle.train import EagleTrainConfig, train_eagle
+from specbench_methods.medusa.train import MedusaTrainConfig, train_medusa
 from specbench.datastore import corpora
 from specbench.errors import ConfigError
 from specbench.training.checkpoints import default_dir
@@ -90,19 +90,19 @@ def test_recipe_is_validated_in_one_line(method: str) -> None:
 
 
 def _config_class(method: str):
-    from methods.eagle.method import EagleConfig
-    from methods.eagle3.method import Eagle3Config
-    from methods.hydra.method import HydraConfig
-    from methods.medusa.method import MedusaConfig
-    from methods.redrafter.config import ReDrafterConfig
-    from methods.sps.method import SpSConfig
+    from specbench_methods.eagle.method import EagleConfig
+    from specbench_methods.eagle3.method import Eagle3Config
+    from specbench_methods.hydra.method import HydraConfig
+    from specbench_methods.medusa.method import MedusaConfig
+    from specbench_methods.redrafter.config import ReDrafterConfig
+    from specbench_methods.sps.method import SpSConfig
 
     return {"eagle": EagleConfig, "eagle3": Eagle3Config, "hydra": HydraConfig, "medusa": MedusaConfig,
             "sps": SpSConfig, "redrafter": ReDrafterConfig}[method]
 
 
 def test_quick_keeps_its_cache_folder_and_full_gets_its_own(tmp_path) -> None:
-    from methods.eagle.train import RECIPES
+    from specbench_methods.eagle.train import RECIPES
 
     env = SimpleNamespace(model=torch.nn.Linear(2, 2), model_id="m", cache_dir=tmp_path)
     quick, full = default_dir(env, "eagle", RECIPES["quick"]), default_dir(env, "eagle", RECIPES["full"], "full")
@@ -143,7 +143,7 @@ def test_curve_command_trains_each_size_on_one_heldout_set(tmp_path, monkeypatch
 def test_the_curve_size_equal_to_the_recipes_fills_the_recipes_folder(tmp_path, monkeypatch, capsys) -> None:
     """``--curve ...,300k --recipe full`` leaves the full recipe's drafter where ``medusa.recipe=full`` reads it
     (here a tiny recipe of 300 positions stands in), copied whole, and keeps a finished one already there."""
-    import methods.medusa.train_cli as medusa_cli
+    import specbench_methods.medusa.train_cli as medusa_cli
     import specbench.training.curve as curve
     from specbench.cli import main
     from tiny_model_dir import save_tiny_model
@@ -208,7 +208,7 @@ def test_the_report_header_names_each_drafters_recipe() -> None:
 def test_quick_and_full_run_side_by_side_as_labelled_variants(tmp_path, monkeypatch) -> None:
     """``--methods ar,medusa,medusa@full --method-opt medusa@full.recipe=full``: two drafters, two cache folders,
     each recipe in the manifest and the report header (tiny recipes on a tiny model)."""
-    import methods.medusa.method as medusa_method
+    import specbench_methods.medusa.method as medusa_method
     from specbench.config.run_config import RunConfig
     from specbench.reports.report import write_report
     from specbench.results.run_folder import read_manifest

@@ -1,2 +1,2 @@
 """DReSD: dense retrieval speculative decoding (method ``dresd``, datastore kind ``dresd``)."""
-from methods.dresd import cli, method  # noqa: F401  (registration side effects)
+from specbench_methods.dresd import cli, method  # noqa: F401  (registration side effects)

@@ -14,7 +14,7 @@ def build_cli(args: argparse.Namespace) -> int:
     """Build an OOD (corpus answers) or ``--id`` (the target's own answers) DReSD datastore."""
     from specbench.api import from_dict, parse_settings
     from specbench.api import resolve_data_dir
-    from methods.dresd.datastore.build import BuildSettings, build_datastore
+    from specbench_methods.dresd.datastore.build import BuildSettings, build_datastore
     from specbench.api import load_model, stop_token_ids
 
     settings = from_dict(BuildSettings, parse_settings(args.set), where="dresd build: ")
@@ -43,8 +43,8 @@ def _eval_args(p: argparse.ArgumentParser) -> None:
 def eval_cli(args: argparse.Namespace) -> int:
     """Recall@k of the stored (IVF) index vs exact search, per-query latency, and survivor rate."""
     from specbench.api import resolve_data_dir
-    from methods.dresd.datastore.eval import evaluate_index
-    from methods.dresd.datastore.store import DenseDatastore
+    from specbench_methods.dresd.datastore.eval import evaluate_index
+    from specbench_methods.dresd.datastore.store import DenseDatastore
     from specbench.api import load_model
 
     ds = DenseDatastore.load(args.path)

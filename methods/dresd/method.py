@@ -4,8 +4,8 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from methods.dresd.config import DReSDConfig
-from methods.dresd.drafter import DReSDDrafter
+from specbench_methods.dresd.config import DReSDConfig
+from specbench_methods.dresd.drafter import DReSDDrafter
 from specbench.api import MethodEnv, PendingBuild, register_first_use_build, register_method
 
 # seconds of a first-use build besides its target pass over ``max_tokens`` tokens (priced with the cost
@@ -20,7 +20,7 @@ _LOADED: dict[str, object] = {}  # path -> DenseDatastore, shared by the tasks o
 def default_datastore_path(config: DReSDConfig, env: MethodEnv, corpus: str) -> Path:
     """Cache location of the default datastore for (model, corpus, OOD format/ID, size); ``qa`` keeps the
     key it had before the format option, so its earlier builds are reused."""
-    from methods.dresd.datastore.fingerprint import model_fingerprint
+    from specbench_methods.dresd.datastore.fingerprint import model_fingerprint
 
     kind = "id" if config.id else "ood" if config.text_format == "qa" else f"ood-{config.text_format}"
     return Path(env.cache_dir) / "datastores" / "dresd" / f"{corpus}-{kind}-{config.max_tokens}-{model_fingerprint(env.model)}"
@@ -28,8 +28,8 @@ def default_datastore_path(config: DReSDConfig, env: MethodEnv, corpus: str) -> 
 
 def resolve_datastore(config: DReSDConfig, env: MethodEnv):
     """Load the configured datastore, building the default one under the cache on first use."""
-    from methods.dresd.datastore.build import BuildSettings, build_datastore
-    from methods.dresd.datastore.store import DenseDatastore
+    from specbench_methods.dresd.datastore.build import BuildSettings, build_datastore
+    from specbench_methods.dresd.datastore.store import DenseDatastore
     from specbench.api import stop_token_ids
 
     corpus = config.corpus_for(env.task)

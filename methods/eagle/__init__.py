@@ -1,2 +1,2 @@
 """EAGLE-1/2: a one-layer draft over the target's features, drafting a static or dynamic tree (method ``eagle``)."""
-from methods.eagle import cost, method, train_cli  # noqa: F401  (registration side effects)
+from specbench_methods.eagle import cost, method, train_cli  # noqa: F401  (registration side effects)

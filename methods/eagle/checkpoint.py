@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from methods.eagle.layer import EagleLayer, LayerShape
+from specbench_methods.eagle.layer import EagleLayer, LayerShape
 from specbench.api import (ConfigError, checkpoint_errors, read_config, read_tensors, read_vocab, read_weights,
                            save_weights)
 

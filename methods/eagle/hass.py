@@ -24,7 +24,7 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from methods.eagle.layer import EagleLayer
+from specbench_methods.eagle.layer import EagleLayer
 
 
 def align_mask(block: torch.Tensor, positions: torch.Tensor, step: int) -> torch.Tensor:

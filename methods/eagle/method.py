@@ -19,10 +19,10 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from methods.eagle.checkpoint import load_layer
-from methods.eagle.layer import DraftCache, EagleLayer, LayerShape, causal_chunks
-from methods.eagle.train import RECIPES, TRAIN_S_PER_POSITION, train_eagle
-from methods.eagle.tree import EAGLE1_TREE, dynamic_tree, static_tree
+from specbench_methods.eagle.checkpoint import load_layer
+from specbench_methods.eagle.layer import DraftCache, EagleLayer, LayerShape, causal_chunks
+from specbench_methods.eagle.train import RECIPES, TRAIN_S_PER_POSITION, train_eagle
+from specbench_methods.eagle.tree import EAGLE1_TREE, dynamic_tree, static_tree
 from specbench.api import (BaseDrafter, ConfigError, DEFAULT_CORPORA, DTYPES, DraftContext, DraftTree, MethodEnv,
                            check_recipe, choose_draft_vocab, draft_dtype, find_or_train, pack_for_inference,
                            frozen_rows, parse_vocab, record_checkpoint, record_head_rows, register_method)

@@ -22,9 +22,9 @@ from typing import Any, Sequence
 import torch
 import torch.nn.functional as F
 
-from methods.eagle.checkpoint import save_layer
-from methods.eagle.hass import align_mask, harmonized_forward, next_stream, topk_loss
-from methods.eagle.layer import EagleLayer, LayerShape
+from specbench_methods.eagle.checkpoint import save_layer
+from specbench_methods.eagle.hass import align_mask, harmonized_forward, next_stream, topk_loss
+from specbench_methods.eagle.layer import EagleLayer, LayerShape
 from specbench.api import (ConfigError, DistillData, EpochState, FeatureOptions, added_field, choose_vocab, eta_minutes,
                            lr_scale, optimizer_step, pack_runs, runs, sequence_lengths, stop_token_ids, trainable)
 

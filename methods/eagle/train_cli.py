@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import argparse
 
-from methods.eagle.train import RECIPES, TRAIN_S_PER_POSITION, train_eagle
+from specbench_methods.eagle.train import RECIPES, TRAIN_S_PER_POSITION, train_eagle
 from specbench.api import TrainerSpec, int_at_least, register_train_command, trained_default_dir
 
 

@@ -24,8 +24,8 @@ from typing import Any
 import torch
 
 from specbench.api import LayerShape
-from methods.eagle3.layer import Eagle3Layer, reference_layers
-from methods.eagle3.vocab import DraftVocab
+from specbench_methods.eagle3.layer import Eagle3Layer, reference_layers
+from specbench_methods.eagle3.vocab import DraftVocab
 from specbench.api import (ConfigError, checkpoint_errors, file_sha256, read_config, read_tensors, strict_json,
                            verify_checkpoint)
 

@@ -16,8 +16,8 @@ import torch
 from torch import nn
 
 from specbench.api import LayerShape
-from methods.eagle3.layer import Eagle3Layer
-from methods.eagle3.vocab import DraftVocab
+from specbench_methods.eagle3.layer import Eagle3Layer
+from specbench_methods.eagle3.vocab import DraftVocab
 
 
 def new_draft(target: nn.Module, vocab: DraftVocab | None, head_init: str = "target") -> Eagle3Layer:

@@ -20,10 +20,10 @@ import torch.nn.functional as F
 
 from specbench.api import DraftCache, causal_chunks
 from specbench.api import dynamic_tree
-from methods.eagle3.checkpoint import load_draft
-from methods.eagle3.init import new_draft
-from methods.eagle3.layer import Eagle3Layer, reference_layers
-from methods.eagle3.train import RECIPES, TRAIN_S_PER_POSITION, train_eagle3
+from specbench_methods.eagle3.checkpoint import load_draft
+from specbench_methods.eagle3.init import new_draft
+from specbench_methods.eagle3.layer import Eagle3Layer, reference_layers
+from specbench_methods.eagle3.train import RECIPES, TRAIN_S_PER_POSITION, train_eagle3
 from specbench.api import (BaseDrafter, ConfigError, DEFAULT_CORPORA, DTYPES, DraftContext, DraftTree, MethodEnv,
                            check_recipe, choose_draft_vocab, draft_dtype, find_or_train, pack_for_inference,
                            parse_vocab, record_checkpoint, record_head_rows, register_method)

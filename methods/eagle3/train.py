@@ -25,11 +25,11 @@ from typing import Any, Iterator, Sequence
 import torch
 
 from specbench.api import lr_scale, runs
-from methods.eagle3.checkpoint import save_draft
-from methods.eagle3.init import new_draft
-from methods.eagle3.layer import Eagle3Layer, reference_layers
-from methods.eagle3.ttt import Windows, ttt_loss
-from methods.eagle3.vocab import most_frequent
+from specbench_methods.eagle3.checkpoint import save_draft
+from specbench_methods.eagle3.init import new_draft
+from specbench_methods.eagle3.layer import Eagle3Layer, reference_layers
+from specbench_methods.eagle3.ttt import Windows, ttt_loss
+from specbench_methods.eagle3.vocab import most_frequent
 from specbench.api import (ConfigError, DistillData, EpochState, FeatureOptions, draft_dtype, optimizer_step,
                            trainable)
 

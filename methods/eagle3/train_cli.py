@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import argparse
 
-from methods.eagle3.layer import reference_layers
-from methods.eagle3.train import RECIPES, TRAIN_S_PER_POSITION, train_eagle3
+from specbench_methods.eagle3.layer import reference_layers
+from specbench_methods.eagle3.train import RECIPES, TRAIN_S_PER_POSITION, train_eagle3
 from specbench.api import TrainerSpec, int_at_least, positive_int, register_train_command, trained_default_dir
 
 

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 
-from methods.eagle3.layer import Eagle3Layer
+from specbench_methods.eagle3.layer import Eagle3Layer
 
 
 class UnrolledKeys:

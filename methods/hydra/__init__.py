@@ -1,2 +1,2 @@
 """Hydra: sequentially dependent draft heads (Hydra++ by default), verified as the reference's tree (method ``hydra``)."""
-from methods.hydra import cost, method, train_cli  # noqa: F401  (registration side effects)
+from specbench_methods.hydra import cost, method, train_cli  # noqa: F401  (registration side effects)

@@ -27,7 +27,7 @@ import numpy as np
 import torch
 
 from specbench.api import LayerShape
-from methods.hydra.heads import HydraHeads, SubHead
+from specbench_methods.hydra.heads import HydraHeads, SubHead
 from specbench.api import (ConfigError, checkpoint_errors, file_sha256, read_config, read_tensors, read_vocab,
                            read_weights, save_weights)
 

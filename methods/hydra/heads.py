@@ -28,7 +28,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from specbench.api import LayerShape, frozen_rows, kept_columns
-from methods.hydra.prefix import PrefixLayer
+from specbench_methods.hydra.prefix import PrefixLayer
 
 
 class ResBlock(nn.Module):

@@ -17,10 +17,10 @@ from dataclasses import dataclass
 import torch
 
 from specbench.api import DraftCache, LayerShape
-from methods.hydra.checkpoint import ARCHS, load_heads
-from methods.hydra.heads import HydraHeads, SubHead
-from methods.hydra.train import RECIPES, TRAIN_S_PER_POSITION, recipe_for, train_hydra
-from methods.hydra.tree import TREES, Path, plan, walk
+from specbench_methods.hydra.checkpoint import ARCHS, load_heads
+from specbench_methods.hydra.heads import HydraHeads, SubHead
+from specbench_methods.hydra.train import RECIPES, TRAIN_S_PER_POSITION, recipe_for, train_hydra
+from specbench_methods.hydra.tree import TREES, Path, plan, walk
 from specbench.api import (BaseDrafter, ConfigError, DEFAULT_CORPORA, DTYPES, DraftContext, DraftTree, MethodEnv,
                            choose_draft_vocab, parse_vocab, record_head_rows,
                            check_recipe, draft_dtype, find_or_train, pack_for_inference,

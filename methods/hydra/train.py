@@ -36,8 +36,8 @@ import torch.nn.functional as F
 
 from specbench.api import LayerShape
 from specbench.api import choose_vocab, pack_runs, runs
-from methods.hydra.checkpoint import ARCHS, save_heads
-from methods.hydra.heads import HydraHeads, SubHead
+from specbench_methods.hydra.checkpoint import ARCHS, save_heads
+from specbench_methods.hydra.heads import HydraHeads, SubHead
 from specbench.api import (ConfigError, DistillData, EpochState, FeatureOptions, check_recipe, draft_dtype,
                            optimizer_step, stop_token_ids, trainable)
 

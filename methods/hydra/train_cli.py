@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from methods.hydra.train import RECIPES, TRAIN_S_PER_POSITION, recipe_for, train_hydra
+from specbench_methods.hydra.train import RECIPES, TRAIN_S_PER_POSITION, recipe_for, train_hydra
 from specbench.api import TrainerSpec, int_at_least, positive_int, register_train_command, trained_default_dir
 
 

@@ -5,4 +5,4 @@ the root (a draft tree) and the 2D Jacobi window (auxiliary rows, ``specbench/en
 whose predictions grow new n-grams. See ``README.md`` beside this file for the reference's defaults and
 the remaining deviations.
 """
-from methods.lookahead import method  # noqa: F401  (registration side effects)
+from specbench_methods.lookahead import method  # noqa: F401  (registration side effects)

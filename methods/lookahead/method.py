@@ -13,8 +13,8 @@ from dataclasses import dataclass
 from specbench.api import (
     BaseDrafter, ConfigError, DraftContext, DraftTree, MethodEnv, Proposal, StepResult, register_method)
 
-from methods.lookahead.pool import NgramPool
-from methods.lookahead.window import JacobiWindow
+from specbench_methods.lookahead.pool import NgramPool
+from specbench_methods.lookahead.window import JacobiWindow
 
 
 @dataclass(frozen=True)

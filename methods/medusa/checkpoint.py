@@ -14,7 +14,7 @@ from typing import Any
 
 import torch
 
-from methods.medusa.heads import MedusaHeads
+from specbench_methods.medusa.heads import MedusaHeads
 from specbench.api import ConfigError, checkpoint_errors, read_config, read_tensors, read_weights, save_weights
 
 OURS = "heads.safetensors"

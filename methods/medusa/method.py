@@ -9,10 +9,10 @@ from dataclasses import dataclass
 
 import torch
 
-from methods.medusa.checkpoint import load_heads
-from methods.medusa.heads import MedusaHeads
-from methods.medusa.train import RECIPES, TRAIN_S_PER_POSITION, train_medusa
-from methods.medusa.tree import TREES, max_rank, tree_from_choices
+from specbench_methods.medusa.checkpoint import load_heads
+from specbench_methods.medusa.heads import MedusaHeads
+from specbench_methods.medusa.train import RECIPES, TRAIN_S_PER_POSITION, train_medusa
+from specbench_methods.medusa.tree import TREES, max_rank, tree_from_choices
 from specbench.api import (BaseDrafter, ConfigError, DEFAULT_CORPORA, DraftContext, DraftTree, MethodEnv, check_recipe,
                            choose_draft_vocab, find_or_train, parse_vocab, record_checkpoint, record_head_rows,
                            register_method)

@@ -20,8 +20,8 @@ from typing import Any, Sequence
 import torch
 import torch.nn.functional as F
 
-from methods.medusa.checkpoint import save_heads
-from methods.medusa.heads import MedusaHeads
+from specbench_methods.medusa.checkpoint import save_heads
+from specbench_methods.medusa.heads import MedusaHeads
 from specbench.api import ConfigError, DistillData, EpochState, FeatureOptions, optimizer_step, trainable
 
 

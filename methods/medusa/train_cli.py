@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import argparse
 
-from methods.medusa.train import RECIPES, TRAIN_S_PER_POSITION, train_medusa
+from specbench_methods.medusa.train import RECIPES, TRAIN_S_PER_POSITION, train_medusa
 from specbench.api import TrainerSpec, positive_int, register_train_command, trained_default_dir
 
 

@@ -15,9 +15,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from methods.ngram.history import TokenHistory
-from methods.ngram.key_map import KeyMap
-from methods.ngram.simple import SIZE_LIMIT
+from specbench_methods.ngram.history import TokenHistory
+from specbench_methods.ngram.key_map import KeyMap
+from specbench_methods.ngram.simple import SIZE_LIMIT
 from specbench.api import BaseDrafter, ConfigError, DraftContext, DraftTree, MethodEnv, StepResult, register_method
 
 

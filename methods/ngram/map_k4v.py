@@ -14,10 +14,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from methods.ngram.history import TokenHistory
-from methods.ngram.map_k import NgramMapKDrafter
-from methods.ngram.simple import SIZE_LIMIT
-from methods.ngram.value_map import ValueMap
+from specbench_methods.ngram.history import TokenHistory
+from specbench_methods.ngram.map_k import NgramMapKDrafter
+from specbench_methods.ngram.simple import SIZE_LIMIT
+from specbench_methods.ngram.value_map import ValueMap
 from specbench.api import ConfigError, DraftContext, MethodEnv, register_method
 
 

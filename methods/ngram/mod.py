@@ -17,9 +17,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from methods.ngram.history import TokenHistory
-from methods.ngram.mod_pool import EMPTY, POOL_SIZE, ModPool
-from methods.ngram.simple import SIZE_LIMIT
+from specbench_methods.ngram.history import TokenHistory
+from specbench_methods.ngram.mod_pool import EMPTY, POOL_SIZE, ModPool
+from specbench_methods.ngram.simple import SIZE_LIMIT
 from specbench.api import BaseDrafter, ConfigError, DraftContext, DraftTree, MethodEnv, StepResult, register_method
 
 CHUNK = 32  # new n-grams enter the pool once more than 32 tokens wait

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from methods.ngram.history import TokenHistory
+from specbench_methods.ngram.history import TokenHistory
 from specbench.api import BaseDrafter, ConfigError, DraftContext, DraftTree, MethodEnv, register_method
 
 SIZE_LIMIT = 1024  # llama.cpp's argument check: sizes in 1..1024

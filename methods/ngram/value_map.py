@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from methods.ngram.key_map import KeyMap
+from specbench_methods.ngram.key_map import KeyMap
 
 MAX_VALUES = 4  # COMMON_NGRAM_MAX_VALUES
 MAX_COUNT = 16380  # COMMON_NGRAM_MAX_VALUE_COUNT: counts saturate there

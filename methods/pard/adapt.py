@@ -28,7 +28,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from methods.pard.parallel_batch import parallel_layout
+from specbench_methods.pard.parallel_batch import parallel_layout
 from specbench.api import (ConfigError, DistillConfig, EpochState, FeatureOptions, LabelledSequence, collect_labels,
                            draft_ids, load_distilled, optimizer_step, save_draft, trainable)
 

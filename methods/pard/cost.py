@@ -7,8 +7,8 @@ from typing import Any
 
 from specbench.api import DEEPEST_PROBE, distilled_shape, random_distilled_draft, register_draft_cost
 
-from methods.pard.method import TRAINED, PardConfig, PardDrafter, load_parallel_draft
-from methods.pard.runner import ParallelRunner
+from specbench_methods.pard.method import TRAINED, PardConfig, PardDrafter, load_parallel_draft
+from specbench_methods.pard.runner import ParallelRunner
 
 
 def shape(config: dict[str, Any]) -> dict[str, Any]:

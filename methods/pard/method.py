@@ -24,8 +24,8 @@ from specbench.api import (DEFAULT_CORPORA, DISTILL_META_FILE, DISTILL_RECIPES, 
                            load_or_train, register_method, register_model_requirement, resolve_backend,
                            resolve_checkpoint, stop_token_ids)
 
-from methods.pard.adapt import META_FILE, RECIPES, TRAIN_S_PER_POSITION, adapt_draft
-from methods.pard.runner import ParallelRunner
+from specbench_methods.pard.adapt import META_FILE, RECIPES, TRAIN_S_PER_POSITION, adapt_draft
+from specbench_methods.pard.runner import ParallelRunner
 
 TRAINED = "trained"
 

@@ -10,7 +10,7 @@ Worked example (vocabulary 6, k = 2, all rows start at token 0)::
 
     >>> m = Adjacency(vocab=6, k=2)
     >>> m.update(np.array([3, 4]), np.array([[4, 5], [1, 2]]))  # after 3 the model likes 4 then 5; after 4: 1, 2
-    >>> from methods.recycling.template import layout
+    >>> from specbench_methods.recycling.template import layout
     >>> tree = layout({(): 2, (0,): 2})  # (0,), (1,), (0, 0), (0, 1)
     >>> m.expand(3, tree, depth=2).tolist()
     [4, 5, 1, 2]
@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from methods.recycling.template import TreeLayout
+from specbench_methods.recycling.template import TreeLayout
 
 
 class Adjacency:

@@ -16,8 +16,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from methods.recycling.adjacency import Adjacency
-from methods.recycling.template import TEMPLATES, TreeLayout, layout
+from specbench_methods.recycling.adjacency import Adjacency
+from specbench_methods.recycling.template import TEMPLATES, TreeLayout, layout
 from specbench.api import BaseDrafter, ConfigError, DraftContext, DraftTree, MethodEnv, StepResult, register_method
 
 

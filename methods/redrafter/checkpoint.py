@@ -11,10 +11,10 @@ from typing import Any
 
 import torch
 
-from methods.redrafter.config import HeadConfig
+from specbench_methods.redrafter.config import HeadConfig
 from specbench.api import (ContentMismatch, DatastoreError, checkpoint_errors, file_sha256, read_config, read_tensors,
                            save_weights, verify_sha256)
-from methods.redrafter.head import DraftHead
+from specbench_methods.redrafter.head import DraftHead
 
 WEIGHTS = "head.safetensors"
 CONFIG = "config.json"

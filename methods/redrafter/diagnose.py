@@ -4,7 +4,7 @@ At a held-out position t the context is the target's hidden state at t, whose gr
 root g0 (token t+1); draft position 1 should predict the target's token after it (t+2). A head that
 reads the context like the target's own LM head repeats the root instead: the untrained head does.
 
-    python -m methods.redrafter.diagnose [CHECKPOINT_DIR] [--tokens 20000] [--n-predict 3]
+    python -m specbench_methods.redrafter.diagnose [CHECKPOINT_DIR] [--tokens 20000] [--n-predict 3]
 
 The data are the shared feature store's first ``--tokens`` positions (the default corpora, computed on
 first use); without ``CHECKPOINT_DIR`` both untrained layouts are checked. Also prints the held-out top-1
@@ -21,7 +21,7 @@ from pathlib import Path
 import torch
 
 from specbench.api import DistillData
-from methods.redrafter.head import DraftHead
+from specbench_methods.redrafter.head import DraftHead
 
 
 @torch.no_grad()
@@ -35,12 +35,12 @@ def root_repeat_rates(head: DraftHead, data: DistillData, starts: torch.Tensor) 
 
 
 def main(argv: list[str] | None = None) -> int:
-    from methods.redrafter.checkpoint import load_checkpoint
-    from methods.redrafter.head import build_head, head_config_for
-    from methods.redrafter.train import TrainConfig, evaluate
+    from specbench_methods.redrafter.checkpoint import load_checkpoint
+    from specbench_methods.redrafter.head import build_head, head_config_for
+    from specbench_methods.redrafter.train import TrainConfig, evaluate
     from specbench.api import DEFAULT_CORPORA, FeatureOptions, load_model, resolve_data_dir
 
-    p = argparse.ArgumentParser(prog="python -m methods.redrafter.diagnose", description=__doc__.splitlines()[0])
+    p = argparse.ArgumentParser(prog="python -m specbench_methods.redrafter.diagnose", description=__doc__.splitlines()[0])
     p.add_argument("checkpoint", type=Path, nargs="?", help="a trained head (default: the untrained layouts)")
     p.add_argument("--tokens", type=int, default=20000, help="positions of the feature store read (held-out included)")
     p.add_argument("--n-predict", dest="n_predict", type=int, default=3, help="predicted positions evaluated")

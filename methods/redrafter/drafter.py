@@ -3,10 +3,10 @@ from __future__ import annotations
 
 import torch
 
-from methods.redrafter.beam import StepFn, beam_search, head_step_fn
-from methods.redrafter.config import ReDrafterConfig
-from methods.redrafter.head import DraftHead
-from methods.redrafter.prefix import pack_beams
+from specbench_methods.redrafter.beam import StepFn, beam_search, head_step_fn
+from specbench_methods.redrafter.config import ReDrafterConfig
+from specbench_methods.redrafter.head import DraftHead
+from specbench_methods.redrafter.prefix import pack_beams
 from specbench.api import BaseDrafter, DraftContext, DraftTree, StepResult
 
 

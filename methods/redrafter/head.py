@@ -15,7 +15,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from methods.redrafter.config import HeadConfig
+from specbench_methods.redrafter.config import HeadConfig
 
 
 class ResBlock(nn.Module):

@@ -14,21 +14,21 @@ from typing import TYPE_CHECKING
 
 import torch
 
-from methods.redrafter.config import ReDrafterConfig
-from methods.redrafter.drafter import ReDrafter
-from methods.redrafter.head import DraftHead
-from methods.redrafter.vocab import COUNTS, DATA
+from specbench_methods.redrafter.config import ReDrafterConfig
+from specbench_methods.redrafter.drafter import ReDrafter
+from specbench_methods.redrafter.head import DraftHead
+from specbench_methods.redrafter.vocab import COUNTS, DATA
 from specbench.api import (FeatureOptions, MethodEnv, PendingBuild, draft_dtype, keyed_dir, load_or_train,
                            pack_for_inference, recipe_prefix, register_first_use_build, register_method,
                            stop_token_ids)
 
 if TYPE_CHECKING:
-    from methods.redrafter.train import TrainConfig
+    from specbench_methods.redrafter.train import TrainConfig
 
 
 def default_train_config(config: ReDrafterConfig) -> "TrainConfig":
     """The ``TrainConfig`` of the default head: the recipe's budget and the head options."""
-    from methods.redrafter.train import TrainConfig
+    from specbench_methods.redrafter.train import TrainConfig
 
     tokens, epochs = config.train_budget()
     return TrainConfig(tokens=tokens, epochs=epochs, n_predict=config.n_predict, proj=config.proj, num_blocks=config.num_blocks)
@@ -52,7 +52,7 @@ def default_checkpoint_dir(env: MethodEnv, config: ReDrafterConfig) -> Path:
 
 
 def _train_default(env: MethodEnv, config: ReDrafterConfig, out: Path) -> None:
-    from methods.redrafter.train import train_redrafter
+    from specbench_methods.redrafter.train import train_redrafter
 
     tcfg = default_train_config(config)
     print(
@@ -71,9 +71,9 @@ def _train_default(env: MethodEnv, config: ReDrafterConfig, out: Path) -> None:
 @register_method("redrafter", ReDrafterConfig)
 def build_redrafter(config: ReDrafterConfig, env: MethodEnv) -> ReDrafter:
     """ReDrafter: recurrent draft head + beam search, beams deduplicated into one verified tree."""
-    from methods.redrafter.checkpoint import checkpoint_hash, load_checkpoint
-    from methods.redrafter.head import build_head, head_config_for
-    from methods.redrafter.shared import shared_head
+    from specbench_methods.redrafter.checkpoint import checkpoint_hash, load_checkpoint
+    from specbench_methods.redrafter.head import build_head, head_config_for
+    from specbench_methods.redrafter.shared import shared_head
 
     info = {"beam_width": config.beam_width, "beam_length": config.beam_length, "top_k": config.top_k}
     if config.checkpoint == "random":
@@ -122,9 +122,9 @@ def _drafter(head: DraftHead, key: tuple, ckpt: Path | None, config: ReDrafterCo
     ``draft_vocab=0`` in the head's own dtype drafts with the loaded head itself (the behaviour before the
     option). The copy is shared like the head, keyed by the head and both options.
     """
-    from methods.redrafter.head import drafting_head
-    from methods.redrafter.shared import shared_head
-    from methods.redrafter.vocab import choose_draft_vocab, token_counts
+    from specbench_methods.redrafter.head import drafting_head
+    from specbench_methods.redrafter.shared import shared_head
+    from specbench_methods.redrafter.vocab import choose_draft_vocab, token_counts
 
     dtype = draft_dtype(config.dtype, env.model)
     vocab_size = head.config.vocab_size

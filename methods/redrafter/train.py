@@ -23,10 +23,10 @@ from typing import Any, Sequence
 import torch
 import torch.nn.functional as F
 
-from methods.redrafter.checkpoint import save_checkpoint
-from methods.redrafter.vocab import save_token_counts
+from specbench_methods.redrafter.checkpoint import save_checkpoint
+from specbench_methods.redrafter.vocab import save_token_counts
 from specbench.api import ConfigError, DistillData, FeatureOptions, eta_minutes, strict_json, trainable
-from methods.redrafter.head import DraftHead, build_head, head_config_for
+from specbench_methods.redrafter.head import DraftHead, build_head, head_config_for
 
 
 @dataclass(frozen=True)

@@ -10,19 +10,19 @@ from __future__ import annotations
 import argparse
 from typing import Any, Sequence
 
-from methods.redrafter.config import RECIPES, ReDrafterConfig
+from specbench_methods.redrafter.config import RECIPES, ReDrafterConfig
 from specbench.api import TrainerSpec, positive_int, register_train_command
 
 
 def _recipes(args: argparse.Namespace) -> dict[str, Any]:
     """Each recipe's positions and epochs in a ``TrainConfig`` (the head's flags go on top)."""
-    from methods.redrafter.train import TrainConfig
+    from specbench_methods.redrafter.train import TrainConfig
 
     return {name: TrainConfig(tokens=tokens, epochs=epochs) for name, (tokens, epochs) in RECIPES.items()}
 
 
 def _default_dir(env: Any, name: str, cfg: Any, corpora: Sequence[str]) -> Any:
-    from methods.redrafter.method import default_checkpoint_dir, default_train_config
+    from specbench_methods.redrafter.method import default_checkpoint_dir, default_train_config
 
     config = ReDrafterConfig(recipe=name, n_predict=cfg.n_predict, proj=cfg.proj, num_blocks=cfg.num_blocks,
                              default_corpus=",".join(corpora))
@@ -30,7 +30,7 @@ def _default_dir(env: Any, name: str, cfg: Any, corpora: Sequence[str]) -> Any:
 
 
 def _train(*args: Any, **kwargs: Any) -> dict[str, Any]:
-    from methods.redrafter.train import train_redrafter
+    from specbench_methods.redrafter.train import train_redrafter
 
     return train_redrafter(*args, **kwargs)
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from methods.samd.store import build_static_sam
+from specbench_methods.samd.store import build_static_sam
 from specbench.api import (ConfigError, dir_bytes, load_model, parse_corpora, parse_settings, register_datastore_builder,
                            resolve_data_dir)
 

@@ -20,8 +20,8 @@ from __future__ import annotations
 
 from heapq import heappop, heappush
 
-from methods.samd.dyn_sam import DynamicSAM
-from methods.samd.static_sam import StaticSAM
+from specbench_methods.samd.dyn_sam import DynamicSAM
+from specbench_methods.samd.static_sam import StaticSAM
 from specbench.api import DraftTree
 
 

@@ -27,10 +27,10 @@ from typing import Any
 
 import torch
 
-from methods.samd.draft import alone_draft, retrieval_chain
-from methods.samd.dyn_sam import DynamicSAM
-from methods.samd.static_sam import StaticSAM
-from methods.samd.store import cached_static_sam, load_static_sam, static_artifacts
+from specbench_methods.samd.draft import alone_draft, retrieval_chain
+from specbench_methods.samd.dyn_sam import DynamicSAM
+from specbench_methods.samd.static_sam import StaticSAM
+from specbench_methods.samd.store import cached_static_sam, load_static_sam, static_artifacts
 from specbench.api import (BaseDrafter, ConfigError, DraftContext, Drafter, DraftTree, MethodEnv, Proposal, StepResult,
                            build_drafter, parse_corpora, parse_settings, register_method)
 

@@ -31,7 +31,7 @@ from typing import Callable
 
 import numpy as np
 
-from methods.samd.sam_edges import Intervals, transitions
+from specbench_methods.samd.sam_edges import Intervals, transitions
 
 @dataclass
 class SAMArrays:

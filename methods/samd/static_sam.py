@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from methods.samd.static_build import SAMArrays, build_sam_arrays
+from specbench_methods.samd.static_build import SAMArrays, build_sam_arrays
 
 
 class StaticSAM:

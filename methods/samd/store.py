@@ -29,8 +29,8 @@ from typing import Any, Iterator
 
 import numpy as np
 
-from methods.samd.static_build import SAMArrays, build_sam_arrays
-from methods.samd.static_sam import StaticSAM
+from specbench_methods.samd.static_build import SAMArrays, build_sam_arrays
+from specbench_methods.samd.static_sam import StaticSAM
 from specbench.api import (ConfigError, ContentMismatch, DatastoreError, build_lock, dir_bytes, file_sha256, iter_pairs,
                            parse_json, prompt_probes, remove_stale_tmp, strict_json, test_prompts, tmp_sibling,
                            tokenizer_hash, verify_sha256)

@@ -7,7 +7,7 @@ from typing import Any
 
 from specbench.api import DEEPEST_PROBE, distilled_shape, random_distilled_draft, register_draft_cost
 
-from methods.sps.method import SpSConfig, SpSDrafter, load_draft
+from specbench_methods.sps.method import SpSConfig, SpSDrafter, load_draft
 
 
 def shape(config: dict[str, Any]) -> dict[str, Any]:

@@ -20,10 +20,10 @@ from specbench.api import (
     choose_draft_vocab, distill_refusal, is_hub_id, parse_vocab, record_head_rows, register_method,
     register_model_requirement, resolve_checkpoint, stop_token_ids)
 
-from methods.sps.adaptive import AdaptiveThreshold, require_sklearn
+from specbench_methods.sps.adaptive import AdaptiveThreshold, require_sklearn
 from specbench.api import (DISTILL_META_FILE, DISTILL_RECIPES, DISTILL_VOCAB_FILE, distilled_dir,  # noqa: F401
                            distilled_draft_folder, load_distilled)  # (distilled_dir: tests read sps's folder there)
-from methods.sps.draft_runner import DraftRunner
+from specbench_methods.sps.draft_runner import DraftRunner
 
 SCHEDULES = ("constant", "heuristic")
 

@@ -19,9 +19,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from methods.suffix.automaton import SuffixAutomaton
-from methods.suffix.speculate import Limits, speculate
-from methods.suffix.warm import warm_answers
+from specbench_methods.suffix.automaton import SuffixAutomaton
+from specbench_methods.suffix.speculate import Limits, speculate
+from specbench_methods.suffix.warm import warm_answers
 from specbench.api import BaseDrafter, ConfigError, DraftContext, DraftTree, MethodEnv, register_method
 
 

@@ -28,7 +28,7 @@ import heapq
 from dataclasses import dataclass, field
 from typing import Sequence
 
-from methods.suffix.automaton import SuffixAutomaton
+from specbench_methods.suffix.automaton import SuffixAutomaton
 
 
 @dataclass

@@ -23,7 +23,7 @@ import torch
 
 from specbench.api import BaseDrafter, ConfigError, DraftContext, DraftTree, MethodEnv, SkipSet, register_method
 
-from methods.swift.layer_search import LayerSearch, parse_skip, require_bayes_opt
+from specbench_methods.swift.layer_search import LayerSearch, parse_skip, require_bayes_opt
 
 TOPK = 10  # the reference's TOPK: tokens kept per draft step, the most a depth's candidates can be
 GREEDY_CANDIDATES = (3, 5, 8, 10)  # candidates per depth at top-1 probability > 0.95, > 0.8, > 0.5, else

@@ -4,17 +4,20 @@ from __future__ import annotations
 import argparse
 import dataclasses
 
+from specbench.plugins.outside import loaded_plugins
 from specbench.plugins.registry import CORPORA, METHODS, TASK_SOURCES, TASKS
 from specbench.serving.settings import LLAMA_SETTINGS
 
 
 def list_command(args: argparse.Namespace) -> int:
     print("methods:")
+    outside = {entry: plugin["spec"] for plugin in loaded_plugins() for entry in plugin["registered"]}
     for name in METHODS.names():
         spec = METHODS.get(name)
         fields = ", ".join(f"{f.name}={f.default!r}" for f in dataclasses.fields(spec.config_cls)
                            if f.default is not dataclasses.MISSING)
-        print(f"  {name:10s} {spec.description}" + (f"\n  {'':10s} options: {fields}" if fields else ""))
+        origin = f"\n  {'':10s} plugin: {outside[f'method {name}']}" if f"method {name}" in outside else ""
+        print(f"  {name:10s} {spec.description}" + (f"\n  {'':10s} options: {fields}" if fields else "") + origin)
     print(f"  {'':10s} every drafting method also takes budget=default|auto (auto: verify only the part of each "
           "draft worth its cost on this machine); a label NAME@VARIANT runs a second setting, NAME@auto = budget=auto")
     print("tasks:")

@@ -30,6 +30,7 @@ import torch
 
 from specbench.engine.aux_rows import AuxRows
 from specbench.engine.drafter import DraftContext, Proposal
+from specbench.engine.propose_deadline import propose_deadline
 from specbench.engine.tree import DraftTree
 from specbench.errors import USER_ERRORS, DrafterError
 
@@ -47,7 +48,8 @@ def _brief(value: Any) -> str:
 def proposed(propose: Callable[[DraftContext], Any], ctx: DraftContext) -> Any:
     """``propose(ctx)``; anything it raises but a one-line user error becomes a ``DrafterError`` naming it."""
     try:
-        return propose(ctx)
+        with propose_deadline():  # (a propose that never returns is named after a deadline: propose_deadline.py)
+            return propose(ctx)
     except USER_ERRORS:
         raise  # (already one line: a drafter refusing its input on purpose)
     except Exception as e:  # noqa: BLE001 - plugin code: whatever it raises is the drafter's fault

@@ -1,6 +1,9 @@
 """Plugin discovery: import every module of the plugin packages so their ``@register_*`` decorators run.
 
-The plugin packages (``methods/``, ``tasks/`` at the top level of the checkout) are named here as
+The built-in plugin packages (``methods/``, ``tasks/`` at the top level of the checkout, imported as
+``specbench_methods`` and ``specbench_tasks``: ``checkout_names.py``), then the entry points of installed outside
+plugins (``outside.py``; those given with ``--plugins`` load after discovery, from the CLI).
+The built-in packages are named here as
 strings and imported by name only: the core never imports a plugin module statically. Discovery runs
 once; it counts as done only after every import succeeded, and a failing plugin is named in the error
 (and the next registry read tries again instead of answering from a partial registry).
@@ -12,32 +15,42 @@ True
 from __future__ import annotations
 
 import importlib
+import importlib.metadata
 import pkgutil
-from typing import Sequence
+from typing import Any, Sequence
 
-PLUGIN_PACKAGES = ("methods", "tasks")
+from specbench.plugins.outside import ENTRY_POINT_GROUPS, PluginError, PluginSpec, load_plugin
+
+PLUGIN_PACKAGES = ("specbench_methods", "specbench_tasks")  # (the folders methods/, tasks/)
 CORE_PLUGIN_MODULES = ("specbench.datastore.corpora",)
 
 _loaded = False
 _loading = False
-_failure: "PluginImportError | None" = None
+_failure: "PluginImportError | PluginError | None" = None
 
 
 class PluginImportError(ImportError):
     """A plugin module failed to import; the message names it and the original error."""
 
 
-def plugin_modules(packages: Sequence[str] = PLUGIN_PACKAGES) -> list[str]:
+def plugin_modules(packages: Sequence[str] | None = None) -> list[str]:
     """Dotted names of the public modules of each plugin package (``_private`` ones are helpers).
 
-    >>> "tasks.gsm8k" in plugin_modules()
+    >>> "specbench_tasks.gsm8k" in plugin_modules()
     True
     """
     names = list(CORE_PLUGIN_MODULES)
-    for pkg_name in packages:
+    for pkg_name in PLUGIN_PACKAGES if packages is None else packages:
         pkg = importlib.import_module(pkg_name)
         names += [f"{pkg_name}.{m.name}" for m in pkgutil.iter_modules(pkg.__path__) if not m.name.startswith("_")]
     return names
+
+
+def installed_entry_points() -> list[Any]:
+    """The entry points of installed distributions in specbench's groups (``specbench.methods``,
+    ``specbench.tasks``), in a stable order."""
+    found = [ep for group in ENTRY_POINT_GROUPS for ep in importlib.metadata.entry_points(group=group)]
+    return sorted(found, key=lambda ep: (ep.group, ep.name))
 
 
 def load_plugins() -> None:
@@ -59,6 +72,12 @@ def load_plugins() -> None:
             except Exception as e:
                 _failure = PluginImportError(f"plugin {name} failed to import: {type(e).__name__}: {e}")
                 raise _failure from e
+        for entry_point in installed_entry_points():  # outside plugins installed with pip: after the built-ins,
+            try:                                      # so a name they reuse is refused as theirs
+                load_plugin(PluginSpec(entry_point.value, entry_point))
+            except PluginError as e:
+                _failure = e
+                raise
         _loaded = True
     finally:
         _loading = False

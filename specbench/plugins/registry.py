@@ -20,7 +20,9 @@ from typing import Any, Callable, Generic, Iterator, TypeVar
 
 from specbench.catalog import task_label
 from specbench.errors import UnknownNameError
+from specbench.plugins import registration_log
 from specbench.plugins.discovery import load_plugins
+from specbench.plugins.registration_log import DuplicateNameError
 
 T = TypeVar("T")
 
@@ -35,8 +37,9 @@ class Registry(Generic[T]):
 
     def add(self, name: str, entry: T) -> None:
         if name in self._entries:
-            raise ValueError(f"{self.kind} {name!r} is registered twice")
+            raise DuplicateNameError(f"{self.kind} {name!r} is registered twice")
         self._entries[name] = entry
+        registration_log.note(self.kind, name)
 
     def get(self, name: str) -> T:
         self._discover()

@@ -14,6 +14,7 @@ import torch
 from specbench.files.content_hash import verified_files
 from specbench.files.jsonfile import write_json_atomic
 from specbench.models.loading import vocab_size
+from specbench.plugins.outside import loaded_plugins
 from specbench.profiling.fingerprint import hardware
 from specbench.results.run_folder import MANIFEST_FILE, PROFILE_FILE, UNRUNNABLE, read_manifest
 from specbench.run.context import RunContext
@@ -109,6 +110,7 @@ def write_run_manifest(ctx: RunContext, configs: dict, artifacts: dict, chat_tem
         estimate=estimate.as_dict() if estimate else None,  # (estimate.py; seconds)
         host_s=_host_seconds(),
         drafter_threads=torch.get_num_threads(),  # (drafters run in torch: a projection prices them at this count)
+        plugins=loaded_plugins(),  # outside methods and tasks: origin, source hash, names (plugins/outside.py)
     )
     lengths = {t: {"requested": task.asked_length or task.context_length, "prompt_tokens": task.prompt_tokens}
                for t, task in ctx.plan.tasks.items() if task.context_length is not None}

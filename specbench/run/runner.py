@@ -49,6 +49,7 @@ from specbench.run.guards import (check_attention_layout, check_run_folder, chec
 from specbench.run.lock import RunLock
 from specbench.run.machine_session import MachineSession
 from specbench.run.manifest import git_commit, write_run_manifest
+from specbench.run.plugin_guard import check_same_plugins
 from specbench.run.method_env import MethodEnv
 from specbench.run.method_requirements import check_model_requirements
 from specbench.run.method_faults import method_faults
@@ -158,6 +159,7 @@ class Runner:
 
     def _run_locked(self, digest: str) -> int:
         check_same_config(self.run_dir, digest)
+        check_same_plugins(self.run_dir)
         if self.loaded is None:
             self.loaded = load_model_for(self.cfg.backend, self.cfg.model, self.cfg.dtype, self.cfg.device,
                                          self.cfg.threads)

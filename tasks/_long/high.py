@@ -10,8 +10,8 @@ from __future__ import annotations
 import random
 from pathlib import Path
 
-from tasks._long.fit import TAIL, PromptFitter
-from tasks._long.sources import Turn, sharegpt_pool
+from specbench_tasks._long.fit import TAIL, PromptFitter
+from specbench_tasks._long.sources import Turn, sharegpt_pool
 
 CHARS_PER_TOKEN = 8
 ROLE = {"human": "User", "gpt": "Assistant"}

@@ -15,8 +15,8 @@ from __future__ import annotations
 import random
 from pathlib import Path
 
-from tasks._long.fit import HEAD, PromptFitter
-from tasks._long.sources import stdlib_code
+from specbench_tasks._long.fit import HEAD, PromptFitter
+from specbench_tasks._long.sources import stdlib_code
 
 CHARS_PER_TOKEN = 6  # material gathered per target token: more than any source needs (code is about 3)
 

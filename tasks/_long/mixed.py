@@ -14,8 +14,8 @@ from __future__ import annotations
 import random
 from pathlib import Path
 
-from tasks._long.fit import HEAD, PromptFitter
-from tasks._long.sources import gsm8k_problems, sharegpt_pool
+from specbench_tasks._long.fit import HEAD, PromptFitter
+from specbench_tasks._long.sources import gsm8k_problems, sharegpt_pool
 
 CHARS_PER_TOKEN = 8  # material gathered per target token (English is about 4.5)
 EXAM_QUESTIONS = 3

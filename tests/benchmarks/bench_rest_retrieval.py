@@ -21,7 +21,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # (tests/: replay_accept)
 
-from methods.rest import RESTConfig, rest_tree  # noqa: E402
+from specbench_methods.rest import RESTConfig, rest_tree  # noqa: E402
 from specbench.datastore.suffix_array import TokenDatastore  # noqa: E402
 
 
@@ -36,7 +36,7 @@ def heldout_contexts(tokenizer, steps: int, seed: int = 0) -> list[list[int]]:
             rec = json.loads(line)
             texts.append(rec["question"] + "\n" + rec["answer"])
     from specbench.datastore.corpora import read_gz_jsonl
-    from tasks.humaneval import humaneval_file
+    from specbench_tasks.humaneval import humaneval_file
 
     texts += [r["prompt"] for r in read_gz_jsonl(humaneval_file())]
     ids = [s for s in tokenizer(texts, add_special_tokens=False)["input_ids"] if len(s) > 70]
@@ -93,8 +93,8 @@ def replay_tau(drafter, items, max_new: int) -> float:
 
 
 def sweep(args, tok) -> int:
-    from methods.crest import CRESTDrafter
-    from methods.rest import RESTDrafter
+    from specbench_methods.crest import CRESTDrafter
+    from specbench_methods.rest import RESTDrafter
     from specbench.datastore.ngram_store import NgramStore
     from specbench.results.run_folder import read_records
 

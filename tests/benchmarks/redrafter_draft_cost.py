@@ -29,7 +29,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 def pieces(drafter, ctxs: list, reps: int) -> None:
     """Median time of each part of a W=3, L=4 draft as a share of the whole ``propose``."""
-    from methods.redrafter.beam import warped_log_probs
+    from specbench_methods.redrafter.beam import warped_log_probs
 
     head, parts, whole = drafter.head, {}, []
 
@@ -63,8 +63,8 @@ def pieces(drafter, ctxs: list, reps: int) -> None:
 
 
 def main(argv: list[str]) -> int:
-    from methods.redrafter import ReDrafterConfig, default_checkpoint_dir
-    from methods.redrafter.vocab import DATA
+    from specbench_methods.redrafter import ReDrafterConfig, default_checkpoint_dir
+    from specbench_methods.redrafter.vocab import DATA
     from specbench.engine.drafter import DraftContext
     from specbench.models.loading import load_model
     from specbench.paths import cache_dir, default_data_dir

@@ -60,7 +60,7 @@ def parse_drafter(spec: str) -> tuple[str, str, dict[str, str]]:
 
 
 def main(argv: list[str]) -> int:
-    from methods.dresd.datastore.embed import embed_batch
+    from specbench_methods.dresd.datastore.embed import embed_batch
     from replay_accept import replay
     from specbench.models.loading import load_model
     from specbench.paths import cache_dir, default_data_dir

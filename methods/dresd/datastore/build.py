@@ -18,10 +18,10 @@ from typing import Any, Iterable, Iterator, Sequence
 import numpy as np
 
 from specbench.api import ConfigError
-from methods.dresd.datastore.embed import EmbedSettings, ShardStore, embed_batch, embed_corpus, next_token_values
-from methods.dresd.datastore.fingerprint import model_fingerprint, tokenizer_fingerprint
-from methods.dresd.datastore.store import DenseDatastore, build_index
-from methods.dresd.datastore.transform import fit_transform
+from specbench_methods.dresd.datastore.embed import EmbedSettings, ShardStore, embed_batch, embed_corpus, next_token_values
+from specbench_methods.dresd.datastore.fingerprint import model_fingerprint, tokenizer_fingerprint
+from specbench_methods.dresd.datastore.store import DenseDatastore, build_index
+from specbench_methods.dresd.datastore.transform import fit_transform
 
 OOD_FORMATS = {"chat": "chat_template(user: prompt) + response", "qa": "Question: {prompt}\\nAnswer:\\n{response}"}
 ID_FORMAT = "chat_template(prompt) + own greedy answer"
@@ -151,7 +151,7 @@ def build_datastore(
     except KeyError as e:
         raise ConfigError(str(e.args[0])) from None
     if in_distribution:
-        from methods.dresd.datastore.id_answers import generate_answers, read_answers
+        from specbench_methods.dresd.datastore.id_answers import generate_answers, read_answers
 
         answers = out / "id_answers.jsonl"
         prompts = interleave([(p for p, _ in it if p) for it in pairs])

@@ -13,9 +13,9 @@ from typing import Any
 import numpy as np
 import torch
 
-from methods.dresd.datastore.build import encode_pair
-from methods.dresd.datastore.embed import embed_batch
-from methods.dresd.datastore.store import DenseDatastore
+from specbench_methods.dresd.datastore.build import encode_pair
+from specbench_methods.dresd.datastore.embed import embed_batch
+from specbench_methods.dresd.datastore.store import DenseDatastore
 
 
 def heldout_queries(ds: DenseDatastore, model: Any, tokenizer: Any, corpus: str | None, data_dir: Path | None, n: int,

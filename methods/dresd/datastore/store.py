@@ -21,8 +21,8 @@ from typing import Any
 import numpy as np
 
 from specbench.api import ContentMismatch, DatastoreError, file_sha256, parse_json, strict_json, verify_sha256
-from methods.dresd.datastore.fingerprint import hidden_size, model_fingerprint, tokenizer_fingerprint
-from methods.dresd.datastore.transform import DenseTransform
+from specbench_methods.dresd.datastore.fingerprint import hidden_size, model_fingerprint, tokenizer_fingerprint
+from specbench_methods.dresd.datastore.transform import DenseTransform
 
 FORMAT = "specbench-dresd-datastore"
 VERSION = 1
