@@ -16,10 +16,10 @@ from typing import Any, Iterator
 import numpy as np
 import torch
 
-import specbench.engine.budget as budget_module
+import specbench.budget.auto as budget_module
 from specbench.engine import step
-from specbench.engine.budget import DraftBudget
-from specbench.engine.draft_or_skip import SequenceState
+from specbench.budget.auto import DraftBudget
+from specbench.budget.draft_or_skip import SequenceState
 from specbench.engine.drafter import BaseDrafter
 from specbench.engine.tree import DraftTree
 

@@ -9,7 +9,7 @@ import numpy as np
 
 from conftest import make_tiny_model
 from specbench.engine.batch_loop import BatchDecoder, Request
-from specbench.engine.budget import DraftBudget
+from specbench.budget.auto import DraftBudget
 from specbench.engine.drafter import Drafter
 from specbench.engine.loop import Engine
 from test_engine_exact import greedy_reference

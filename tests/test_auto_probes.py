@@ -6,8 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from specbench.engine.budget import DraftBudget
-from specbench.engine.draft_or_skip import WARM_STEPS, DraftGains, SequenceState
+from specbench.budget.auto import DraftBudget
+from specbench.budget.draft_or_skip import WARM_STEPS, DraftGains, SequenceState
 
 
 def _flat_budget(wide: float = 0.044) -> DraftBudget:

@@ -18,7 +18,7 @@ from tiny_model_dir import save_tiny_model
 from specbench.config.run_config import RunConfig
 from specbench.engine.backends.batch_cache import BatchedCache
 from specbench.engine.batch_loop import BatchDecoder, Request
-from specbench.engine.budget import DraftBudget
+from specbench.budget.auto import DraftBudget
 from specbench.engine.drafter import BaseDrafter
 from specbench.engine.loop import Engine
 from specbench.engine.sampling_config import SamplingConfig

@@ -7,16 +7,16 @@ import random
 import numpy as np
 import pytest
 
-import specbench.engine.acceptance_stats as stats_mod
-import specbench.engine.budget as budget_mod
-import specbench.engine.draft_gains as gains_mod
-import specbench.engine.draft_or_skip as skip_mod
+import specbench.budget.acceptance_stats as stats_mod
+import specbench.budget.auto as budget_mod
+import specbench.budget.draft_gains as gains_mod
+import specbench.budget.draft_or_skip as skip_mod
 import specbench.models.device as device_mod
 import specbench.run.methods_factory as factory_mod
 from specbench.config.method_labels import budget_of, expand_budget, label_options, split_label
 from specbench.config.run_config import RunConfig
-from specbench.engine.acceptance_stats import AcceptanceStats, sibling_ranks
-from specbench.engine.budget import DraftBudget
+from specbench.budget.acceptance_stats import AcceptanceStats, sibling_ranks
+from specbench.budget.auto import DraftBudget
 from specbench.engine.tree import DraftTree
 from specbench.errors import ConfigError
 from specbench.run.methods_factory import method_config

@@ -1,13 +1,13 @@
-"""budget=auto's two regimes (``engine/acceptance_stats.py``): a sequence whose last step accepted its whole draft
+"""budget=auto's two regimes (``budget/acceptance_stats.py``): a sequence whose last step accepted its whole draft
 is hot; acceptance and tokens per drafted step are learned per regime, so a streak of whole accepts (a repeated
 code block) drafts deep and keeps drafting where the pooled rates would cut it short or skip."""
 from __future__ import annotations
 
 import numpy as np
 
-from specbench.engine.acceptance_stats import DECAY, AcceptanceStats, is_hot
-from specbench.engine.budget import DraftBudget
-from specbench.engine.draft_or_skip import DraftGains, SequenceState, choose, expected_gain
+from specbench.budget.acceptance_stats import DECAY, AcceptanceStats, is_hot
+from specbench.budget.auto import DraftBudget
+from specbench.budget.draft_or_skip import DraftGains, SequenceState, choose, expected_gain
 from specbench.engine.tree import DraftTree
 
 

@@ -1,4 +1,4 @@
-"""``budget=auto``'s draft-or-skip choice (``engine/draft_or_skip.py``), its cost calibration (``engine/step_costs.py``)
+"""``budget=auto``'s draft-or-skip choice (``budget/draft_or_skip.py``), its cost calibration (``budget/step_costs.py``)
 and the report of both (``reports/auto_report.py``), on constructed costs and gains: nothing here is timed."""
 from __future__ import annotations
 
@@ -7,10 +7,10 @@ import math
 import numpy as np
 import pytest
 
-from specbench.engine.budget import DraftBudget
-from specbench.engine.draft_or_skip import (PROBE_COST, PROBE_TOKENS, WARM_STEPS, DraftGains, MethodLearning,
+from specbench.budget.auto import DraftBudget
+from specbench.budget.draft_or_skip import (PROBE_COST, PROBE_TOKENS, WARM_STEPS, DraftGains, MethodLearning,
                                             SequenceState, best_k, choose)
-from specbench.engine.step_costs import CATCH_UP_FREE, StepCosts, row_bucket
+from specbench.budget.step_costs import CATCH_UP_FREE, StepCosts, row_bucket
 from specbench.reports.auto_report import auto_table, calibrated_speedup, drafted_share
 from test_stats import fake_record
 
@@ -112,7 +112,7 @@ def test_a_new_task_starts_from_the_method_s_other_tasks() -> None:
 
 
 def test_end_step_counts_its_own_time_in_the_next_overhead(monkeypatch) -> None:
-    import specbench.engine.budget as budget_mod
+    import specbench.budget.auto as budget_mod
 
     clock = iter([0.0, 0.005, 1.0, 1.0])  # the first end_step takes 5 ms of bookkeeping
     monkeypatch.setattr(budget_mod.time, "perf_counter", lambda: next(clock))
@@ -216,7 +216,7 @@ def test_auto_report_counts_drafted_steps_and_predictions() -> None:
 
 def test_plan_keeps_a_choice_to_skip_while_nothing_drafts(monkeypatch) -> None:
     """A choice to skip is priced once per ``REPLAN_STEPS`` steps, and again as soon as a step drafts (a probe)."""
-    import specbench.engine.budget as budget_mod
+    import specbench.budget.auto as budget_mod
 
     budget = DraftBudget(lambda n, context=None: 0.04 * np.asarray(n, dtype=float), calibrate=False)
     for _ in range(WARM_STEPS):
@@ -270,7 +270,7 @@ def test_a_probe_verifies_every_first_token_guess_of_a_wide_draft() -> None:
     """REST's trap: its first token is spread over several guesses of a tenth of a token each, so a probe of the
     first guess alone showed little of what drafting gains. A probe verifies the root's children (at most
     ``PROBE_WIDTH``, in the drafter's order), not their descendants, whatever the learned rates."""
-    from specbench.engine.acceptance_stats import PROBE_WIDTH
+    from specbench.budget.acceptance_stats import PROBE_WIDTH
     from specbench.engine.tree import DraftTree
 
     cost = lambda n, context=None: 0.040 + 0.010 * (np.asarray(n, dtype=float) - 1)  # noqa: E731
@@ -293,7 +293,7 @@ def test_a_warm_budget_measures_the_plain_step_before_weighing_it() -> None:
     """eagle@auto's trap: it never ran a one-row forward, so the plain step was priced with the wide forwards'
     calibration (here 1.4 times the profile), drafting looked worth it, and every step drafted at a loss. A warm
     budget runs ``PLAIN_SEEN`` plain steps first; priced so, it skips."""
-    from specbench.engine.step_costs import COST_DECAY, PLAIN_REFRESH, PLAIN_SEEN, STALE_WEIGHT
+    from specbench.budget.step_costs import COST_DECAY, PLAIN_REFRESH, PLAIN_SEEN, STALE_WEIGHT
 
     cost = lambda n, context=None: 0.030 + 0.002 * (np.asarray(n, dtype=float) - 1)  # noqa: E731
     budget = DraftBudget(cost)  # calibrated online, as in a run
@@ -333,7 +333,7 @@ def test_a_narrow_lead_measures_the_plain_step_again_sooner(draft_s: float, refr
     """hydra@auto's trap: a plain price learned in a slow spell (41-45 ms against AR's 36-39) made drafting look
     worth a few percent where it lost 13%. Where drafting leads plain by under ``NEAR_LEAD`` the plain step is
     measured again after ``PLAIN_REFRESH_NEAR`` drafted steps; where it leads by more, after ``PLAIN_REFRESH``."""
-    from specbench.engine.step_costs import NEAR_LEAD, PLAIN_REFRESH, PLAIN_REFRESH_NEAR, PLAIN_SEEN
+    from specbench.budget.step_costs import NEAR_LEAD, PLAIN_REFRESH, PLAIN_REFRESH_NEAR, PLAIN_SEEN
 
     cost = lambda n, context=None: 0.030 + 0.002 * (np.asarray(n, dtype=float) - 1)  # noqa: E731
     budget = DraftBudget(cost)

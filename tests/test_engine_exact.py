@@ -8,7 +8,7 @@ from transformers import DynamicCache
 
 from conftest import make_tiny_model
 from specbench.engine.drafter import BaseDrafter
-from specbench.engine.budget import DraftBudget
+from specbench.budget.auto import DraftBudget
 from specbench.engine.backends.kv_cache import trim_cache
 from specbench.engine.loop import Engine
 from specbench.engine.tree import DraftTree, compile_tree

@@ -198,7 +198,7 @@ def test_forward_curve_and_profile_key_name_the_backend(tiny) -> None:
 def test_budget_auto_profiles_llamacpp_under_its_own_key(tiny, tmp_path) -> None:
     from types import SimpleNamespace
 
-    from specbench.engine.budget import DraftBudget
+    from specbench.budget.auto import DraftBudget
     from specbench.profiling.cost_profile import cached_cost_profile, cost_function
 
     model, backend = tiny

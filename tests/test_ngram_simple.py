@@ -13,7 +13,7 @@ from methods.ngram.history import TokenHistory
 from methods.ngram.simple import NgramSimpleConfig, NgramSimpleDrafter, simple_draft
 from specbench.config.coerce import from_dict
 from specbench.engine.batch_loop import BatchDecoder, Request
-from specbench.engine.budget import DraftBudget
+from specbench.budget.auto import DraftBudget
 from specbench.engine.drafter import DraftContext
 from specbench.engine.loop import Engine
 from specbench.errors import ConfigError

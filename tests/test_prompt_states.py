@@ -15,8 +15,8 @@ import torch
 
 from conftest import make_tiny_model
 from llamacpp_fixtures import needs_llamacpp, tiny_backend
-from specbench.engine.budget import DraftBudget
-from specbench.engine.draft_or_skip import WARM_STEPS
+from specbench.budget.auto import DraftBudget
+from specbench.budget.draft_or_skip import WARM_STEPS
 from specbench.engine.drafter import BaseDrafter
 from specbench.engine.loop import Engine
 from specbench.engine.tree import DraftTree

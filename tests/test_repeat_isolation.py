@@ -22,7 +22,7 @@ import pytest
 from every_method import QUESTIONS, every_method_options
 from hub_fixtures import tiny_vicuna
 from specbench.config.run_config import RunConfig
-from specbench.engine.budget import DraftBudget
+from specbench.budget.auto import DraftBudget
 from specbench.plugins.registry import METHODS
 from specbench.results.record import Record, Unit
 from specbench.results.run_folder import RecordWriter, read_records
@@ -140,7 +140,7 @@ def test_budget_auto_repeats_start_from_the_same_budget(setup, monkeypatch) -> N
     is a fixed curve, drafting time is priced as zero and nothing is calibrated from the steps' timings, so the
     budget's choices (draft or skip included) depend on its state alone."""
     import specbench.profiling.cost_profile as cost_profile
-    from specbench.engine.step_costs import StepCosts
+    from specbench.budget.step_costs import StepCosts
 
     for name in ("observe_forward", "observe_overhead", "observe_draft"):
         monkeypatch.setattr(StepCosts, name, lambda self, *a, **k: None)

@@ -36,8 +36,8 @@ from specbench.catalog import BASELINE
 from specbench.config.method_labels import label_options
 from specbench.datastore import corpora
 from specbench.engine.batch_loop import BatchDecoder, Request
-from specbench.engine.budget import DraftBudget, Selection
-from specbench.engine.draft_or_skip import SequenceState
+from specbench.budget.auto import DraftBudget, Selection
+from specbench.budget.draft_or_skip import SequenceState
 from specbench.engine.drafter import DraftContext, Drafter, Proposal
 from specbench.engine.generation import Generation
 from specbench.engine.loop import Engine

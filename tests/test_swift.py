@@ -19,7 +19,7 @@ from specbench.engine.backends import layer_skip
 from specbench.engine.backends.batch_cache import BatchedCache
 from specbench.engine.batch_inputs import batch_inputs
 from specbench.engine.batch_loop import BatchDecoder, Request
-from specbench.engine.budget import DraftBudget
+from specbench.budget.auto import DraftBudget
 from specbench.engine.backends.kv_cache import PreallocatedCache
 from specbench.engine.backends.layer_skip import SkipSet
 from specbench.engine.loop import Engine

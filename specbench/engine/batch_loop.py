@@ -32,8 +32,8 @@ from specbench.engine.aux_rows import append_aux
 from specbench.engine.backends.batch_cache import BatchedCache
 from specbench.engine.backends.contract import BatchedTarget, require
 from specbench.engine.batch_inputs import batch_inputs
-from specbench.engine.budget import DraftBudget
-from specbench.engine.draft_or_skip import SequenceState
+from specbench.budget.auto import DraftBudget
+from specbench.budget.draft_or_skip import SequenceState
 from specbench.engine.draft_step import Draft, keep_nodes
 from specbench.engine.drafter import Drafter
 from specbench.engine.generation import Generation

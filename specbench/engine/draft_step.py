@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import torch
 
 from specbench.engine.aux_rows import AuxRows
-from specbench.engine.budget import DraftBudget
+from specbench.budget.auto import DraftBudget
 from specbench.engine.drafter import DraftContext, Drafter, Proposal
 from specbench.engine.proposal_check import check_proposal, proposed
 from specbench.engine.tree import DraftTree

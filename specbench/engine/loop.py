@@ -29,8 +29,8 @@ from specbench.engine.aux_rows import append_aux
 from specbench.engine.backends.contract import Backend, checked_target
 from specbench.engine.backends.registry import DEFAULT_BACKEND
 from specbench.engine.backends.torch_backends import resolve_backend
-from specbench.engine.budget import DraftBudget
-from specbench.engine.draft_or_skip import SequenceState
+from specbench.budget.auto import DraftBudget
+from specbench.budget.draft_or_skip import SequenceState
 from specbench.engine.draft_step import Draft
 from specbench.engine.drafter import Drafter
 from specbench.engine.generation import Generation

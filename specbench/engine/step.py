@@ -23,9 +23,9 @@ from typing import Any
 
 import torch
 
-from specbench.engine.acceptance_stats import is_hot
-from specbench.engine.budget import DraftBudget
-from specbench.engine.draft_or_skip import SequenceState
+from specbench.budget.acceptance_stats import is_hot
+from specbench.budget.auto import DraftBudget
+from specbench.budget.draft_or_skip import SequenceState
 from specbench.engine.draft_step import Draft, draft_step
 from specbench.engine.drafter import DraftContext, Drafter, StepResult
 from specbench.engine.generation import Generation

@@ -21,7 +21,7 @@ from typing import Any
 
 from specbench.catalog import BASELINE
 from specbench.engine.batch_loop import BatchDecoder, Request
-from specbench.engine.budget import DraftBudget
+from specbench.budget.auto import DraftBudget
 from specbench.engine.sampling_config import generation_seed
 from specbench.run.batch_jobs import BatchJob, batch_jobs
 from specbench.run.context import RunContext

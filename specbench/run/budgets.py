@@ -10,9 +10,10 @@ from pathlib import Path
 from typing import Any
 
 from specbench.config.method_labels import BUDGET_KEY
-from specbench.engine.budget import AUTO, DraftBudget
-from specbench.engine.draft_or_skip import MethodLearning
-from specbench.engine.step_costs import StepCosts
+from specbench.budget.auto import DraftBudget
+from specbench.budget.names import AUTO
+from specbench.budget.draft_or_skip import MethodLearning
+from specbench.budget.step_costs import StepCosts
 from specbench.files.jsonfile import save_json
 from specbench.paths import cache_dir
 from specbench.profiling.batch_profile import batch_cost_function, cached_batch_costs, load_batch_costs

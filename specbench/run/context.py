@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from specbench.engine.budget import DraftBudget
+from specbench.budget.auto import DraftBudget
 from specbench.engine.loop import Engine
 from specbench.engine.sampling_config import SamplingConfig
 from specbench.models.loading import LoadedModel

@@ -42,7 +42,7 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable, Hashable, Protocol, Sequence
 
-from specbench.engine.budget import DraftBudget
+from specbench.budget.auto import DraftBudget
 from specbench.models.device import synchronize
 from specbench.profiling.memory import peak_memory, reset_peak
 from specbench.prompts.task import Question

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from specbench.catalog import BASELINE
-from specbench.engine.budget import DraftBudget
+from specbench.budget.auto import DraftBudget
 from specbench.engine.generation import Generation
 from specbench.engine.backends.torch_backends import backend_for
 from specbench.engine.loop import Engine

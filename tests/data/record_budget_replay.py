@@ -9,7 +9,9 @@ into the budget is kept with its arguments (the measured seconds among them) and
 every draft step's room, the drafter's raw tree and what was verified. The budget's own clock is stopped (its
 bookkeeping seconds are 0) so a replay prices exactly what was recorded.
 
-Run once, from the repository root (never needed again: the fixture is the frozen behaviour)::
+It calls the budget as it was before issue 88 moved it (``specbench.engine.budget``, ``draft_budget=``,
+``max_draft_depth=``): to record again, check out the commit that added it. Run once, from the repository root
+(never needed again: the fixture is the frozen behaviour)::
 
     PYTHONPATH=.:tests python tests/data/record_budget_replay.py
 """
