@@ -17,8 +17,8 @@ import numpy as np
 import torch
 
 import specbench.budget.auto as budget_module
+from specbench.budget.registry import Prices, make_budget
 from specbench.engine import step
-from specbench.budget.auto import DraftBudget
 from specbench.budget.draft_or_skip import SequenceState
 from specbench.engine.drafter import BaseDrafter
 from specbench.engine.tree import DraftTree
@@ -51,7 +51,7 @@ class Replayed(BaseDrafter):
 def fixed_draft(event: dict, depth: int) -> list[int]:
     """A fixed-depth draft step through ``step.draft``: [the depth asked, the nodes verified]."""
     st = step.Decoding(None, [1] * 8, 4, 1, torch.zeros(4), [torch.zeros(1, 4)], None, [], vocab=64)
-    out = step.draft(st, Replayed(tree_of(event["tree"])), event["room"], None, 0.0, depth_cap=depth)
+    out = step.draft(st, Replayed(tree_of(event["tree"])), event["room"], make_budget(depth), 0.0)
     return [out.asked_depth, 0 if out.tree is None else len(out.tree)]
 
 
@@ -60,8 +60,8 @@ def replay_run(run: dict, data: dict, seed: int | None = None) -> tuple[list[tup
     if run["budget"] != "auto":
         return [("draft", fixed_draft(e, run["budget"])) for e in run["events"]], None
     a, b = data["cost"]
-    budget = DraftBudget(lambda n, context=None: a + b * (np.asarray(n, dtype=float) - 1),
-                         seed=data["seed"] if seed is None else seed)
+    budget = make_budget("auto", Prices(lambda n, context=None: a + b * (np.asarray(n, dtype=float) - 1),
+                                        seed=data["seed"] if seed is None else seed))
     seqs: dict[int, SequenceState] = {}
     out: list[tuple[str, Any]] = []
     with stopped_clock():
@@ -75,14 +75,12 @@ def replay_run(run: dict, data: dict, seed: int | None = None) -> tuple[list[tup
                     states.append(seq)
                 out.append((call, budget.plan(states, e["context"], e["active"])))
             elif call == "depth":
-                out.append((call, min(e["room"] - 1, budget.depth_hint(e["context"], e["hot"]))))
+                out.append((call, budget.depth(e["room"], e["context"], e["hot"])))
             elif call == "select":
-                out.append((call, budget.select(tree_of(e["tree"]), e["draft_s"], e["aux_rows"], e["context"]).keep))
+                out.append((call, budget.keep(tree_of(e["tree"]), e["draft_s"], e["aux_rows"], e["context"])))
             elif call == "select_batch":
-                active = len(e["trees"])
-                out.append((call, budget.select_batch([tree_of(t) for t in e["trees"]], e["aux_rows"],
-                                                      lambda m, ctx: budget.costs.forward(m, ctx, active),
-                                                      e["context"], e["draft_s"], e["probing"])))
+                out.append((call, budget.keep_batch([tree_of(t) for t in e["trees"]], e["aux_rows"], e["context"],
+                                                    e["draft_s"], e["probing"])))
             elif call == "observe":
                 budget.observe(tree_of(e["tree"]), e["accepted"], e["hot"])
             elif call == "end_step":

@@ -22,7 +22,7 @@ import pytest
 from every_method import QUESTIONS, every_method_options
 from hub_fixtures import tiny_vicuna
 from specbench.config.run_config import RunConfig
-from specbench.budget.auto import DraftBudget
+from specbench.budget.auto_budget import AutoBudget
 from specbench.plugins.registry import METHODS
 from specbench.results.record import Record, Unit
 from specbench.results.run_folder import RecordWriter, read_records
@@ -147,8 +147,8 @@ def test_budget_auto_repeats_start_from_the_same_budget(setup, monkeypatch) -> N
 
     monkeypatch.setattr(cost_profile, "measure_forward_curve",
                         lambda model, context, sizes, repeats, backend="auto": {n: 0.01 * (1 + 0.3 * n) for n in sizes})
-    select = DraftBudget.select
-    monkeypatch.setattr(DraftBudget, "select", lambda self, tree, draft_s=0.0, aux_rows=0, context=None:
+    select = AutoBudget.select
+    monkeypatch.setattr(AutoBudget, "select", lambda self, tree, draft_s=0.0, aux_rows=0, context=None:
                         select(self, tree, 0.0, aux_rows, context))
     records = run(setup("budget", ("pld", "suffix", "recycling"), budget="auto"))
     for method in ("pld@auto", "suffix@auto", "recycling@auto"):
