@@ -9,7 +9,7 @@ import numpy as np
 
 from conftest import make_tiny_model
 from specbench.engine.batch_loop import BatchDecoder, Request
-from specbench.engine.budget import DraftBudget
+from specbench.budget.auto_budget import AutoBudget
 from specbench.engine.drafter import Drafter
 from specbench.engine.loop import Engine
 from test_engine_exact import greedy_reference
@@ -28,6 +28,6 @@ def check_lossless(family: str, make: Callable[[], Drafter]) -> None:
     assert sum(sum(g.draft_sizes) for g in alone) > 0
     batched = BatchDecoder(engine, 24).generate([Request(p) for p in prompts], [make(), make()], 2, refill=True)
     assert [g.output_ids for g in batched] == refs
-    flat = DraftBudget(lambda n, context=None: 1.0 + 0.01 * (np.asarray(n) - 1), calibrate=False)
-    auto = [engine.generate(p, make(), 24, draft_budget=flat) for p in prompts]
+    flat = AutoBudget(lambda n, context=None: 1.0 + 0.01 * (np.asarray(n) - 1), calibrate=False)
+    auto = [engine.generate(p, make(), 24, budget=flat) for p in prompts]
     assert [g.output_ids for g in auto] == refs and sum(sum(g.draft_sizes) for g in auto) > 0

@@ -6,13 +6,13 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from specbench.engine.budget import DraftBudget
-from specbench.engine.draft_or_skip import WARM_STEPS, DraftGains, SequenceState
+from specbench.budget.auto_budget import AutoBudget
+from specbench.budget.draft_or_skip import WARM_STEPS, DraftGains, SequenceState
 
 
-def _flat_budget(wide: float = 0.044) -> DraftBudget:
+def _flat_budget(wide: float = 0.044) -> AutoBudget:
     """A 40 ms one-row forward and ``wide`` seconds for any wider one, not calibrated by the steps below."""
-    return DraftBudget(lambda n, context=None: np.where(np.asarray(n) >= 2, wide, 0.040), calibrate=False)
+    return AutoBudget(lambda n, context=None: np.where(np.asarray(n) >= 2, wide, 0.040), calibrate=False)
 
 
 def test_steps_that_found_nothing_do_not_warm_the_budget_up() -> None:
@@ -32,12 +32,12 @@ def test_steps_that_found_nothing_do_not_warm_the_budget_up() -> None:
     assert 1.2 < budget.gains.gain(1) < 1.3 and budget.plan([s], 100) == [True]
 
 
-def _skipping_budget(wide: float = 0.044) -> tuple[DraftBudget, SequenceState]:
+def _skipping_budget(wide: float = 0.044) -> tuple[AutoBudget, SequenceState]:
     """A warm budget whose drafts of 5 rows emit 1 token for 1.5 plain steps: it skips, and probes once the credit
     allows. A probe's 2 or 3 rows cost ``wide`` seconds."""
     rows_cost = lambda n, context=None: np.where(np.asarray(n) >= 5, 0.060,  # noqa: E731
                                                  np.where(np.asarray(n) >= 2, wide, 0.040))
-    budget, gains = DraftBudget(rows_cost, calibrate=False), DraftGains()
+    budget, gains = AutoBudget(rows_cost, calibrate=False), DraftGains()
     for _ in range(20):
         gains.add(1, [1], 1.5, rows=[5])
     budget.gains = gains
@@ -92,7 +92,7 @@ def test_a_probe_widens_to_where_the_forward_is_cheapest() -> None:
     cpu = np.array([0.0, 0.040, 0.048, 0.041, 0.039, 0.045, 0.046])  # [n]: T(n), ms-shaped like this CPU's profile
     for cost, kept in ((lambda n: cpu[np.asarray(n)], 3),
                        (lambda n: 0.040 + 0.010 * (np.asarray(n, dtype=float) - 1), 1)):
-        budget = DraftBudget(lambda n, context=None, c=cost: c(n), calibrate=False)
+        budget = AutoBudget(lambda n, context=None, c=cost: c(n), calibrate=False)
         budget.gains = DraftGains()
         for _ in range(20):
             budget.gains.add(1, [1], 2.0)

@@ -166,7 +166,7 @@ def test_doctests_of_the_new_modules() -> None:
     import doctest
     import importlib
 
-    for name in ("specbench.engine.acceptance_stats", "specbench.engine.budget", "specbench.engine.backends.llamacpp.spec",
+    for name in ("specbench.budget.acceptance_stats", "specbench.budget.auto", "specbench.engine.backends.llamacpp.spec",
                  "specbench.training.windows", "specbench.drafting.layers", "specbench.drafting.trees",
                  "replay_accept"):
         module = importlib.import_module(name)

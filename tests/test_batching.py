@@ -18,7 +18,7 @@ from tiny_model_dir import save_tiny_model
 from specbench.config.run_config import RunConfig
 from specbench.engine.backends.batch_cache import BatchedCache
 from specbench.engine.batch_loop import BatchDecoder, Request
-from specbench.engine.budget import DraftBudget
+from specbench.budget.auto_budget import AutoBudget
 from specbench.engine.drafter import BaseDrafter
 from specbench.engine.loop import Engine
 from specbench.engine.sampling_config import SamplingConfig
@@ -150,7 +150,7 @@ def test_select_batch_is_the_best_padded_cut() -> None:
     """The joint choice maximises the batch's expected tokens per second over every common row cap."""
     rng = np.random.default_rng(0)
     for trial in range(30):
-        budget = DraftBudget(lambda n, c=None: 0.04 + 0.002 * np.asarray(n, dtype=float), seed=trial, calibrate=False)
+        budget = AutoBudget(lambda n, c=None: 0.04 + 0.002 * np.asarray(n, dtype=float), seed=trial, calibrate=False)
         trees = [DraftTree.chain([1] * int(rng.integers(0, 9))) if rng.random() > 0.2 else None for _ in range(3)]
         trees = [t if t is not None and len(t) else None for t in trees]
         if all(t is None for t in trees):

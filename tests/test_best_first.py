@@ -1,6 +1,6 @@
 """Every registered drafter lists a node's children best first (the drafter contract's obligation 2,
 ``specbench/engine/drafter.py``), which ``budget=auto``'s acceptance model assumes: it learns an acceptance rate
-per (depth, sibling rank) and keeps the best nodes by it (``engine/budget.py``).
+per (depth, sibling rank) and keeps the best nodes by it (``budget/auto.py``).
 
 Each method runs on the golden test's tiny random Llama (``test_golden.tiny``: vocab 64, character tokenizer,
 datastores over the model's own continuations, untrained heads; everything seeded, so a checkout passes or fails

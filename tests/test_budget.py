@@ -7,16 +7,16 @@ import random
 import numpy as np
 import pytest
 
-import specbench.engine.acceptance_stats as stats_mod
-import specbench.engine.budget as budget_mod
-import specbench.engine.draft_gains as gains_mod
-import specbench.engine.draft_or_skip as skip_mod
+import specbench.budget.acceptance_stats as stats_mod
+import specbench.budget.auto as budget_mod
+import specbench.budget.draft_gains as gains_mod
+import specbench.budget.draft_or_skip as skip_mod
 import specbench.models.device as device_mod
 import specbench.run.methods_factory as factory_mod
 from specbench.config.method_labels import budget_of, expand_budget, label_options, split_label
 from specbench.config.run_config import RunConfig
-from specbench.engine.acceptance_stats import AcceptanceStats, sibling_ranks
-from specbench.engine.budget import DraftBudget
+from specbench.budget.acceptance_stats import AcceptanceStats, sibling_ranks
+from specbench.budget.auto_budget import AutoBudget
 from specbench.engine.tree import DraftTree
 from specbench.errors import ConfigError
 from specbench.run.methods_factory import method_config
@@ -27,9 +27,9 @@ def linear(t1: float, slope: float):
     return lambda n, context=None: t1 + slope * (np.asarray(n) - 1)
 
 
-def learned(cost, rate: float = 0.5, trials: float = 1e7) -> DraftBudget:
+def learned(cost, rate: float = 0.5, trials: float = 1e7) -> AutoBudget:
     """A budget whose every bucket has seen ``trials`` trials at ``rate``: its draws are ``rate`` (to 1e-3)."""
-    b = DraftBudget(cost)
+    b = AutoBudget(cost)
     b.stats.trials[:] = trials
     b.stats.accepted[:] = rate * trials
     return b
@@ -81,7 +81,7 @@ def test_thompson_draws_keep_trying_a_bucket_that_looked_bad():
     # 20 early trials at depth 1 with one acceptance: the mean (0.09) never pays for T(2) = 1.2 T(1),
     # but the posterior draws sometimes do, so the bucket is tried again
     chain = DraftTree.chain([4])
-    b = DraftBudget(lambda n, context=None: 1.0 + 0.2 * (np.asarray(n) > 1))
+    b = AutoBudget(lambda n, context=None: 1.0 + 0.2 * (np.asarray(n) > 1))
     b.stats.trials[0, 0], b.stats.accepted[0, 0] = 20, 1
     tried = 0
     for _ in range(400):
@@ -96,7 +96,7 @@ def test_thompson_draws_keep_trying_a_bucket_that_looked_bad():
         assert not sure.select(chain).keep
 
 
-def brute_force_best(b: DraftBudget, tree: DraftTree, cost) -> float:
+def brute_force_best(b: AutoBudget, tree: DraftTree, cost) -> float:
     probs = b.path_probs(tree)
     best = 0.0
     for mask in itertools.product([0, 1], repeat=len(tree)):
@@ -111,7 +111,7 @@ def brute_force_best(b: DraftBudget, tree: DraftTree, cost) -> float:
 def test_selection_is_prefix_closed_and_optimal(seed):
     rng = random.Random(seed)
     cost = linear(1.0, rng.choice([0.01, 0.05, 0.2, 0.6]))
-    b = DraftBudget(cost)
+    b = AutoBudget(cost)
     b.stats.trials[:] = rng.choice([5, 50])
     b.stats.accepted[:] = b.stats.trials * np.array([[rng.random() for _ in range(8)] for _ in range(16)])
     n = rng.randint(1, 9)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from specbench.engine.draft_or_skip import DraftGains, SequenceState, choose, expected_gain
+from specbench.budget.draft_or_skip import DraftGains, SequenceState, choose, expected_gain
 
 PLAIN_8 = 0.056  # a plain step of 8 sequences
 

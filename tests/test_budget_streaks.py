@@ -1,13 +1,13 @@
-"""budget=auto's two regimes (``engine/acceptance_stats.py``): a sequence whose last step accepted its whole draft
+"""budget=auto's two regimes (``budget/acceptance_stats.py``): a sequence whose last step accepted its whole draft
 is hot; acceptance and tokens per drafted step are learned per regime, so a streak of whole accepts (a repeated
 code block) drafts deep and keeps drafting where the pooled rates would cut it short or skip."""
 from __future__ import annotations
 
 import numpy as np
 
-from specbench.engine.acceptance_stats import DECAY, AcceptanceStats, is_hot
-from specbench.engine.budget import DraftBudget
-from specbench.engine.draft_or_skip import DraftGains, SequenceState, choose, expected_gain
+from specbench.budget.acceptance_stats import DECAY, AcceptanceStats, is_hot
+from specbench.budget.auto_budget import AutoBudget
+from specbench.budget.draft_or_skip import DraftGains, SequenceState, choose, expected_gain
 from specbench.engine.tree import DraftTree
 
 
@@ -46,7 +46,7 @@ def test_untried_hot_depths_start_from_the_depth_above() -> None:
 
 
 def test_a_streak_verifies_a_deep_draft_that_cold_steps_would_cut() -> None:
-    budget = DraftBudget(flat, calibrate=False)
+    budget = AutoBudget(flat, calibrate=False)
     budget.stats.trials[:] = 1000.0
     budget.stats.accepted[:] = 400.0  # cold: 40% at every depth
     budget.stats.hot_trials[:6, 0] = budget.stats.hot_accepted[:6, 0] = 1000.0  # hot: depths 1-6 always accepted

@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from specbench.engine.draft_depth import best_depth
+from specbench.budget.draft_depth import best_depth
 
 
 def brute_force(probs, depths, chain, seconds, drafting, free):

@@ -1,4 +1,4 @@
-"""``budget=auto``'s draft-or-skip choice (``engine/draft_or_skip.py``), its cost calibration (``engine/step_costs.py``)
+"""``budget=auto``'s draft-or-skip choice (``budget/draft_or_skip.py``), its cost calibration (``budget/step_costs.py``)
 and the report of both (``reports/auto_report.py``), on constructed costs and gains: nothing here is timed."""
 from __future__ import annotations
 
@@ -7,10 +7,10 @@ import math
 import numpy as np
 import pytest
 
-from specbench.engine.budget import DraftBudget
-from specbench.engine.draft_or_skip import (PROBE_COST, PROBE_TOKENS, WARM_STEPS, DraftGains, MethodLearning,
+from specbench.budget.auto_budget import AutoBudget
+from specbench.budget.draft_or_skip import (PROBE_COST, PROBE_TOKENS, WARM_STEPS, DraftGains, MethodLearning,
                                             SequenceState, best_k, choose)
-from specbench.engine.step_costs import CATCH_UP_FREE, StepCosts, row_bucket
+from specbench.budget.step_costs import CATCH_UP_FREE, StepCosts, row_bucket
 from specbench.reports.auto_report import auto_table, calibrated_speedup, drafted_share
 from test_stats import fake_record
 
@@ -41,9 +41,9 @@ def _learned(gain: float, ratio: float = 2.0, steps: int = 20, active: int = 1) 
     return g
 
 
-def _plain_budget(gain: float, ratio: float) -> DraftBudget:
+def _plain_budget(gain: float, ratio: float) -> AutoBudget:
     """A budget with a flat 40 ms forward whose drafted steps emitted ``gain`` tokens for ``ratio`` times its price."""
-    budget = DraftBudget(lambda n, context=None: np.full(np.shape(n), 0.040), calibrate=False)
+    budget = AutoBudget(lambda n, context=None: np.full(np.shape(n), 0.040), calibrate=False)
     budget.gains = _learned(gain, ratio)
     return budget
 
@@ -67,7 +67,7 @@ def test_probes_spend_at_most_their_share_of_the_skipped_time() -> None:
     wasting ten steps twenty times less often; the credit outlives the generation."""
     for ratio, waste_steps in ((1.503, 0.503), (10.993, 9.993)):
         # drafted steps and a probe's two-row forward both cost ``ratio`` plain steps
-        budget = DraftBudget(lambda n, context=None, r=ratio: np.where(np.asarray(n) >= 2, 0.040 * r, 0.040),
+        budget = AutoBudget(lambda n, context=None, r=ratio: np.where(np.asarray(n) >= 2, 0.040 * r, 0.040),
                              calibrate=False)
         budget.gains = _learned(1.0, ratio)
         due = math.ceil(waste_steps / PROBE_COST)  # steps whose credit covers the waste
@@ -100,7 +100,7 @@ def test_a_new_task_starts_from_the_method_s_other_tasks() -> None:
     the gains: a second task whose first task found drafting a loss skips from its first step."""
     cost = lambda n, context=None: 0.040 + 0.005 * (np.asarray(n, dtype=float) - 1)  # noqa: E731
     shared = MethodLearning(StepCosts(cost, calibrate=False))
-    first, second = DraftBudget(cost, shared=shared), DraftBudget(cost, shared=shared)
+    first, second = AutoBudget(cost, shared=shared), AutoBudget(cost, shared=shared)
     assert second.costs is first.costs
     assert second.plan([SequenceState()], 100) == [True]  # nothing known anywhere: warm up
     s = SequenceState()
@@ -108,15 +108,15 @@ def test_a_new_task_starts_from_the_method_s_other_tasks() -> None:
         first.end_step([s], [True], [1], [0.0], [4], 8, 100, 0.080, 0.080)
     second.gains.add(1, [1], 1.0)  # (one drafted step of its own is not enough to go by)
     assert second.plan([SequenceState()], 100) == [False]
-    assert DraftBudget(cost, calibrate=False).plan([SequenceState()], 100) == [True]  # unshared: warms up
+    assert AutoBudget(cost, calibrate=False).plan([SequenceState()], 100) == [True]  # unshared: warms up
 
 
 def test_end_step_counts_its_own_time_in_the_next_overhead(monkeypatch) -> None:
-    import specbench.engine.budget as budget_mod
+    import specbench.budget.auto as budget_mod
 
     clock = iter([0.0, 0.005, 1.0, 1.0])  # the first end_step takes 5 ms of bookkeeping
     monkeypatch.setattr(budget_mod.time, "perf_counter", lambda: next(clock))
-    budget = DraftBudget(lambda n, context=None: np.full(np.shape(n), 0.040), calibrate=False)
+    budget = AutoBudget(lambda n, context=None: np.full(np.shape(n), 0.040), calibrate=False)
     s = SequenceState()
     budget.end_step([s], [False], [1], [0.0], [0], 1, 100, 0.040, 0.041)
     assert budget.costs.overhead(False) == pytest.approx(0.001)
@@ -169,7 +169,7 @@ def test_step_costs_overhead_and_draft_fallbacks() -> None:
 
 
 def test_budget_end_step_learns_and_predicts() -> None:
-    budget = DraftBudget(lambda n, context=None: 0.010 + 0.001 * (np.asarray(n, dtype=float) - 1))
+    budget = AutoBudget(lambda n, context=None: 0.010 + 0.001 * (np.asarray(n, dtype=float) - 1))
     s = SequenceState()
     # a drafted step: 5 rows predicted at 14 ms, took 28 ms (x2), drafting 3 ms, 1 ms besides; emitted 3 tokens
     budget.end_step([s], [True], [3], [0.003], [4], 5, 100, 0.028, 0.032)
@@ -189,7 +189,7 @@ def test_budget_end_step_learns_and_predicts() -> None:
 def test_drafted_forward_is_the_mean_price_not_the_price_of_the_mean_width() -> None:
     """PLD verifies one row or seven; on a CPU whose T(4) is dear, pricing the mean width (4) would overstate it."""
     cost = lambda n, context=None: np.where(np.asarray(n) == 4, 0.080, 0.040 + 0.001 * (np.asarray(n) - 1))  # noqa
-    budget = DraftBudget(cost, calibrate=False)
+    budget = AutoBudget(cost, calibrate=False)
     s = SequenceState()
     for rows in (1, 7) * 5:
         budget.end_step([s], [True], [1 if rows == 1 else 4], [0.0], [6], rows, 100, 0.04, 0.04)
@@ -216,9 +216,9 @@ def test_auto_report_counts_drafted_steps_and_predictions() -> None:
 
 def test_plan_keeps_a_choice_to_skip_while_nothing_drafts(monkeypatch) -> None:
     """A choice to skip is priced once per ``REPLAN_STEPS`` steps, and again as soon as a step drafts (a probe)."""
-    import specbench.engine.budget as budget_mod
+    import specbench.budget.auto as budget_mod
 
-    budget = DraftBudget(lambda n, context=None: 0.04 * np.asarray(n, dtype=float), calibrate=False)
+    budget = AutoBudget(lambda n, context=None: 0.04 * np.asarray(n, dtype=float), calibrate=False)
     for _ in range(WARM_STEPS):
         budget.gains.add(1, [1], 5.0)  # drafted steps emitted 1 token for five times the price: skip
     priced = []
@@ -239,7 +239,7 @@ def test_a_probe_verifies_at_least_one_node_whatever_the_learned_rates() -> None
     from specbench.engine.tree import DraftTree
 
     cost = lambda n, context=None: 0.040 + 0.010 * (np.asarray(n, dtype=float) - 1)  # noqa: E731
-    budget = DraftBudget(cost, calibrate=False)
+    budget = AutoBudget(cost, calibrate=False)
     budget.gains = _learned(1.0, 2.0)  # drafting loses: every step skips, probes come from the credit
     budget.stats.trials[:] = 1000.0  # every bucket rejected 1000 times
     tree = DraftTree((5, 6, 7), (-1, 0, 1))
@@ -270,11 +270,11 @@ def test_a_probe_verifies_every_first_token_guess_of_a_wide_draft() -> None:
     """REST's trap: its first token is spread over several guesses of a tenth of a token each, so a probe of the
     first guess alone showed little of what drafting gains. A probe verifies the root's children (at most
     ``PROBE_WIDTH``, in the drafter's order), not their descendants, whatever the learned rates."""
-    from specbench.engine.acceptance_stats import PROBE_WIDTH
+    from specbench.budget.acceptance_stats import PROBE_WIDTH
     from specbench.engine.tree import DraftTree
 
     cost = lambda n, context=None: 0.040 + 0.010 * (np.asarray(n, dtype=float) - 1)  # noqa: E731
-    budget = DraftBudget(cost, calibrate=False)
+    budget = AutoBudget(cost, calibrate=False)
     budget.gains = _learned(1.0, 2.0)
     budget.stats.trials[:] = 1000.0
     budget.shared.probe_credit = 1.0
@@ -293,10 +293,10 @@ def test_a_warm_budget_measures_the_plain_step_before_weighing_it() -> None:
     """eagle@auto's trap: it never ran a one-row forward, so the plain step was priced with the wide forwards'
     calibration (here 1.4 times the profile), drafting looked worth it, and every step drafted at a loss. A warm
     budget runs ``PLAIN_SEEN`` plain steps first; priced so, it skips."""
-    from specbench.engine.step_costs import COST_DECAY, PLAIN_REFRESH, PLAIN_SEEN, STALE_WEIGHT
+    from specbench.budget.step_costs import COST_DECAY, PLAIN_REFRESH, PLAIN_SEEN, STALE_WEIGHT
 
     cost = lambda n, context=None: 0.030 + 0.002 * (np.asarray(n, dtype=float) - 1)  # noqa: E731
-    budget = DraftBudget(cost)  # calibrated online, as in a run
+    budget = AutoBudget(cost)  # calibrated online, as in a run
     for _ in range(20):  # drafted steps emit 1.8 tokens and verify 5 rows
         budget.gains.add(1, [1.8], 1.7, rows=[5])  # type: ignore[list-item]
     s = SequenceState()
@@ -323,7 +323,7 @@ def test_a_warm_budget_measures_the_plain_step_before_weighing_it() -> None:
     stale = STALE_WEIGHT * COST_DECAY  # (decayed once more as the fresh one is added)
     fresh = (stale * 0.031 + 0.020) / (stale + 1)
     assert float(budget.costs.forward(1, 100)) == pytest.approx(fresh) and not budget.costs.plain_unpriced(1)
-    uncalibrated = DraftBudget(cost, calibrate=False)  # (a made-up profile: nothing to measure, no plain steps)
+    uncalibrated = AutoBudget(cost, calibrate=False)  # (a made-up profile: nothing to measure, no plain steps)
     uncalibrated.gains = _learned(2.0, 1.2)
     assert uncalibrated.plan([SequenceState()], 100) == [True] and not uncalibrated.costs.plain_unpriced(1)
 
@@ -333,10 +333,10 @@ def test_a_narrow_lead_measures_the_plain_step_again_sooner(draft_s: float, refr
     """hydra@auto's trap: a plain price learned in a slow spell (41-45 ms against AR's 36-39) made drafting look
     worth a few percent where it lost 13%. Where drafting leads plain by under ``NEAR_LEAD`` the plain step is
     measured again after ``PLAIN_REFRESH_NEAR`` drafted steps; where it leads by more, after ``PLAIN_REFRESH``."""
-    from specbench.engine.step_costs import NEAR_LEAD, PLAIN_REFRESH, PLAIN_REFRESH_NEAR, PLAIN_SEEN
+    from specbench.budget.step_costs import NEAR_LEAD, PLAIN_REFRESH, PLAIN_REFRESH_NEAR, PLAIN_SEEN
 
     cost = lambda n, context=None: 0.030 + 0.002 * (np.asarray(n, dtype=float) - 1)  # noqa: E731
-    budget = DraftBudget(cost)
+    budget = AutoBudget(cost)
     for _ in range(20):  # drafted steps emit 2 tokens and verify 5 rows
         budget.gains.add(1, [2.0], 38 / 30, rows=[5])  # type: ignore[list-item]
     s = SequenceState()

@@ -8,7 +8,7 @@ from transformers import DynamicCache
 
 from conftest import make_tiny_model
 from specbench.engine.drafter import BaseDrafter
-from specbench.engine.budget import DraftBudget
+from specbench.budget.auto_budget import AutoBudget
 from specbench.engine.backends.kv_cache import trim_cache
 from specbench.engine.loop import Engine
 from specbench.engine.tree import DraftTree, compile_tree
@@ -133,11 +133,11 @@ def test_engine_equals_generate_for_any_drafter(family, backend):
         assert oracle.accept_lengths[:-1] == [1] + [6] * ((len(oracle.accept_lengths) - 2))
         # budget=auto keeps it exact: on a steep cost curve about a node of a random draft is kept (once
         # learned; the drafter proposes 6.5 on average), on a flat one the oracle's whole drafts
-        steep = DraftBudget(lambda n, context=None: 1.0 + 0.3 * (np.asarray(n) - 1), calibrate=False)
-        pruned = engine.generate(prompt, RandomDrafter(trial, 64), 30, draft_budget=steep)
+        steep = AutoBudget(lambda n, context=None: 1.0 + 0.3 * (np.asarray(n) - 1), calibrate=False)
+        pruned = engine.generate(prompt, RandomDrafter(trial, 64), 30, budget=steep)
         assert pruned.output_ids == ref and np.mean(pruned.draft_sizes[5:]) < 1.5
-        flat = DraftBudget(lambda n, context=None: 1.0 + 0.01 * (np.asarray(n) - 1), calibrate=False)
-        whole = engine.generate(prompt, OracleDrafter(ref, len(prompt)), 30, draft_budget=flat)
+        flat = AutoBudget(lambda n, context=None: 1.0 + 0.01 * (np.asarray(n) - 1), calibrate=False)
+        whole = engine.generate(prompt, OracleDrafter(ref, len(prompt)), 30, budget=flat)
         assert whole.output_ids == ref and whole.accept_lengths[-2] == 6
 
 

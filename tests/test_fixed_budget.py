@@ -18,6 +18,7 @@ from test_engine_exact import OracleDrafter, RandomDrafter, greedy_reference
 from test_sweep import result, tiny_sweep_argv
 from specbench.cli import main
 from specbench.config.method_labels import budget_of
+from specbench.budget.contract import FixedDepth
 from specbench.engine.batch_loop import BatchDecoder, Request
 from specbench.engine.drafter import BaseDrafter
 from specbench.engine.loop import Engine
@@ -71,15 +72,15 @@ def test_a_fixed_budget_cuts_every_draft_and_stays_exact(depth):
     ref = greedy_reference(model, prompt, 30)
     for inner in (OracleDrafter(ref, len(prompt), depth=5), RandomDrafter(1, 64)):
         drafter = DepthRecorder(inner)
-        gen = engine.generate(prompt, drafter, 30, max_draft_depth=depth)
+        gen = engine.generate(prompt, drafter, 30, budget=FixedDepth(depth))
         assert gen.output_ids == ref
         assert max(gen.draft_depths) == depth == max(drafter.told)
     # the oracle's whole drafts are accepted: each pass emits the cut draft and the bonus
-    oracle = engine.generate(prompt, OracleDrafter(ref, len(prompt), depth=5), 30, max_draft_depth=depth)
+    oracle = engine.generate(prompt, OracleDrafter(ref, len(prompt), depth=5), 30, budget=FixedDepth(depth))
     assert oracle.accept_lengths[1:-1] == [depth + 1] * (len(oracle.accept_lengths) - 2)
     # the cut to the room left still applies: with 2 tokens left the drafter is told 1, not 4
     near_end = DepthRecorder(OracleDrafter(ref, len(prompt), depth=5))
-    engine.generate(prompt, near_end, 3, max_draft_depth=4)
+    engine.generate(prompt, near_end, 3, budget=FixedDepth(4))
     assert near_end.told == [1]
 
 
@@ -90,7 +91,7 @@ def test_a_fixed_budget_cuts_batched_drafts_too():
     prompts = [[rng.randrange(4, 64) for _ in range(rng.randint(2, 12))] for _ in range(3)]
     refs = {tuple(p): greedy_reference(model, p, 16) for p in prompts}
     table = {p: OracleDrafter(r, len(p), depth=5) for p, r in refs.items()}
-    gens = BatchDecoder(engine, 16, max_draft_depth=2).generate([Request(p) for p in prompts],
+    gens = BatchDecoder(engine, 16, budget=FixedDepth(2)).generate([Request(p) for p in prompts],
                                                                 [PerPrompt(table) for _ in range(2)], 2, refill=True)
     for p, g in zip(prompts, gens):
         assert g.output_ids == refs[tuple(p)] and max(g.draft_depths) == 2

@@ -312,3 +312,12 @@ def test_the_documented_layers_are_the_code_layers() -> None:
     assert not stale, f"docs/architecture.md's layer table names rooms that do not exist: {stale}"
     bad = layer_violations(layers, {r: e & set(layers) for r, e in rooms.items() if r in layers})
     assert not bad, "imports against docs/architecture.md's layer order:\n" + "\n".join(bad)
+
+
+def test_the_budget_room_stands_below_the_engine() -> None:
+    """The draft budget's room (issue 88) is documented on its own floor below the engine, above the ground
+    floor's ``tree/``; the engine imports it and it imports neither the engine nor anything above."""
+    layers, rooms = documented_layers(ARCHITECTURE.read_text()), room_graph()
+    assert layers["engine"] < layers["budget"] < layers["tree"] == layers["files"]
+    assert "budget" in rooms["engine"] and "engine" not in rooms["budget"]
+    assert rooms["budget"] <= {"tree"}, rooms["budget"]

@@ -198,7 +198,7 @@ def test_forward_curve_and_profile_key_name_the_backend(tiny) -> None:
 def test_budget_auto_profiles_llamacpp_under_its_own_key(tiny, tmp_path) -> None:
     from types import SimpleNamespace
 
-    from specbench.engine.budget import DraftBudget
+    from specbench.budget.auto_budget import AutoBudget
     from specbench.profiling.cost_profile import cached_cost_profile, cost_function
 
     model, backend = tiny
@@ -210,7 +210,7 @@ def test_budget_auto_profiles_llamacpp_under_its_own_key(tiny, tmp_path) -> None
     engine = Engine(model, stop_ids=set(), backend=backend)
     prompt = [2, 7, 1, 8, 2, 8]
     ref = greedy_reference(model, prompt, 20)
-    gen = engine.generate(prompt, RandomDrafter(5, 64), 20, draft_budget=DraftBudget(cost_function(prof)))
+    gen = engine.generate(prompt, RandomDrafter(5, 64), 20, budget=AutoBudget(cost_function(prof)))
     assert gen.output_ids == ref
 
 

@@ -13,7 +13,7 @@ from specbench_methods.ngram.history import TokenHistory
 from specbench_methods.ngram.simple import NgramSimpleConfig, NgramSimpleDrafter, simple_draft
 from specbench.config.coerce import from_dict
 from specbench.engine.batch_loop import BatchDecoder, Request
-from specbench.engine.budget import DraftBudget
+from specbench.budget.auto_budget import AutoBudget
 from specbench.engine.drafter import DraftContext
 from specbench.engine.loop import Engine
 from specbench.errors import ConfigError
@@ -110,6 +110,6 @@ def test_lossless_alone_batched_and_under_budget_auto(family: str) -> None:
     batched = BatchDecoder(engine, 24).generate([Request(p) for p in prompts], slots, 2, refill=True)
     assert [g.output_ids for g in batched] == refs
     assert [g.accept_lengths for g in batched] == [g.accept_lengths for g in alone]  # the same drafts
-    flat = DraftBudget(lambda n, context=None: 1.0 + 0.01 * (np.asarray(n) - 1), calibrate=False)
-    auto = [engine.generate(p, NgramSimpleDrafter(cfg), 24, draft_budget=flat) for p in prompts]
+    flat = AutoBudget(lambda n, context=None: 1.0 + 0.01 * (np.asarray(n) - 1), calibrate=False)
+    auto = [engine.generate(p, NgramSimpleDrafter(cfg), 24, budget=flat) for p in prompts]
     assert [g.output_ids for g in auto] == refs and sum(sum(g.draft_sizes) for g in auto) > 0

@@ -1,7 +1,7 @@
 """``budget=auto`` on llama.cpp runs a generation without the prompt's hidden states when it expects to skip.
 
 llama.cpp outputs every prompt row's logits with the hidden states (about a quarter more prefill), so a budget that
-skips drafting pays for states nobody reads. ``DraftBudget.prompt_states`` (``draft_or_skip.fetch_prompt_states``)
+skips drafting pays for states nobody reads. ``AutoBudget.prompt_states`` (``draft_or_skip.fetch_prompt_states``)
 asks for them while warming up or drafting, and while skipping only as a probe the credit pays for; a generation
 without them is blind (its steps are plain). Checked on a tiny llama.cpp model with a drafter that reads hidden
 states: which prefills carry states, that a blind generation never calls the drafter and equals AR's output, that
@@ -15,8 +15,8 @@ import torch
 
 from conftest import make_tiny_model
 from llamacpp_fixtures import needs_llamacpp, tiny_backend
-from specbench.engine.budget import DraftBudget
-from specbench.engine.draft_or_skip import WARM_STEPS
+from specbench.budget.auto_budget import AutoBudget
+from specbench.budget.draft_or_skip import WARM_STEPS
 from specbench.engine.drafter import BaseDrafter
 from specbench.engine.loop import Engine
 from specbench.engine.tree import DraftTree
@@ -51,9 +51,9 @@ def flat(n, context=None) -> np.ndarray:
     return 0.001 + 0.00001 * (np.asarray(n, dtype=float) - 1)
 
 
-def skipping_budget(credit: float, waste: float = 0.0) -> DraftBudget:
+def skipping_budget(credit: float, waste: float = 0.0) -> AutoBudget:
     """A warm budget that skips (its drafts emitted one token each), the states' extra price known: 5 ms a row."""
-    budget = DraftBudget(flat, calibrate=False)
+    budget = AutoBudget(flat, calibrate=False)
     shared = budget.shared
     shared.gains.add(1, [1] * WARM_STEPS * 2, 2.0)
     shared.drafting, shared.probe_credit, shared.probe_waste = False, credit, waste
@@ -80,7 +80,7 @@ def test_a_skipping_budget_runs_blind_and_matches_ar(engine, monkeypatch) -> Non
     ar = engine.generate(PROMPT, None, NEW).output_ids
     seen = prefill_states(engine, monkeypatch)
     drafter, budget = StateReader(), skipping_budget(credit=0.0)
-    gen = engine.generate(PROMPT, drafter, NEW, draft_budget=budget)
+    gen = engine.generate(PROMPT, drafter, NEW, budget=budget)
     assert seen == [False] and drafter.widths == []  # no states, so no draft: not even a probe
     assert gen.output_ids == ar
     assert gen.skipped_steps == len(ar) - 2 and gen.drafted_steps == 0  # (the last step has no room to draft)
@@ -92,9 +92,9 @@ def test_the_credit_pays_for_the_states_and_a_probe_follows(engine, monkeypatch)
     seen = prefill_states(engine, monkeypatch)
     extra = 0.005 * len(PROMPT)
     low = skipping_budget(credit=extra + 0.01, waste=0.02)  # below the states' price plus a probe's waste
-    engine.generate(PROMPT, StateReader(), NEW, draft_budget=low)
+    engine.generate(PROMPT, StateReader(), NEW, budget=low)
     drafter, budget = StateReader(), skipping_budget(credit=extra + 0.03, waste=0.02)
-    gen = engine.generate(PROMPT, drafter, NEW, draft_budget=budget)
+    gen = engine.generate(PROMPT, drafter, NEW, budget=budget)
     assert seen == [False, True]
     assert gen.output_ids == ar
     assert drafter.widths and drafter.widths[0] > 0  # the probe read the prompt's states
@@ -103,9 +103,9 @@ def test_the_credit_pays_for_the_states_and_a_probe_follows(engine, monkeypatch)
 @pytest.mark.parametrize("state", ["warming up", "drafting"])
 def test_states_are_fetched_while_warming_up_or_drafting(engine, monkeypatch, state) -> None:
     seen = prefill_states(engine, monkeypatch)
-    budget = skipping_budget(credit=0.0) if state == "drafting" else DraftBudget(flat, calibrate=False)
+    budget = skipping_budget(credit=0.0) if state == "drafting" else AutoBudget(flat, calibrate=False)
     budget.shared.drafting = True
-    engine.generate(PROMPT, StateReader(), NEW, draft_budget=budget)
+    engine.generate(PROMPT, StateReader(), NEW, budget=budget)
     assert seen == [True]
 
 
@@ -114,12 +114,12 @@ def test_a_drafter_reading_no_states_is_never_blind(engine, monkeypatch) -> None
     drafter = StateReader(reads=False)
     budget = skipping_budget(credit=0.0)
     budget.shared.probe_credit = 10.0  # a probe is due at once
-    gen = engine.generate(PROMPT, drafter, NEW, draft_budget=budget)
+    gen = engine.generate(PROMPT, drafter, NEW, budget=budget)
     assert seen == [False] and gen.drafted_steps >= 1 and drafter.widths
 
 
 def test_the_extra_price_is_learned_from_both_kinds_of_prefill() -> None:
-    budget = DraftBudget(flat, calibrate=False)
+    budget = AutoBudget(flat, calibrate=False)
     costs = budget.costs
     assert costs.prompt_states_seconds(100) is None
     costs.observe_prefill(50, 0.30, True)

@@ -164,7 +164,7 @@ def test_skipped_steps_still_teach_the_matrix() -> None:
     proposed = []
     d.propose = lambda ctx: proposed.append(ctx) or None  # type: ignore[method-assign]
     prompt = [5, 9, 2, 7]
-    gen = engine.generate(prompt, d, 12, draft_budget=SkipPattern(0, draft_chance=0.0))
+    gen = engine.generate(prompt, d, 12, budget=SkipPattern(0, draft_chance=0.0))
     assert gen.output_ids == engine.generate(prompt, None, 12).output_ids and not proposed
     logits = model(torch.tensor([prompt + gen.output_ids])).logits[0]
     want = {}  # each plain step's root (the prefill's token first) -> the top-8 after it; a repeated root: the last

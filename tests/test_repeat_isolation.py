@@ -22,7 +22,7 @@ import pytest
 from every_method import QUESTIONS, every_method_options
 from hub_fixtures import tiny_vicuna
 from specbench.config.run_config import RunConfig
-from specbench.engine.budget import DraftBudget
+from specbench.budget.auto_budget import AutoBudget
 from specbench.plugins.registry import METHODS
 from specbench.results.record import Record, Unit
 from specbench.results.run_folder import RecordWriter, read_records
@@ -140,15 +140,15 @@ def test_budget_auto_repeats_start_from_the_same_budget(setup, monkeypatch) -> N
     is a fixed curve, drafting time is priced as zero and nothing is calibrated from the steps' timings, so the
     budget's choices (draft or skip included) depend on its state alone."""
     import specbench.profiling.cost_profile as cost_profile
-    from specbench.engine.step_costs import StepCosts
+    from specbench.budget.step_costs import StepCosts
 
     for name in ("observe_forward", "observe_overhead", "observe_draft"):
         monkeypatch.setattr(StepCosts, name, lambda self, *a, **k: None)
 
     monkeypatch.setattr(cost_profile, "measure_forward_curve",
                         lambda model, context, sizes, repeats, backend="auto": {n: 0.01 * (1 + 0.3 * n) for n in sizes})
-    select = DraftBudget.select
-    monkeypatch.setattr(DraftBudget, "select", lambda self, tree, draft_s=0.0, aux_rows=0, context=None:
+    select = AutoBudget.select
+    monkeypatch.setattr(AutoBudget, "select", lambda self, tree, draft_s=0.0, aux_rows=0, context=None:
                         select(self, tree, 0.0, aux_rows, context))
     records = run(setup("budget", ("pld", "suffix", "recycling"), budget="auto"))
     for method in ("pld@auto", "suffix@auto", "recycling@auto"):

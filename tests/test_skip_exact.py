@@ -12,7 +12,7 @@ Recycling), its ``observe`` (``engine/step.py``); the target's states of the row
 The pattern is not the cost-based choice (``draft_or_skip.choose``) but a seeded random one (``SkipPattern``):
 each candidate drafts with probability 1/2, and now and then skips ``RUN`` steps in a row, so drafters are
 resumed after one skipped step and after many. Everything else (``select``, the depth hint) is
-``DraftBudget``'s on a made-up flat cost, so most of each draft is verified.
+``AutoBudget``'s on a made-up flat cost, so most of each draft is verified.
 
 Example: a sequence whose pattern is draft, skip, skip, draft: at its 4th step the drafter is called with the
 context two plain steps longer than when it last proposed, and EAGLE's ``DraftContext.hidden_states`` holds
@@ -36,8 +36,9 @@ from specbench.catalog import BASELINE
 from specbench.config.method_labels import label_options
 from specbench.datastore import corpora
 from specbench.engine.batch_loop import BatchDecoder, Request
-from specbench.engine.budget import DraftBudget, Selection
-from specbench.engine.draft_or_skip import SequenceState
+from specbench.budget.auto import Selection
+from specbench.budget.auto_budget import AutoBudget
+from specbench.budget.draft_or_skip import SequenceState
 from specbench.engine.drafter import DraftContext, Drafter, Proposal
 from specbench.engine.generation import Generation
 from specbench.engine.loop import Engine
@@ -72,8 +73,8 @@ def flat_cost(n, context=None, active=1) -> np.ndarray:
     return 1.0 + 0.01 * (np.asarray(n, dtype=float) - 1)
 
 
-class SkipPattern(DraftBudget):
-    """A ``DraftBudget`` whose draft-or-skip choice is a seeded random pattern (the rest is the budget's own).
+class SkipPattern(AutoBudget):
+    """A ``AutoBudget`` whose draft-or-skip choice is a seeded random pattern (the rest is the budget's own).
 
     Each candidate drafts with probability ``draft_chance``; with probability ``run_chance`` (and always after its
     first draft) it first starts a run of ``RUN`` skipped steps. ``draft_chance`` 0 skips every step. ``history``
@@ -179,7 +180,7 @@ class Family:
     def alone(self, label: str, budget: SkipPattern, sampling: SamplingConfig | None = None,
               drafter: Drafter | None = None) -> list[Generation]:
         drafter = drafter or self.drafters(label)[0]
-        return [self.engine.generate(p, drafter, max_new(label), sampling=sampling, seed=i, draft_budget=budget)
+        return [self.engine.generate(p, drafter, max_new(label), sampling=sampling, seed=i, budget=budget)
                 for i, p in enumerate(self.prompts)]
 
     def batched(self, label: str, budget: SkipPattern, width: int, refill: bool,

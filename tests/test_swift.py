@@ -19,7 +19,7 @@ from specbench.engine.backends import layer_skip
 from specbench.engine.backends.batch_cache import BatchedCache
 from specbench.engine.batch_inputs import batch_inputs
 from specbench.engine.batch_loop import BatchDecoder, Request
-from specbench.engine.budget import DraftBudget
+from specbench.budget.auto_budget import AutoBudget
 from specbench.engine.backends.kv_cache import PreallocatedCache
 from specbench.engine.backends.layer_skip import SkipSet
 from specbench.engine.loop import Engine
@@ -165,7 +165,7 @@ def test_swift_equals_ar_on_both_torch_backends(family: str) -> None:
         assert _generate_all(engine, prompts, fixed, 40) == ar
         assert engine.generate(prompts[0], fixed, 8).drafter_state["skip"] == "attn:1,3/mlp:2"
         auto = _generate_all(engine, prompts, SwiftDrafter(SwiftConfig(context_window=6, bayes_interval=0)), 40,
-                             draft_budget=DraftBudget(lambda n, context=None: 1.0 + 0.1 * (np.asarray(n) - 1),
+                             budget=AutoBudget(lambda n, context=None: 1.0 + 0.1 * (np.asarray(n) - 1),
                                                       calibrate=False))
         assert auto == ar
 

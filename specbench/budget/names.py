@@ -11,6 +11,6 @@ its paper's setting, or the part worth its cost here; an integer K, every draft 
 from __future__ import annotations
 
 DEFAULT_BUDGET = "default"  # the method's own draft, as its paper verifies it
-AUTO = "auto"  # draft or run plain, and how deep, priced on this machine (``engine/budget.py``'s DraftBudget)
+AUTO = "auto"  # draft or run plain, and how deep, priced on this machine (``budget/auto.py``'s DraftBudget)
 BUDGETS = (DEFAULT_BUDGET, AUTO)
 RUN_BUDGETS = (*BUDGETS, "both")  # --budget: both = each drafting method run both ways, side by side

@@ -6,7 +6,7 @@ the same method in one run (``rest@auto``, ``dresd@5x5``). A variant's options a
 ``auto`` implies ``budget=auto``.
 
 Every drafting method also takes the generic option ``budget``: ``default`` verifies the whole draft,
-``auto`` lets the engine keep the part worth its cost on this machine (``specbench/engine/budget.py``), an
+``auto`` lets the engine keep the part worth its cost on this machine (``specbench/budget/auto.py``), an
 integer ``K >= 1`` cuts every draft to depth K (``budget=2``: the root plus at most two draft tokens on a
 path). A fixed budget needs no label of its own: a run names a variant (``--methods pld,pld@k2
 --method-opt pld@k2.budget=2``) and a sweep names its points by their values (``budget=2``).

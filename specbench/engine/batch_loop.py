@@ -32,8 +32,8 @@ from specbench.engine.aux_rows import append_aux
 from specbench.engine.backends.batch_cache import BatchedCache
 from specbench.engine.backends.contract import BatchedTarget, require
 from specbench.engine.batch_inputs import batch_inputs
-from specbench.engine.budget import DraftBudget
-from specbench.engine.draft_or_skip import SequenceState
+from specbench.budget.contract import WHOLE_DRAFT, Budget
+from specbench.budget.draft_or_skip import SequenceState
 from specbench.engine.draft_step import Draft, keep_nodes
 from specbench.engine.drafter import Drafter
 from specbench.engine.generation import Generation
@@ -65,9 +65,10 @@ class BatchDecoder:
     target is a ``BatchedTarget`` and the backend makes the batched cache, ``BatchingBackend.new_batch_cache``)."""
 
     def __init__(self, engine: Engine, max_new_tokens: int, record_margins: bool = False,
-                 sampling: SamplingConfig | None = None, budget: DraftBudget | None = None,
-                 batch_cost: Callable[..., Any] | None = None, max_draft_depth: int | None = None) -> None:
-        """``max_draft_depth`` (a fixed budget K): every slot's draft is cut to depth K (``Engine.generate``)."""
+                 sampling: SamplingConfig | None = None, budget: Budget = WHOLE_DRAFT,
+                 batch_cost: Callable[..., Any] | None = None) -> None:
+        """``budget``: every slot's, as ``Engine.generate``'s; ``batch_cost`` the padded batched forwards' costs it
+        prices with (``profiling/batch_profile.py``)."""
         if max_new_tokens < 1:
             raise ValueError("max_new_tokens must be >= 1")
         require(engine.target, BatchedTarget,
@@ -76,11 +77,10 @@ class BatchDecoder:
         self.record_margins = record_margins
         self.sampling = None if sampling is None or sampling.greedy else sampling
         self.budget = budget
-        self.max_draft_depth = max_draft_depth
         # budget=auto prices a step as the padded batched forward: batch_cost(active slots, rows each, context);
         # without batch curves, a forward of all the rows (the single-sequence curve); calibrated by the budget
-        if budget is not None and batch_cost is not None:
-            budget.costs.batch_cost = batch_cost
+        if batch_cost is not None:
+            budget.price_batches(batch_cost)
         self._sync = engine.sync
 
     @torch.inference_mode()
@@ -150,7 +150,7 @@ class BatchDecoder:
         st = step.start(req.prompt_ids, root, logprob, logits, hidden, None if states is None else states[0], sampler,
                         self.record_margins, took, took, admitted_s=t - self._t0)
         gen = st.gen
-        entry = _Slot(index, drafter, st, SequenceState() if self.budget is not None and drafter is not None else None)
+        entry = _Slot(index, drafter, st, None if drafter is None else self.budget.sequence())
         if slot == len(slots):
             slots.append(entry)
         else:
@@ -192,24 +192,23 @@ class BatchDecoder:
         rooms = [self.max_new - len(slot.st.gen.output_ids) for slot in slots]
         drafting = [slot.drafter is not None and room > 1 for slot, room in zip(slots, rooms)]
         skipped = [False] * a
-        if budget is not None:  # budget=auto: which sequences draft this step (draft_or_skip.py)
-            candidates = [b for b in range(a) if drafting[b] and slots[b].seq is not None]
-            for b in candidates:
-                step.ready(slots[b].seq, slots[b].st, rooms[b], step.reads_states(slots[b].drafter))
-            for b, go in zip(candidates, budget.plan([slots[b].seq for b in candidates], context - 1, a)):
-                drafting[b], skipped[b] = go, not go
+        # which sequences the budget plans for draft this step (budget=auto: draft_or_skip.py)
+        candidates = [b for b in range(a) if drafting[b] and slots[b].seq is not None]
+        for b in candidates:
+            step.ready(slots[b].seq, slots[b].st, rooms[b], step.reads_states(slots[b].drafter))
+        for b, go in zip(candidates, budget.plan([slots[b].seq for b in candidates], context - 1, a)):
+            drafting[b], skipped[b] = go, not go
         drafts, draft_s = [], []
         for b, (slot, room, drafted) in enumerate(zip(slots, rooms, drafting)):  # 1. draft, each slot for itself
             t = now()
             view = step.self_draft(target, slot.drafter, cache, cache.lengths[b], slot=b) if drafted else None
             drafts.append(step.draft(slot.st, slot.drafter, room, budget, t, select=a == 1,
-                                     depth_cap=self.max_draft_depth, target_draft=view) if drafted else Draft())
+                                     target_draft=view) if drafted else Draft())
             draft_s.append(now() - t if drafted else 0.0)
-        if budget is not None and a > 1 and any(d.tree is not None for d in drafts):
-            keeps = budget.select_batch([d.tree for d in drafts], [d.aux_rows for d in drafts],
-                                        lambda m, ctx: budget.costs.forward(m, ctx, a), context, sum(draft_s),
-                                        [s.seq is not None and s.seq.probing for s in slots])
-            for d, keep in zip(drafts, keeps):
+        if a > 1 and any(d.tree is not None for d in drafts):
+            keeps = budget.keep_batch([d.tree for d in drafts], [d.aux_rows for d in drafts], context, sum(draft_s),
+                                      [s.seq is not None and s.seq.probing for s in slots])
+            for d, keep in zip(drafts, keeps or ()):
                 keep_nodes(d, keep)
         self._sync()
         # 2. verify: one forward over every slot's rows, padded to the longest
@@ -251,11 +250,10 @@ class BatchDecoder:
             # three times as many steps hot, read 0.95x and its calibrated prediction missed by 14%)
             st.hot = st.hot and a == 1
             st.gen.step_times_s.append(now() - t_step)
-        if budget is not None:
-            t = now()
-            budget.end_step([s.seq for s in slots], drafting, emitted, draft_s, [d.asked_depth for d in drafts], rows,
-                            context - 1, verify_s, t - t_step, sizes)
-            learn_s = now() - t
-            for slot in slots:  # the step's bookkeeping is part of every slot's step
-                slot.st.gen.step_times_s[-1] += learn_s
+        t = now()  # the budget learns the step (nothing but budget=auto does)
+        budget.end_step([s.seq for s in slots], drafting, emitted, draft_s, [d.asked_depth for d in drafts], rows,
+                        context - 1, verify_s, t - t_step, sizes)
+        learn_s = now() - t
+        for slot in slots:  # the step's bookkeeping is part of every slot's step
+            slot.st.gen.step_times_s[-1] += learn_s
 

@@ -6,7 +6,7 @@ draft distributions + an accept cap). The engine then
   ``DrafterError`` line);
 - cuts the tree to the tokens the generation may still emit (``room - 1`` draft tokens after the root),
   re-indexing the draft distributions to the nodes kept;
-- under ``budget=auto`` keeps only the part worth its cost on this machine (``budget.py``).
+- keeps the part its budget says (``Budget.keep``: ``budget=auto`` the part worth its cost on this machine).
 
 Example: room 3 (two tokens left after the root) and the chain ``[4, 5, 6]`` -> ``[4, 5]`` is verified.
 """
@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import torch
 
 from specbench.engine.aux_rows import AuxRows
-from specbench.engine.budget import DraftBudget
+from specbench.budget.contract import Budget
 from specbench.engine.drafter import DraftContext, Drafter, Proposal
 from specbench.engine.proposal_check import check_proposal, proposed
 from specbench.engine.tree import DraftTree
@@ -39,12 +39,12 @@ class Draft:
         return 0 if self.aux is None else len(self.aux)
 
 
-def draft_step(drafter: Drafter, ctx: DraftContext, room: int, budget: DraftBudget | None, started: float,
+def draft_step(drafter: Drafter, ctx: DraftContext, room: int, budget: Budget, started: float,
                select: bool = True, vocab: int | None = None) -> Draft:
     """The drafter's proposal for ``ctx``, checked against a target whose logits are ``vocab`` wide (None: not
-    checked), cut to ``room - 1`` draft tokens and, with a ``budget``, to the part worth verifying (priced with
-    the drafting seconds since ``started``, a ``perf_counter`` time; ``select=False``: a batched step selects for
-    every sequence at once, ``DraftBudget.select_batch``)."""
+    checked), cut to ``room - 1`` draft tokens and to the part ``budget`` keeps (priced with the drafting seconds
+    since ``started``, a ``perf_counter`` time; ``select=False``: a batched step keeps for every sequence at once,
+    ``Budget.keep_batch``)."""
     proposal = proposed(drafter.propose, ctx)
     if vocab is not None:
         check_proposal(proposal, vocab)
@@ -58,8 +58,10 @@ def draft_step(drafter: Drafter, ctx: DraftContext, room: int, budget: DraftBudg
     if draft.draft_probs is not None and tree is not full:
         draft.draft_probs = None if tree is None else draft.draft_probs[full.kept_nodes(room - 1)]
     draft.tree = tree
-    if tree is not None and budget is not None and select:
-        keep_nodes(draft, budget.select(tree, time.perf_counter() - started, draft.aux_rows, len(ctx.tokens)).keep)
+    if tree is not None and select:
+        keep = budget.keep(tree, time.perf_counter() - started, draft.aux_rows, len(ctx.tokens))
+        if keep is not None:
+            keep_nodes(draft, keep)
     return draft
 
 

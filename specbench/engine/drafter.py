@@ -13,7 +13,7 @@ after each timed generation and the engine ``report`` at a generation's end. Wha
 2. **Children best-first.** The children of every node, the root's included, are listed best first by the
    drafter's own ranking: REST and CREST by count, DReSD by neighbour order, ReDrafter by beam score, EAGLE,
    Medusa and Hydra by probability, Token Recycling by its matrix's order, a chain trivially. ``budget=auto``
-   learns an acceptance rate per (depth, sibling rank) and keeps the best nodes by it (``engine/budget.py``): a
+   learns an acceptance rate per (depth, sibling rank) and keeps the best nodes by it (``budget/auto.py``): a
    drafter that lists its second guess first makes it cut the better one. A node cut away keeps its rank
    (``DraftTree.ranks``). ``tests/test_best_first.py`` checks every registered method.
 3. **Distinct siblings.** A node's children are distinct tokens: of repeated siblings only the first can be accepted
@@ -98,7 +98,7 @@ class DraftContext:
     hidden state (after the final norm) at the position whose greedy prediction is the root, so
     ``argmax(lm_head(hidden)) == tokens[-1]`` (at temperature > 0 the root was sampled from it instead).
     ``max_depth`` is how many draft tokens can still be used before ``max_new_tokens`` is reached, or
-    fewer under ``budget=auto``: how deep drafting pays on this machine (``engine/budget.py``). It is a
+    fewer under ``budget=auto``: how deep drafting pays on this machine (``budget/auto.py``). It is a
     hint: the engine still weighs whatever is proposed; a drafter that honours it saves drafting time.
 
     ``hidden_states`` are the target's hidden states at every position kept since the previous

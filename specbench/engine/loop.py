@@ -29,8 +29,8 @@ from specbench.engine.aux_rows import append_aux
 from specbench.engine.backends.contract import Backend, checked_target
 from specbench.engine.backends.registry import DEFAULT_BACKEND
 from specbench.engine.backends.torch_backends import resolve_backend
-from specbench.engine.budget import DraftBudget
-from specbench.engine.draft_or_skip import SequenceState
+from specbench.budget.contract import WHOLE_DRAFT, Budget
+from specbench.budget.draft_or_skip import SequenceState
 from specbench.engine.draft_step import Draft
 from specbench.engine.drafter import Drafter
 from specbench.engine.generation import Generation
@@ -59,17 +59,17 @@ class Engine:
         self.sync = lambda: synchronize(device)  # (the batched loop waits for the device the same way)
 
     @torch.inference_mode()
-    def generate(self, prompt_ids: list[int], drafter: Drafter | None, max_new_tokens: int,
-                 record_margins: bool = False, sampling: SamplingConfig | None = None, seed: int = 0,
-                 draft_budget: DraftBudget | None = None, max_draft_depth: int | None = None) -> Generation:
+    def generate(self, prompt_ids: list[int], drafter: Drafter | None, max_new_tokens: int, *,
+                 budget: Budget = WHOLE_DRAFT, sampling: SamplingConfig | None = None, seed: int = 0,
+                 record_margins: bool = False) -> Generation:
         """Greedy-decode up to ``max_new_tokens`` after ``prompt_ids``; identical output for any drafter.
 
         ``record_margins``: also keep each emitted token's top-2 margin (``Generation.token_margins``; the
         emitting logits rows are kept, a view for AR's single row, and reduced after timing). ``sampling`` with
         temperature > 0: sample from a generator seeded with ``seed``, distributed as AR sampling's for any
-        drafter (``sampling.py``). ``draft_budget`` (``budget.py``): draft only when it pays, verify only the part
-        worth its cost here, tell the drafter how deep drafting pays; lossless whatever it chooses.
-        ``max_draft_depth`` (a fixed budget, ``budget=K``): every draft is cut to depth K, and the drafter told so."""
+        drafter (``sampling.py``). ``budget`` (``budget/contract.py``): whether a step drafts, how deep the drafter is
+        asked and what of its draft is verified; lossless whatever it chooses (``WholeDraft``: every draft whole;
+        ``FixedDepth(K)``: cut to depth K; ``AutoBudget``: only when and what pays here)."""
         if max_new_tokens < 1 or not prompt_ids:
             raise ValueError("max_new_tokens must be >= 1" if prompt_ids else "empty prompt")
         target, sync, now = self.target, self.sync, time.perf_counter
@@ -77,17 +77,17 @@ class Engine:
         sampler = None if sampling is None or sampling.greedy else Sampler(sampling, seed, target.device)
         self.backend.prepare(self.model)
         cache = self.backend.new_cache(self.model, len(prompt_ids) + max_new_tokens + DRAFT_HEADROOM)
-        seq, layers, hidden = self._begin(drafter, prompt_ids, draft_budget)
+        seq, layers, hidden = self._begin(drafter, prompt_ids, budget)
         st = self._prefill(prompt_ids, cache, sampler, record_margins, t_start, layers, hidden)
         gen = st.gen
-        step.learn_prefill(draft_budget, seq, self.target, drafter, len(prompt_ids), gen.verify_times_s[0], hidden)
+        step.learn_prefill(budget, seq, self.target, drafter, len(prompt_ids), gen.verify_times_s[0], hidden)
         while st.root not in self.stop_ids and len(gen.output_ids) < max_new_tokens:
             room = max_new_tokens - len(gen.output_ids)  # tokens this step may still emit
             t_step = now()
             drafting = drafter is not None and room > 1 and (  # budget=auto: draft only when it pays
-                seq is None or draft_budget.plan([step.ready(seq, st, room, layers or hidden)], len(st.tokens) - 1)[0])
+                seq is None or budget.plan([step.ready(seq, st, room, layers or hidden)], len(st.tokens) - 1)[0])
             # 1. draft
-            draft = step.draft(st, drafter, room, draft_budget, t_step, depth_cap=max_draft_depth,
+            draft = step.draft(st, drafter, room, budget, t_step,
                                target_draft=step.self_draft(target, drafter, cache, len(st.tokens) - 1)) \
                 if drafting else Draft()
             sync()
@@ -108,9 +108,9 @@ class Engine:
             gen.add_pass(draft.tree, draft.aux_rows, t_draft, t_verify)
             # 5. emit and stop
             emitted = step.emit(st, ver, logits, self.stop_ids, record_margins)
-            step.feedback(st, drafter, draft_budget, draft.tree, ver, logits, compiled.tree_rows, layer_states,
+            step.feedback(st, drafter, budget, draft.tree, ver, logits, compiled.tree_rows, layer_states,
                           drafting, observe=seq is None or drafting)  # (a skipped drafter proposed nothing)
-            step.learn_step(draft_budget, seq, drafting, len(emitted), t_draft, draft, int(compiled.input_ids.shape[1]),
+            step.learn_step(budget, seq, drafting, len(emitted), t_draft, draft, int(compiled.input_ids.shape[1]),
                             n_ctx, t_verify, now() - t_step)
             gen.step_times_s.append(now() - t_step)  # (budget=auto's bookkeeping included)
             if emitted[-1] in self.stop_ids:
@@ -119,22 +119,21 @@ class Engine:
         return gen if seq is None else gen.add_budget_summary(seq)
 
     def _begin(self, drafter: Drafter | None, prompt_ids: list[int],
-               budget: DraftBudget | None = None) -> tuple[SequenceState | None, tuple[int, ...], bool]:
-        """(the sequence's ``budget=auto`` state, None without a budget or drafter; the target layers whose states
-        the drafter reads; whether the generation runs with the final hidden states); the drafter's ``begin``.
+               budget: Budget = WHOLE_DRAFT) -> tuple[SequenceState | None, tuple[int, ...], bool]:
+        """(the sequence's state its budget plans with, None for a budget that plans nothing or without a drafter;
+        the target layers whose states the drafter reads; whether the generation runs with the final hidden states); the drafter's ``begin``.
         Where those states cost more (``step.prices_prompt_states``: llama.cpp) ``budget`` may run the generation
-        without them (``DraftBudget.prompt_states``): its steps are then plain (``SequenceState.blind``)."""
+        without them (``Budget.prompt_states``): its steps are then plain (``SequenceState.blind``)."""
         layers = step.feature_layers(drafter)
         self.target.check_layers(layers)
         step.check_self_draft(self.target, drafter)
         if drafter is not None:
             drafter.begin(list(prompt_ids))
-        hidden, seq = step.reads_hidden(drafter), None
-        if budget is not None and drafter is not None:
-            seq = SequenceState()
-            if not layers and step.prices_prompt_states(self.target, drafter):
-                hidden = budget.prompt_states(len(prompt_ids))
-                seq.blind = not hidden
+        hidden = step.reads_hidden(drafter)
+        seq = None if drafter is None else budget.sequence()
+        if seq is not None and not layers and step.prices_prompt_states(self.target, drafter):
+            hidden = budget.prompt_states(len(prompt_ids))
+            seq.blind = not hidden
         return seq, layers, hidden
 
     def _prefill(self, prompt_ids: list[int], cache: object, sampler: Sampler | None, record_margins: bool,

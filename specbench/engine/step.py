@@ -23,9 +23,8 @@ from typing import Any
 
 import torch
 
-from specbench.engine.acceptance_stats import is_hot
-from specbench.engine.budget import DraftBudget
-from specbench.engine.draft_or_skip import SequenceState
+from specbench.budget.contract import Budget
+from specbench.budget.draft_or_skip import SequenceState
 from specbench.engine.draft_step import Draft, draft_step
 from specbench.engine.drafter import DraftContext, Drafter, StepResult
 from specbench.engine.generation import Generation
@@ -84,19 +83,19 @@ def start(prompt_ids: list[int], root: int, logprob: float | None, logits: torch
                     [] if layer_states is None else [layer_states], vocab=int(logits.shape[-1]))
 
 
-def draft(st: Decoding, drafter: Drafter, room: int, budget: DraftBudget | None, started: float, select: bool = True,
-          depth_cap: int | None = None, target_draft: SelfDraft | None = None) -> Draft:
-    """Step 1: the drafter proposes from the context it may read (``draft_step.py`` shapes the proposal).
-    ``depth_cap`` (a fixed budget K): the draft is cut to depth K as if only K + 1 tokens were left.
+def draft(st: Decoding, drafter: Drafter, room: int, budget: Budget, started: float, select: bool = True,
+          target_draft: SelfDraft | None = None) -> Draft:
+    """Step 1: the drafter proposes from the context it may read (``draft_step.py`` shapes the proposal), asked as
+    deep as ``budget`` says, its draft cut to the room the budget leaves (``Budget.room``: a fixed depth K cuts
+    it to K as if only K + 1 tokens were left).
     ``target_draft``: the target as the draft of a drafter that ``drafts_with_target``, rewound after ``propose``."""
-    if depth_cap is not None:
-        room = min(room, depth_cap + 1)
+    room = budget.room(room)
     unseen = st.fresh[0] if len(st.fresh) == 1 else torch.cat(st.fresh)
     unseen_layers = None
     if st.fresh_layers:
         unseen_layers = st.fresh_layers[0] if len(st.fresh_layers) == 1 else torch.cat(st.fresh_layers)
     st.fresh, st.fresh_layers, st.fresh_rows = [], [], 0
-    max_depth = room - 1 if budget is None else min(room - 1, budget.depth_hint(len(st.tokens), st.hot))
+    max_depth = budget.depth(room, len(st.tokens), st.hot)
     ctx = DraftContext(st.tokens, st.prompt_len, st.last_hidden, max_depth, unseen, sampler=st.sampler,
                        layer_states=unseen_layers, target_draft=target_draft)
     try:
@@ -136,7 +135,7 @@ def emit(st: Decoding, ver: Verification, logits: torch.Tensor, stop_ids: set[in
     return emitted
 
 
-def feedback(st: Decoding, drafter: Drafter | None, budget: DraftBudget | None, tree: DraftTree | None,
+def feedback(st: Decoding, drafter: Drafter | None, budget: Budget, tree: DraftTree | None,
              ver: Verification, logits: torch.Tensor, tree_rows: int, layer_states: torch.Tensor | None = None,
              drafted: bool = True, observe: bool = True) -> None:
     """After ``emit``: tell the budget and the drafter which nodes were accepted; keep the rows' hidden states for
@@ -148,10 +147,8 @@ def feedback(st: Decoding, drafter: Drafter | None, budget: DraftBudget | None, 
     (``BaseDrafter.observes_plain_steps``: Token Recycling's matrix), and the rows' states are still queued, so a
     drafter that reads them catches up when it is next called."""
     accepted = [r - 1 for r in ver.rows[1:]]
-    if budget is not None and drafted:
-        budget.observe(tree, accepted, st.hot)
-    # (only budget=auto reads the regime: a run without it pays nothing for it; a plain step shows nothing: cold)
-    st.hot = budget is not None and drafted and is_hot(tree, accepted)
+    # (a plain step shows nothing: cold; only budget=auto reads the regime, the others answer cold)
+    st.hot = budget.observe(tree, accepted, st.hot) if drafted else False
     if drafter is None:
         return
     rows = slice(0, 1) if ver.rows == [0] else ver.rows  # (a plain step's row: a view, not a gather)
@@ -218,16 +215,16 @@ def ready(seq: SequenceState, st: Decoding, room: int, reads: bool) -> SequenceS
     return seq
 
 
-def learn_step(budget: DraftBudget | None, seq: SequenceState | None, drafted: bool, emitted: int, draft_s: float,
+def learn_step(budget: Budget, seq: SequenceState | None, drafted: bool, emitted: int, draft_s: float,
                proposed: Draft, rows: int, context: int, verify_s: float, step_s: float) -> None:
-    """``budget=auto`` learns one step of a single sequence (``DraftBudget.end_step``); nothing without a budget."""
-    if budget is not None and seq is not None:
+    """The budget learns one step of a single sequence it plans for (``seq``; ``DraftBudget.end_step``)."""
+    if seq is not None:
         budget.end_step([seq], [drafted], [emitted], [draft_s], [proposed.asked_depth], rows, context, verify_s,
                         step_s)
 
 
-def learn_prefill(budget: DraftBudget | None, seq: SequenceState | None, target: Any, drafter: Drafter | None,
+def learn_prefill(budget: Budget, seq: SequenceState | None, target: Any, drafter: Drafter | None,
                   rows: int, seconds: float, hidden: bool) -> None:
-    """``budget=auto`` learns the prompt's price with or without its hidden states, where they cost more."""
-    if budget is not None and seq is not None and prices_prompt_states(target, drafter):
-        budget.costs.observe_prefill(rows, seconds, hidden)
+    """The budget learns the prompt's price with or without its hidden states, where they cost more."""
+    if seq is not None and prices_prompt_states(target, drafter):
+        budget.learn_prefill(rows, seconds, hidden)

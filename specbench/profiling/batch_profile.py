@@ -2,7 +2,7 @@
 
 A batched step pads every sequence to the longest draft (``engine/batch_inputs.py``), so its cost is a
 function of the batch size ``A`` and the rows per sequence ``m``, after each sequence's cached context.
-``budget=auto`` at batch size A (``engine/budget.py``, ``select_batch``) weighs the whole batch's
+``budget=auto`` at batch size A (``budget/auto.py``, ``select_batch``) weighs the whole batch's
 expected tokens against T_A(m): a draft that pays alone can cost the other sequences their step.
 
 Measured with the engine's own batched forward (``BatchedCache``, chain rows) for every batch size a run

@@ -1,6 +1,6 @@
 """This machine's cost profile T(n, context), measured per model x dtype x backend x device and cached.
 
-``budget=auto`` (``specbench/engine/budget.py``) needs T(n), the seconds of one target forward of
+``budget=auto`` (``specbench/budget/auto.py``) needs T(n), the seconds of one target forward of
 ``n`` new tokens, to weigh a bigger draft against its verification cost. A wide forward also attends
 over the whole KV cache, so T(n)/T(1) grows with the context (measured on this project's CPU: T(16)/T(1)
 about 1.27 after 128 cached tokens, 1.45-1.5 after 512). So the curve is measured with the engine's own

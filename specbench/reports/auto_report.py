@@ -6,7 +6,7 @@ For every ``budget=auto`` method, per batch size and subtask (and Overall):
 - **predicted (profile)**: the cost profile's model (``prediction.py``: recorded draft sizes and times priced
   with T(n)); batch size 1 only, since the profile prices one sequence.
 - **predicted (calibrated)**: the budget's own price of each step, made before the step ran with the costs it had
-  calibrated on the run's earlier steps (``engine/step_costs.py``), against its price of the same tokens as
+  calibrated on the run's earlier steps (``budget/step_costs.py``), against its price of the same tokens as
   plain steps: ``(prefill + predicted_ar_s) / (prefill + predicted_s)`` pooled over the cell's generations
   (record fields of schema 8).
 - **measured**: the pooled speedup against AR on the same questions, as everywhere in the report.

@@ -33,7 +33,7 @@ Fields (``SCHEMA_VERSION`` 10):
   pooled tokens over time its throughput); ``admitted_s`` / ``finished_s``, seconds from the batch's start
   to the sequence's admission (0 unless it refilled a finished one's slot) and to its last token
 - ``budget=auto`` (schema 8; null for other methods): ``drafted_steps`` / ``skipped_steps``, the decode steps
-  that drafted and that the budget ran plain without calling the drafter (``engine/draft_or_skip.py``), and
+  that drafted and that the budget ran plain without calling the drafter (``budget/draft_or_skip.py``), and
   ``predicted_s`` / ``predicted_ar_s``, the budget's calibrated price of the decode steps (each priced before its
   step ran; at batch size above 1 the sequence's share) and of the same tokens as plain steps
 - ``drafter_state`` (schema 9; null for drafters that report nothing): what the drafter said of itself at the

@@ -21,7 +21,7 @@ from typing import Any
 
 from specbench.catalog import BASELINE
 from specbench.engine.batch_loop import BatchDecoder, Request
-from specbench.engine.budget import DraftBudget
+from specbench.budget.auto_budget import AutoBudget
 from specbench.engine.sampling_config import generation_seed
 from specbench.run.batch_jobs import BatchJob, batch_jobs
 from specbench.run.context import RunContext
@@ -85,12 +85,12 @@ class BatchRuns:
                              done, writer)
 
     def _generate(self, job: BatchJob, max_new_tokens: int, prompts: list[list[int]] | None = None,
-                  drafters: list[Any] | None = None, budget: DraftBudget | None = None) -> list[Any]:
+                  drafters: list[Any] | None = None, budget: AutoBudget | None = None) -> list[Any]:
         r = self.ctx
         prompts = prompts or [r.prompt_for(u.reference(), q) for u, q in zip(job.units, job.questions)]
         requests = [Request(p, generation_seed(r.cfg.seed, u.task, u.question_id, u.turn, u.repeat))
                     for u, p in zip(job.units, prompts)]
-        decoder = BatchDecoder(r.engine, max_new_tokens, sampling=r.sampling, budget=budget,
-                               batch_cost=r.budgets.batch_cost, max_draft_depth=r.budgets.fixed_depths.get(job.method))
+        decoder = BatchDecoder(r.engine, max_new_tokens, sampling=r.sampling,
+                               budget=r.budgets.budget_for(job.method, budget), batch_cost=r.budgets.batch_cost)
         with method_faults(job.method):
             return decoder.generate(requests, drafters, job.size, job.refill)

@@ -10,9 +10,10 @@ from pathlib import Path
 from typing import Any
 
 from specbench.config.method_labels import BUDGET_KEY
-from specbench.engine.budget import AUTO, DraftBudget
-from specbench.engine.draft_or_skip import MethodLearning
-from specbench.engine.step_costs import StepCosts
+from specbench.budget.auto_budget import AutoBudget
+from specbench.budget.names import AUTO
+from specbench.budget.draft_or_skip import MethodLearning
+from specbench.budget.step_costs import StepCosts
 from specbench.files.jsonfile import save_json
 from specbench.paths import cache_dir
 from specbench.profiling.batch_profile import batch_cost_function, cached_batch_costs, load_batch_costs
@@ -38,7 +39,7 @@ def build_budgets(ctx: RunContext, configs: dict[str, Any]) -> RunBudgets:
         save_profile(profile, kept)
     cost = cost_function(profile)
     shared = {m: MethodLearning(StepCosts(cost)) for m in auto}  # the machine's costs are the same on every task
-    budgets = {(m, t): DraftBudget(cost, shared=shared[m]) for m in auto for t in ctx.plan.tasks}
+    budgets = {(m, t): AutoBudget(cost, shared=shared[m]) for m in auto for t in ctx.plan.tasks}
     return RunBudgets(budgets, cost, _batch_costs(ctx, Path(path), cost), str(path), fixed_depths(configs))
 
 

@@ -12,7 +12,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from specbench.engine.budget import DraftBudget
+from specbench.budget.auto_budget import AutoBudget
+from specbench.budget.contract import WHOLE_DRAFT, Budget, FixedDepth
 from specbench.engine.loop import Engine
 from specbench.engine.sampling_config import SamplingConfig
 from specbench.models.loading import LoadedModel
@@ -40,11 +41,18 @@ class RunBudgets:
     cost function they price with (warm-up budgets share it), the batched forwards' costs, the cost profile's
     file, and each fixed budget's depth K by method label."""
 
-    auto: dict[tuple[str, str], DraftBudget] = field(default_factory=dict)
+    auto: dict[tuple[str, str], AutoBudget] = field(default_factory=dict)
     cost: Any = None
     batch_cost: Any = None
     profile_path: str | None = None
     fixed_depths: dict[str, int] = field(default_factory=dict)
+
+    def budget_for(self, method: str, auto: Budget | None) -> Budget:
+        """What a generation of ``method`` runs with: its ``budget=auto`` part ``auto``, else its fixed depth or
+        its whole draft."""
+        if auto is not None:
+            return auto
+        return FixedDepth(self.fixed_depths[method]) if method in self.fixed_depths else WHOLE_DRAFT
 
 
 @dataclass

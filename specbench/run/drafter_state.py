@@ -23,7 +23,7 @@ import copy
 import dataclasses
 from typing import Any, Callable, Hashable, Iterable, Sequence
 
-from specbench.engine.budget import DraftBudget
+from specbench.budget.auto import DraftBudget
 from specbench.prompts.task import Question
 from specbench.results.record import Unit
 from specbench.run.driver import DraftedJob

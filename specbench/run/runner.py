@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from specbench.catalog import BASELINE
-from specbench.engine.budget import DraftBudget
+from specbench.budget.contract import WHOLE_DRAFT, Budget
 from specbench.engine.generation import Generation
 from specbench.engine.backends.torch_backends import backend_for
 from specbench.engine.loop import Engine
@@ -103,14 +103,12 @@ class Runner:
 
     # -- timing ------------------------------------------------------------------------------
     def _timed(self, prompt: list[int], drafter: Any, record_margins: bool = False, seed: int = 0,
-               budget: DraftBudget | None = None,
-               max_draft_depth: int | None = None) -> tuple[Generation, float, tuple[str, int]]:
+               budget: Budget = WHOLE_DRAFT) -> tuple[Generation, float, tuple[str, int]]:
         """(generation, wall seconds, its peak memory ``(kind, bytes)``), timed as a batch is
         (``driver.timed_generations``: the process's CPU seconds over the same span go to ``gen.cpu_time_s``)."""
         generate = lambda: [self.engine.generate(prompt, drafter, self.cfg.max_new_tokens,  # noqa: E731
                                                  record_margins=record_margins,
-                                                 sampling=self.sampling, seed=seed, draft_budget=budget,
-                                                 max_draft_depth=max_draft_depth)]
+                                                 sampling=self.sampling, seed=seed, budget=budget)]
         (gen,), timing = timed_generations(self.loaded.device, generate)
         return gen, timing.wall_s, timing.memory
 
@@ -262,10 +260,9 @@ class Runner:
                     with method_faults(method):
                         self.engine.generate(prompt, drafter, self.cfg.max_new_tokens,
                                              record_margins=method == BASELINE and self.sampling.greedy,
-                                             sampling=self.sampling, draft_budget=budget,
-                                             max_draft_depth=run_budgets.fixed_depths.get(method))
+                                             sampling=self.sampling, budget=run_budgets.budget_for(method, budget))
 
-    def _one(self, row: Row, drafter: Any, budget: DraftBudget | None = None) -> Record:
+    def _one(self, row: Row, drafter: Any, budget: Budget | None = None) -> Record:
         """``row``'s timed generation, its record checked (its prompt built and fit-checked outside the timing)."""
         method, unit, prompt = row.method, row.unit, row.prompt
         greedy = self.sampling.greedy
@@ -273,8 +270,7 @@ class Runner:
         with method_faults(method):  # (a drafter's fault: one line naming it; the records before it stay)
             gen, wall, memory = self._timed(prompt, drafter,
                                             record_margins=method == BASELINE and greedy, seed=seed,
-                                            budget=budget,
-                                            max_draft_depth=self.ctx.budgets.fixed_depths.get(method))
+                                            budget=self.ctx.budgets.budget_for(method, budget))
         return self.checked(self.ctx.record(gen, row, wall, memory), unit, prompt)
 
     def checked(self, rec: Record, unit: Unit, prompt: list[int]) -> Record:

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from specbench.engine.tree import DraftTree
+from specbench.tree.draft_tree import DraftTree
 
 MAX_DEPTH_BUCKETS = 16  # depths beyond share the last bucket
 MAX_RANK_BUCKETS = 8  # sibling ranks beyond share the last bucket

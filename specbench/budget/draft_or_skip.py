@@ -78,8 +78,8 @@ from typing import Callable
 
 import numpy as np
 
-from specbench.engine.draft_gains import DraftGains
-from specbench.engine.step_costs import DecayedMean, StepCosts
+from specbench.budget.draft_gains import DraftGains
+from specbench.budget.step_costs import DecayedMean, StepCosts
 
 OWN_DECAY = 0.9  # a sequence's own mean: about 10 of its drafted steps (its text turns repetitive, or stops being so)
 OWN_WEIGHT = 0.5  # a sequence's own steps count half as much as the budget's

@@ -43,12 +43,12 @@ import numpy as np
 
 # (the budget's label names live in its own room, below the loop; re-exported here for the loop's callers)
 from specbench.budget.names import AUTO, BUDGETS, DEFAULT_BUDGET, RUN_BUDGETS  # noqa: F401
-from specbench.engine.draft_or_skip import (PROBE_COST, WARM_STEPS, DraftGains, MethodLearning, SequenceState, choose,
+from specbench.budget.draft_or_skip import (PROBE_COST, WARM_STEPS, DraftGains, MethodLearning, SequenceState, choose,
                                             count_skips, fetch_prompt_states, probe)
-from specbench.engine.acceptance_stats import AcceptanceStats, first_guesses, probe_nodes
-from specbench.engine.draft_depth import best_depth
-from specbench.engine.step_costs import StepCosts
-from specbench.engine.tree import DraftTree
+from specbench.budget.acceptance_stats import AcceptanceStats, first_guesses, probe_nodes
+from specbench.budget.draft_depth import best_depth
+from specbench.budget.step_costs import StepCosts
+from specbench.tree.draft_tree import DraftTree
 
 REPLAN_STEPS = 8  # steps a choice to skip every sequence is kept while nothing drafts
 FREE_DEPTH = 0.02  # a depth's drafting seconds, over a plain forward's, below which it is tried beyond the best

@@ -12,7 +12,7 @@ from typing import Callable
 
 import numpy as np
 
-from specbench.engine.step_costs import DecayedMean
+from specbench.budget.step_costs import DecayedMean
 
 GAIN_DECAY = 0.98  # the budget's mean, per drafted step: about 50 steps of memory
 SIZE_PRIOR = 8.0  # pseudo sequence-steps of every size's mean in one size's tokens per drafted step (``gain``)
