@@ -194,3 +194,44 @@ def tiny_family_dir(out: Path, family: str, seed: int = 0) -> Path:
     make_tiny_model(family, seed=seed, vocab=len(tok)).save_pretrained(out)
     tok.save_pretrained(out)
     return out
+
+
+def dflash_reference_checkpoint(target: torch.nn.Module, out: Path, layers: int = 2, block: int = 4) -> Path:
+    """An untrained DFlash draft as z-lab publishes it (``z-lab/Qwen3-8B-DFlash-b16``): a Qwen3 ``config.json`` with
+    ``block_size``, ``num_target_layers`` and ``dflash_config`` (``mask_token_id``, ``target_layer_ids``), and
+    ``model.safetensors`` in bfloat16 with the reference's names (``layers.{i}.self_attn.q_norm``, ``fc``,
+    ``hidden_norm``, ``norm``), no embedding or head. Written here from the reference's shapes, not by specbench's
+    own saver; ``target_layer_ids`` are the reference's (the outputs of those target layers)."""
+    from safetensors.torch import save_file
+
+    c = target.config
+    h, heads, kv, inter, vocab = c.hidden_size, c.num_attention_heads, c.num_key_value_heads, c.intermediate_size, c.vocab_size
+    d = h // heads
+    g = torch.Generator().manual_seed(5)
+
+    def rand(*shape: int) -> torch.Tensor:
+        return (0.2 * torch.randn(*shape, generator=g)).to(torch.bfloat16)
+
+    def ones(n: int) -> torch.Tensor:
+        return torch.ones(n, dtype=torch.bfloat16)
+
+    state = {"fc.weight": rand(h, layers * h), "hidden_norm.weight": ones(h), "norm.weight": ones(h)}
+    for i in range(layers):
+        p = f"layers.{i}."
+        state |= {p + "self_attn.q_proj.weight": rand(heads * d, h), p + "self_attn.k_proj.weight": rand(kv * d, h),
+                  p + "self_attn.v_proj.weight": rand(kv * d, h), p + "self_attn.o_proj.weight": rand(h, heads * d),
+                  p + "self_attn.q_norm.weight": ones(d), p + "self_attn.k_norm.weight": ones(d),
+                  p + "mlp.gate_proj.weight": rand(inter, h), p + "mlp.up_proj.weight": rand(inter, h),
+                  p + "mlp.down_proj.weight": rand(h, inter), p + "input_layernorm.weight": ones(h),
+                  p + "post_attention_layernorm.weight": ones(h)}
+    out.mkdir(parents=True, exist_ok=True)
+    save_file(state, str(out / "model.safetensors"))
+    (out / "config.json").write_text(json.dumps({
+        "architectures": ["DFlashDraftModel"], "auto_map": {"AutoModel": "dflash.DFlashDraftModel"},
+        "model_type": "qwen3", "hidden_act": "silu", "hidden_size": h, "intermediate_size": inter, "head_dim": d,
+        "num_attention_heads": heads, "num_key_value_heads": kv, "num_hidden_layers": layers, "attention_bias": False,
+        "rms_norm_eps": 1e-6, "rope_theta": 1000000, "rope_scaling": None, "max_position_embeddings": 40960,
+        "layer_types": ["full_attention"] * layers, "tie_word_embeddings": False, "torch_dtype": "bfloat16",
+        "vocab_size": vocab, "block_size": block, "num_target_layers": int(c.num_hidden_layers),
+        "dflash_config": {"mask_token_id": vocab - 2, "target_layer_ids": [0] * layers}}))
+    return out

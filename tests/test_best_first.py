@@ -203,7 +203,7 @@ def install_builder(method: str, monkeypatch: pytest.MonkeyPatch) -> Scorer:
 RANKED: dict[str, Scorer | None] = {"rest": rest_counts, "recycling": recycling_positions, "medusa": medusa_logits,
                                     "eagle": None, "eagle3": None, "hydra": None, "redrafter": None}  # None: builder
 OBSERVED = {"crest"}
-CHAINS = {"pld", "sps", "pard", "ngram-simple", "ngram-map-k", "ngram-map-k4v", "ngram-mod", "ngram-cache"}
+CHAINS = {"pld", "sps", "pard", "dflash", "ngram-simple", "ngram-map-k", "ngram-map-k4v", "ngram-mod", "ngram-cache"}
 # not checked yet, and why (measured on this file's tiny model); each is left for a follow-up
 UNCHECKED = {
     "dresd": "12 verified sibling groups on the tiny model, under MIN_GROUPS; its neighbour order is not recorded",

@@ -41,6 +41,7 @@ TINY_OPTIONS: dict[str, dict[str, str]] = {
     "hydra": {"checkpoint": "random"},
     "samd": {"corpus": ECHO_CORPUS},
     "eagle3": {"checkpoint": "random"},
+    "dflash": {"checkpoint": "random"},
 }
 SKIPS: dict[str, str] = {}
 

@@ -44,6 +44,7 @@ def _redrafter_training(target: torch.nn.Module) -> torch.dtype:
 TRAINERS = {
     "eagle": ("specbench_methods.eagle.train", lambda m: m.RECIPES["quick"]),
     "eagle3": ("specbench_methods.eagle3.train", lambda m: m.RECIPES["quick"]),
+    "dflash": ("specbench_methods.dflash.train", lambda m: m.RECIPES["quick"]),
     "hydra": ("specbench_methods.hydra.train", lambda m: m.HydraTrainConfig()),
     "medusa": ("specbench_methods.medusa.train", lambda m: m.RECIPES["quick"]),
     "redrafter": ("specbench_methods.redrafter.train", lambda m: m.TrainConfig()),
@@ -127,7 +128,7 @@ def test_dtypes_read_from_the_code(bf16_cpu: torch.nn.Module) -> None:
     """The derivation is not vacuous: the mixed-precision trainers and the bf16 drafters are told apart."""
     assert {m: trains_in(m, bf16_cpu) for m in TRAINERS} == {
         "eagle": "float32", "eagle3": "bfloat16 autocast", "hydra": "bfloat16 autocast", "medusa": "float32",
-        "redrafter": "float32", "sps": "float32", "pard": "float32"}
+        "redrafter": "float32", "sps": "float32", "pard": "float32", "dflash": "bfloat16 autocast"}
     assert {m: drafts_in(m, bf16_cpu) for m in TRAINERS} == {
         "eagle": "bfloat16", "eagle3": "bfloat16", "hydra": "bfloat16", "medusa": "float32",
-        "redrafter": "bfloat16", "sps": "the target's dtype", "pard": "the target's dtype"}
+        "redrafter": "bfloat16", "sps": "the target's dtype", "pard": "the target's dtype", "dflash": "bfloat16"}

@@ -140,3 +140,11 @@ def test_a_plugin_hanging_in_propose_is_named_and_the_records_before_stay(tmp_pa
     assert err.splitlines()[-1].startswith("specbench run: error: method stuck: its propose did not return within 0.5 s")
     kept = {(r.method, r.question_id) for r in read_records(tmp_path / "res" / "r")}
     assert kept == {("ar", "q0"), ("pld", "q0")}
+
+
+def test_list_shows_a_plugin_corpus_without_a_docstring(tmp_path: Path, capsys) -> None:
+    file = tmp_path / "corpus_plugin.py"
+    file.write_text("from specbench.api import register_corpus\n\n"
+                    "register_corpus('plain_corpus')(lambda data_dir: iter(['a b c']))\n")
+    code, out, _err = cli_out(["list", "--plugins", str(file)], capsys)
+    assert code == 0 and "  plain_corpus" in out

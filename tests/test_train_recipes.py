@@ -81,7 +81,7 @@ def test_an_interrupted_training_resumes_after_its_last_epoch(tmp_path, monkeypa
     assert not (tmp_path / "resumed" / "train_state.json").exists()  # finished: the state is gone
 
 
-@pytest.mark.parametrize("method", ["eagle", "eagle3", "hydra", "medusa", "sps", "redrafter"])
+@pytest.mark.parametrize("method", ["eagle", "eagle3", "hydra", "medusa", "sps", "redrafter", "dflash"])
 def test_recipe_is_validated_in_one_line(method: str) -> None:
     config_cls = _config_class(method)
     config_cls(recipe="full").validate()
@@ -90,6 +90,7 @@ def test_recipe_is_validated_in_one_line(method: str) -> None:
 
 
 def _config_class(method: str):
+    from specbench_methods.dflash.method import DFlashConfig
     from specbench_methods.eagle.method import EagleConfig
     from specbench_methods.eagle3.method import Eagle3Config
     from specbench_methods.hydra.method import HydraConfig
@@ -98,7 +99,7 @@ def _config_class(method: str):
     from specbench_methods.sps.method import SpSConfig
 
     return {"eagle": EagleConfig, "eagle3": Eagle3Config, "hydra": HydraConfig, "medusa": MedusaConfig,
-            "sps": SpSConfig, "redrafter": ReDrafterConfig}[method]
+            "sps": SpSConfig, "redrafter": ReDrafterConfig, "dflash": DFlashConfig}[method]
 
 
 def test_quick_keeps_its_cache_folder_and_full_gets_its_own(tmp_path) -> None:

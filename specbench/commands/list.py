@@ -9,6 +9,15 @@ from specbench.plugins.registry import CORPORA, METHODS, TASK_SOURCES, TASKS
 from specbench.serving.settings import LLAMA_SETTINGS
 
 
+def first_line(doc: str | None) -> str:
+    """A docstring's first line; "" for none (a plugin's corpus may have none).
+
+    >>> first_line("Reads a corpus.\n\nMore."), first_line(None)
+    ('Reads a corpus.', '')
+    """
+    return (doc or "").strip().split("\n", 1)[0]
+
+
 def list_command(args: argparse.Namespace) -> int:
     print("methods:")
     outside = {entry: plugin["spec"] for plugin in loaded_plugins() for entry in plugin["registered"]}
@@ -25,7 +34,7 @@ def list_command(args: argparse.Namespace) -> int:
         task = TASKS.get(name)
         print(f"  {name:10s} {task.subtask} (v{task.version})")
     for prefix in TASK_SOURCES.names():  # your own prompts: ``--tasks PREFIX:SPEC``
-        print(f"  {prefix + ':...':10s} {(TASK_SOURCES.get(prefix).__doc__ or '').strip().splitlines()[0]}")
+        print(f"  {prefix + ':...':10s} {first_line(TASK_SOURCES.get(prefix).__doc__)}")
     print("engine settings (--engine llama-server --methods engine:SETTING; engine:off, the baseline, is added):")
     for name, setting in LLAMA_SETTINGS.items():
         print(f"  {'engine:' + name:20s} --spec-type {setting.spec_type}: {setting.summary}")
@@ -33,7 +42,7 @@ def list_command(args: argparse.Namespace) -> int:
           "model=PATH.gguf, flags='...'; --engine openai:URL: any setting name, url=http://HOST:PORT of its server")
     print("corpora:")
     for name in CORPORA.names():
-        print(f"  {name:14s} {(CORPORA.get(name).__doc__ or '').strip().splitlines()[0]}")
+        print(f"  {name:14s} {first_line(CORPORA.get(name).__doc__)}")
     return 0
 
 

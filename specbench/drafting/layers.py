@@ -92,13 +92,10 @@ class Attention(nn.Module):
         self._scaling = s.rope_scaling
 
     def _rope(self, x: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:
+        """``x [.., n, d]`` rotated at ``positions [n]`` (or per batch entry, ``[B, n]``: ``RopeScaling.rotate``)."""
         if self._inv_freq.device != x.device:
             self._inv_freq = self._inv_freq.to(x.device)
-        freqs = self._scaling.angles(positions, self._inv_freq, self.s.rope_theta)  # [n, d/2]
-        cos, sin = (torch.cat([f, f], -1).to(x.dtype)[None] for f in (freqs.cos(), freqs.sin()))  # [1, n, d]
-        half = x.shape[-1] // 2
-        rotated = torch.cat([-x[..., half:], x[..., :half]], -1)
-        return x * cos + rotated * sin
+        return self._scaling.rotate(x, positions, self._inv_freq, self.s.rope_theta)
 
     def forward(self, x: torch.Tensor, positions: torch.Tensor, mask: torch.Tensor, cache: "DraftCache | None",
                 ) -> torch.Tensor:

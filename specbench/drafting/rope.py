@@ -58,9 +58,27 @@ class RopeScaling:
         return 1.0 / (base ** (torch.arange(0, dim, 2, dtype=torch.float32, device=base_inv_freq.device) / dim))
 
     def angles(self, positions: torch.Tensor, base_inv_freq: torch.Tensor, theta: float = 10000.0) -> torch.Tensor:
-        """``[n, d/2]`` rotation angles of ``positions`` (float32)."""
+        """``[.., n, d/2]`` rotation angles of ``positions [.., n]`` (float32)."""
         pos = positions.float()
         if self.kind == "linear":
             pos = pos / self.factor
         seq_len = int(positions.max()) + 1 if positions.numel() else 0
-        return pos[:, None] * self.inv_freq(base_inv_freq, theta, seq_len)
+        return pos[..., None] * self.inv_freq(base_inv_freq, theta, seq_len)
+
+    def rotate(self, x: torch.Tensor, positions: torch.Tensor, base_inv_freq: torch.Tensor,
+               theta: float = 10000.0) -> torch.Tensor:
+        """``x [.., n, d]`` rotated at ``positions [n]``, or ``x [B, H, n, d]`` at per-row ``positions [B, n]`` (the
+        rotate-half convention of Llama / Qwen).
+
+        >>> x = torch.tensor([[1.0, 0.0]])  # d = 2: one frequency, 1 rad per position
+        >>> RopeScaling().rotate(x, torch.tensor([0]), torch.ones(1)).tolist()
+        [[1.0, 0.0]]
+        >>> [round(v, 4) for v in RopeScaling().rotate(x, torch.tensor([1]), torch.ones(1))[0].tolist()]
+        [0.5403, 0.8415]
+        """
+        freqs = self.angles(positions, base_inv_freq, theta)  # [n, d/2] fp32
+        cos, sin = (torch.cat([f, f], -1).to(x.dtype) for f in (freqs.cos(), freqs.sin()))  # [.., n, d]
+        if positions.dim() > 1:  # one row of positions per batch entry: broadcast over the heads
+            cos, sin = cos.unsqueeze(-3), sin.unsqueeze(-3)
+        half = x.shape[-1] // 2
+        return x * cos + torch.cat([-x[..., half:], x[..., :half]], -1) * sin
