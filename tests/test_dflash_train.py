@@ -11,7 +11,7 @@ import torch
 from conftest import make_tiny_model
 from specbench_methods.dflash.checkpoint import load_draft
 from specbench_methods.dflash.method import DFlashConfig, DFlashDrafter, dflash_first_use
-from specbench.engine.budget import DraftBudget
+from specbench.budget.auto_budget import AutoBudget
 from specbench.engine.drafter import DraftContext
 from specbench.engine.loop import Engine
 from specbench.errors import ConfigError
@@ -44,8 +44,8 @@ def test_self_distillation_learns_and_stays_lossless(tmp_path) -> None:
     assert gen.output_ids == ref and gen.forward_passes < 15  # drafts were accepted: fewer than half the forwards
     # budget=auto: on a flat cost curve whole blocks are verified, on a steep one a node or none; exact either way
     for slope in (0.01, 0.5):
-        budget = DraftBudget(lambda n, context=None, s=slope: 1.0 + s * (np.asarray(n) - 1), calibrate=False)
-        assert engine.generate(prompt, DFlashDrafter(draft), 30, draft_budget=budget).output_ids == ref
+        budget = AutoBudget(lambda n, context=None, s=slope: 1.0 + s * (np.asarray(n) - 1), calibrate=False)
+        assert engine.generate(prompt, DFlashDrafter(draft), 30, budget=budget).output_ids == ref
 
 
 def test_published_checkpoint_by_hub_id_offline(tmp_path, monkeypatch) -> None:

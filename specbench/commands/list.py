@@ -12,7 +12,7 @@ from specbench.serving.settings import LLAMA_SETTINGS
 def first_line(doc: str | None) -> str:
     """A docstring's first line; "" for none (a plugin's corpus may have none).
 
-    >>> first_line("Reads a corpus.\n\nMore."), first_line(None)
+    >>> first_line("  Reads a corpus.  "), first_line(None)
     ('Reads a corpus.', '')
     """
     return (doc or "").strip().split("\n", 1)[0]
