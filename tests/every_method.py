@@ -29,7 +29,7 @@ OPTIONS: dict[str, dict[str, str]] = {
     "dresd": {"corpus": CORPUS, "max_tokens": "3000", "k": "8", "nprobe": "4"},
     "redrafter": {"checkpoint": "random"}, "medusa": {"checkpoint": "random"}, "eagle": {"checkpoint": "random"},
     "hydra": {"checkpoint": "random"}, "eagle3": {"checkpoint": "random"}, "dflash": {"checkpoint": "random"},
-    "samd@rec": {"auxiliary": "recycling", "len_threshold": "8"},
+    "ddtree": {"checkpoint": "random"}, "samd@rec": {"auxiliary": "recycling", "len_threshold": "8"},
     # llama.cpp's sizes (a 12-gram, a 61-token history first) rarely draft on the tiny models' short texts, and
     # size_n >= 2 never drafts inside a run of one token (the latest match leaves one token before the root)
     "ngram-simple": {"size_n": "1", "size_m": "8"}, "ngram-map-k": {"size_n": "1", "size_m": "4"},

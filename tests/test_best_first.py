@@ -12,7 +12,8 @@ deterministically) over the golden prompts, its proposals and verifications reco
   child in its adjacency row (the target's top-k there, best first; rows never written are skipped: all zeros),
   medusa by its heads' logits, hydra by its heads' logits along the path, eagle and eagle3 by the log-probability
   their draft gives each child (recorded from ``dynamic_tree`` / ``static_tree``), redrafter by the best beam
-  score through a node;
+  score through a node, ddtree by the summed log-probability of a node's path under its block's rows (recorded
+  from ``best_first_tree``);
 - ``OBSERVED`` (a ranking the test cannot read back: crest's stored trees): what the engine sees. Over every
   verified sibling group whose parent was accepted (the root always is), a child at rank 0 must be accepted at
   least once and at least as often as a child at rank 1; with ``MIN_GROUPS`` such groups at least, or the check proves nothing;
@@ -180,8 +181,24 @@ def redrafter_builder(module: Any, monkeypatch: pytest.MonkeyPatch, scores: Buil
     monkeypatch.setattr(module, "beam_search", beam_search)
 
 
+def ddtree_builder(module: Any, monkeypatch: pytest.MonkeyPatch, scores: BuilderScores) -> None:
+    """Wrap ddtree's ``best_first_tree``: each node scores its path's summed log-probability, row ``d - 1`` of the
+    block scoring the token at depth ``d``."""
+    real = module.best_first_tree
+
+    def best_first_tree(logprobs: torch.Tensor, nodes: int) -> Any:
+        tree = real(logprobs, nodes)
+        rows = logprobs.detach().float().cpu()
+        scores.tree = tree
+        scores.scores = [sum(float(rows[d, t]) for d, t in enumerate(p)) for p in paths(tree)]
+        return tree
+
+    monkeypatch.setattr(module, "best_first_tree", best_first_tree)
+
+
 def install_builder(method: str, monkeypatch: pytest.MonkeyPatch) -> Scorer:
     """The scorer of a method whose ranking lives inside its tree builder, with the builder patched."""
+    import specbench_methods.dflash.ddtree
     import specbench_methods.eagle.method
     import specbench_methods.eagle3.method
     import specbench_methods.hydra.method
@@ -193,6 +210,8 @@ def install_builder(method: str, monkeypatch: pytest.MonkeyPatch) -> Scorer:
             eagle_builder(specbench_methods.eagle.method, name, monkeypatch, scores)
     elif method == "eagle3":
         eagle_builder(specbench_methods.eagle3.method, "dynamic_tree", monkeypatch, scores)
+    elif method == "ddtree":
+        ddtree_builder(specbench_methods.dflash.ddtree, monkeypatch, scores)
     elif method == "hydra":
         hydra_builder(specbench_methods.hydra.method, monkeypatch, scores)
     else:
@@ -201,7 +220,8 @@ def install_builder(method: str, monkeypatch: pytest.MonkeyPatch) -> Scorer:
 
 
 RANKED: dict[str, Scorer | None] = {"rest": rest_counts, "recycling": recycling_positions, "medusa": medusa_logits,
-                                    "eagle": None, "eagle3": None, "hydra": None, "redrafter": None}  # None: builder
+                                    "eagle": None, "eagle3": None, "hydra": None, "redrafter": None,
+                                    "ddtree": None}  # None: builder
 OBSERVED = {"crest"}
 CHAINS = {"pld", "sps", "pard", "dflash", "ngram-simple", "ngram-map-k", "ngram-map-k4v", "ngram-mod", "ngram-cache"}
 # not checked yet, and why (measured on this file's tiny model); each is left for a follow-up

@@ -42,6 +42,7 @@ TINY_OPTIONS: dict[str, dict[str, str]] = {
     "samd": {"corpus": ECHO_CORPUS},
     "eagle3": {"checkpoint": "random"},
     "dflash": {"checkpoint": "random"},
+    "ddtree": {"checkpoint": "random"},
 }
 SKIPS: dict[str, str] = {}
 

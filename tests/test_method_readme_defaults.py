@@ -20,7 +20,7 @@ ROOT = Path(__file__).resolve().parents[1]
 READMES = {"pld": "methods/pld.md", "rest": "methods/rest_crest.md", "crest": "methods/rest_crest.md",
            "ngram-simple": "methods/ngram/README.md", "ngram-map-k": "methods/ngram/README.md",
            "ngram-map-k4v": "methods/ngram/README.md", "ngram-mod": "methods/ngram/README.md",
-           "ngram-cache": "methods/ngram/README.md"}
+           "ngram-cache": "methods/ngram/README.md", "ddtree": "methods/dflash/README.md"}
 # cells that describe a default computed at run time instead of naming a value
 DESCRIBED = {"per task", "task default", "recipe's"}
 NOTHING = {"none", "unset", "off"}

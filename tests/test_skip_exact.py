@@ -226,7 +226,7 @@ def assert_valid_sample(gens: list[Generation], vocab: int, length: int, where: 
 
 # every method on llama; on the others lookahead, the drafters that read the target's states of every row (queued
 # over skipped steps) and SpS (whose draft model catches up over skipped tokens)
-ELSEWHERE = ("lookahead", "eagle", "eagle3", "dflash", "hydra", "samd@eagle", "sps")
+ELSEWHERE = ("lookahead", "eagle", "eagle3", "dflash", "ddtree", "hydra", "samd@eagle", "sps")
 CELLS = [("llama", m) for m in LABELS] + [(f, m) for f in FAMILIES[1:] for m in LABELS if m in ELSEWHERE]
 
 

@@ -62,6 +62,17 @@ class DFlashDrafter(BaseDrafter):
 
     @torch.inference_mode()
     def propose(self, ctx: DraftContext) -> DraftTree | None:
+        logits = self.block_logits(ctx)
+        return None if logits is None else self.tree_of(logits)
+
+    def tree_of(self, logits: torch.Tensor) -> DraftTree:
+        """The draft from the block rows' logits ``[depth, V]``: DFlash's chain of their argmax (``ddtree``'s
+        drafter builds a tree from the same rows instead)."""
+        return DraftTree.chain(logits.argmax(-1).tolist())
+
+    def block_logits(self, ctx: DraftContext) -> torch.Tensor | None:
+        """The target head's logits at block rows ``1 .. depth`` (``[depth, V]``, ``depth = min(B - 1,
+        max_depth)``), after appending the new rows' context keys and values; None when no row can be used."""
         if ctx.layer_states is None:
             raise RuntimeError("dflash: the engine delivered no layer states (feature_layers not honoured)")
         k, P = ctx.layer_states.shape[0], len(ctx.tokens) - 1  # the root sits at position P
@@ -78,8 +89,7 @@ class DFlashDrafter(BaseDrafter):
         ids[0] = ctx.tokens[-1]
         kv = [(c.k[:, : c.length], c.v[:, : c.length]) for c in self.caches]  # type: ignore[index]
         out = draft(ids, torch.arange(P, P + self.block_size, device=dev), kv)  # [B, h]: one pass, no mask
-        chain = draft.logits(out[1 : 1 + depth]).argmax(-1)  # only the rows the engine can use are scored
-        return DraftTree.chain(chain.tolist())
+        return draft.logits(out[1 : 1 + depth])  # only the rows the engine can use are scored
 
 
 def trained_draft(config: DFlashConfig, env: MethodEnv) -> DFlashDraft:
@@ -99,17 +109,23 @@ def trained_draft(config: DFlashConfig, env: MethodEnv) -> DFlashDraft:
     return draft
 
 
-@register_method("dflash", DFlashConfig)
-def build_dflash(config: DFlashConfig, env: MethodEnv) -> DFlashDrafter:
-    """DFlash's block drafter: a chain of ``block_size - 1`` tokens per forward, over tapped target features."""
+def ready_draft(config: DFlashConfig, env: MethodEnv) -> DFlashDraft:
+    """``trained_draft``, declared as the run's overhead, on the target's device in ``config.dtype``, packed: what
+    ``dflash`` and ``ddtree`` (``ddtree.py``: the same draft, a tree from its block) draft with."""
     draft = trained_draft(config, env)
     env.declare_overhead(parameters=draft.parameter_count())
     draft = draft.to(next(env.model.parameters()).device, draft_dtype(config.dtype, env.model))
     pack_for_inference(draft)
-    return DFlashDrafter(draft, config.block_size)
+    return draft
 
 
-@register_first_use_build("dflash")
+@register_method("dflash", DFlashConfig)
+def build_dflash(config: DFlashConfig, env: MethodEnv) -> DFlashDrafter:
+    """DFlash's block drafter: a chain of ``block_size - 1`` tokens per forward, over tapped target features."""
+    return DFlashDrafter(ready_draft(config, env), config.block_size)
+
+
+@register_first_use_build("dflash")  # (and ``ddtree``, whose default draft is this one)
 def dflash_first_use(config: DFlashConfig, env: MethodEnv) -> PendingBuild | None:
     """The default draft ``build_dflash`` would train now (None: trained, or another checkpoint is named)."""
     if config.checkpoint not in (None, "default"):
