@@ -1,7 +1,7 @@
 """``specbench check-method NAME``: whether a method keeps the drafter contract, one line per property.
 
     specbench check-method pld
-    specbench check-method rest --method-opt corpus=check-method-echo
+    specbench check-method rest --method-opt corpus=check-method-echo --method-opt k=8
     specbench check-method mine --plugins ./my_method.py
 
 Runs the properties of ``specbench/conformance/`` on tiny random models (``PASS``/``FAIL``/``SKIP name: why``),
@@ -11,22 +11,28 @@ does not have, a method that cannot be built on the tiny models).
 from __future__ import annotations
 
 import argparse
+import sys
 import time
 
 from specbench.config.argtypes import int_at_least
 from specbench.errors import ConfigError
 
-BUILT_IN_OPTIONS = """options the built-in methods need to build and draft on the tiny models (--method-opt each):
-  rest, crest, samd          corpus=check-method-echo (a corpus of the tiny models' own answers)
-  dresd                      corpus=check-method-echo max_tokens=3000 k=8 nprobe=4
-  eagle, eagle3, medusa,     checkpoint=random (an untrained head: exact all the same, fewer accepts)
-    hydra, redrafter
-  ngram-simple               size_n=1 size_m=8      ngram-map-k, ngram-map-k4v: size_n=1 size_m=4
-  ngram-mod                  n_match=1 n_max=4 n_min=1
-  sps, pard                  draft_model=DIR: a model over the tiny targets' 64-symbol vocabulary
-  pld, lookahead, recycling, suffix, swift: none
-your own method: whatever lets it build on a 2-layer random target over 64 characters (vocabulary 64, hidden
-size 32; no tokenizer download), e.g. a random head, and a corpus named check-method-echo."""
+ECHO = "check-method-echo"  # (``conformance/tiny.py``'s corpus: each prompt with a tiny target's own answer)
+# what the built-in methods need to build, and draft, on the tiny models: used when no --method-opt is given
+TINY_DEFAULTS: dict[str, dict[str, str]] = {
+    "rest": {"corpus": ECHO}, "crest": {"corpus": ECHO}, "samd": {"corpus": ECHO},
+    "dresd": {"corpus": ECHO, "max_tokens": "3000", "k": "8", "nprobe": "4"},
+    **{m: {"checkpoint": "random"} for m in ("eagle", "eagle3", "medusa", "hydra", "redrafter")},
+    # llama.cpp's n-gram sizes rarely match on the tiny models' short texts
+    "ngram-simple": {"size_n": "1", "size_m": "8"}, "ngram-map-k": {"size_n": "1", "size_m": "4"},
+    "ngram-map-k4v": {"size_n": "1", "size_m": "4"}, "ngram-mod": {"n_match": "1", "n_max": "4", "n_min": "1"},
+}
+EPILOG = ("without --method-opt, a built-in method gets what it needs on the tiny models (datastores over a corpus "
+          "of their own answers, untrained heads):\n" + "\n".join(
+              f"  {name:14s} {' '.join(f'{k}={v}' for k, v in opts.items())}" for name, opts in TINY_DEFAULTS.items())
+          + "\n  sps, pard      draft_model=DIR: a model over the tiny targets' 64-symbol vocabulary (no default)"
+          + "\n  others         none\nyour own method: whatever options let it build on a 2-layer random target "
+          "over 64 characters (hidden size 32, no download): a random head, the corpus " + ECHO + ".")
 
 
 def parse_options(name: str, items: list[str] | None) -> dict[str, str]:
@@ -58,8 +64,13 @@ def check_method_command(args: argparse.Namespace) -> int:
     if unknown or not families:
         raise ConfigError(f"--families takes some of {', '.join(FAMILIES)}, got {args.families!r}")
     limits = CheckLimits(families=families, max_new=args.max_new_tokens, samples=args.samples)
+    options = parse_options(args.name, args.method_opt)
+    base = split_label(args.name)[0]
+    if not args.method_opt and base in TINY_DEFAULTS:
+        options = dict(TINY_DEFAULTS[base])
+        print(f"({args.name} on the tiny models: {' '.join(f'{k}={v}' for k, v in options.items())})", file=sys.stderr)
     start = time.perf_counter()
-    outcomes = check_method(args.name, parse_options(args.name, args.method_opt), limits,
+    outcomes = check_method(args.name, options, limits,
                             emit=lambda outcome: print(outcome, flush=True))
     count = {s: sum(o.status == s for o in outcomes) for s in ("PASS", "FAIL", "SKIP")}
     print(f"check-method {args.name}: {count['PASS']} passed, {count['FAIL']} failed, {count['SKIP']} skipped "
@@ -73,10 +84,10 @@ def register(subs: argparse._SubParsersAction) -> None:
                         description="Runs the drafter contract's properties on one method, built on tiny random "
                                     "models of four families, and prints PASS/FAIL/SKIP name: why per property "
                                     "(exit 1 on any FAIL). About a minute on 2 cores for a model-free method.",
-                        epilog=BUILT_IN_OPTIONS, formatter_class=argparse.RawDescriptionHelpFormatter)
+                        epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("name", help="a registered method or label (a plugin's with --plugins)")
     p.add_argument("--method-opt", action="append", metavar="KEY=VALUE",
-                   help="an option of the method (repeatable); see below for the built-ins")
+                   help="an option of the method (repeatable; replaces the built-in defaults below)")
     p.add_argument("--families", default="llama,qwen2,gpt2,gpt-neox",
                    help="tiny model families to check on (default: all four)")
     p.add_argument("--max-new-tokens", type=int_at_least(8), default=32, help="tokens per greedy generation")

@@ -13,6 +13,13 @@ are merged into one, and the p-value is the Wilson-Hilferty approximation of the
 True
 >>> total_variation(Counter({(1,): 75, (2,): 25}), exact)
 0.25
+
+``fit`` also tests each position's marginal (a joint over many rare sequences merges into too few cells to say
+anything) and returns the smallest p-value, Bonferroni-corrected, with where it was found:
+
+>>> pairs = {(a, b): 0.25 for a in (1, 2) for b in (1, 2)}
+>>> fit(Counter({(1, 1): 30, (2, 1): 30, (1, 2): 20, (2, 2): 20}), pairs)
+(0.12884, 'the token at position 1')
 """
 from __future__ import annotations
 
@@ -68,3 +75,21 @@ def total_variation(counts: Counter, exact: dict[Sequence, float]) -> float:
     n = sum(counts.values())
     cells = set(counts) | set(exact)
     return round(0.5 * sum(abs(counts[s] / n - exact.get(s, 0.0)) for s in cells), 6)
+
+
+def marginal(dist: dict[Sequence, float] | Counter, position: int) -> dict[Sequence, float] | Counter:
+    """The distribution (or counts) of the token at ``position`` alone, keyed ``(token,)``."""
+    out: Counter = Counter()
+    for seq, weight in dist.items():
+        out[(seq[position],)] += weight
+    return out if isinstance(dist, Counter) else dict(out)
+
+
+def fit(counts: Counter, exact: dict[Sequence, float]) -> tuple[float, str]:
+    """(the smallest p-value of the joint test and of each position's marginal test, times their number, capped
+    at 1; which test gave it)."""
+    length = len(next(iter(exact)))
+    tests = [("the sequences", counts, exact)] + [(f"the token at position {i}", marginal(counts, i), marginal(exact, i))
+                                                 for i in range(length)]
+    p, where = min((chi_square_pvalue(c, e), name) for name, c, e in tests)
+    return round(min(1.0, p * len(tests)), 6), where
