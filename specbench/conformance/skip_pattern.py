@@ -39,9 +39,10 @@ class SkipPattern(DraftBudget):
     """The seeded pattern of the module's docstring (``history``: each sequence's choices, by its state)."""
 
     def __init__(self, seed: int, draft_chance: float = 0.5, run_chance: float = 0.15,
-                 drop_chance: float = 0.15) -> None:
+                 drop_chance: float = 0.15, depths: tuple[int, ...] | None = DEPTHS) -> None:
+        """``depths`` None: the budget's own depth hints (``DraftBudget.depth_hint``)."""
         super().__init__(flat_cost, seed=seed, calibrate=False)
-        self.pattern = random.Random(seed)
+        self.pattern, self.depths = random.Random(seed), depths
         self.draft_chance, self.run_chance, self.drop_chance = draft_chance, run_chance, drop_chance
         self.history: dict[int, tuple[SequenceState, list[bool], list[int]]] = {}  # id -> (state, choices, run left)
         self.dropped = 0
@@ -60,8 +61,10 @@ class SkipPattern(DraftBudget):
         return count_skips(states, out)
 
     def depth_hint(self, context: int | None = None, hot: bool = False) -> int:
+        if self.depths is None:
+            return super().depth_hint(context, hot)
         self._rates, self._hot = {}, hot  # (a new step: ``select`` draws its own rates)
-        return self.pattern.choice(DEPTHS)
+        return self.pattern.choice(self.depths)
 
     def _drops(self) -> bool:
         drop = self.pattern.random() < self.drop_chance
@@ -75,12 +78,17 @@ class SkipPattern(DraftBudget):
     def select_batch(self, trees: list[DraftTree | None], *args: Any, **kwargs: Any) -> list[list[int]]:
         return [[] if self._drops() else keep for keep in super().select_batch(trees, *args, **kwargs)]
 
-    def resumed_after(self) -> int:
-        """The most steps in a row skipped before some sequence drafted again (0: never resumed)."""
-        longest = 0
+    def resumed_after_skips(self) -> set[int]:
+        """How many steps in a row were skipped before a sequence drafted again, over every sequence."""
+        gaps = set()
         for _, choices, _ in self.history.values():
             gap = 0
             for go in choices:
-                longest = max(longest, gap) if go else longest
+                if go and gap:
+                    gaps.add(gap)
                 gap = 0 if go else gap + 1
-        return longest
+        return gaps
+
+    def resumed_after(self) -> int:
+        """The most steps in a row skipped before some sequence drafted again (0: never resumed)."""
+        return max(self.resumed_after_skips(), default=0)
