@@ -102,6 +102,8 @@ class Watched:
         self.__dict__.update(inner=drafter, log=log, garble=garble)
 
     def __getattr__(self, name: str) -> Any:  # (the capabilities, ``report`` and anything else a method has)
+        if "inner" not in self.__dict__:
+            raise AttributeError(name)
         return getattr(self.__dict__["inner"], name)
 
     def __deepcopy__(self, memo: dict) -> "Watched":
