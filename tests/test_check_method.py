@@ -21,7 +21,7 @@ from specbench.engine.drafter import BaseDrafter, DraftContext, Proposal, StepRe
 from specbench.engine.tree import DraftTree
 from specbench.plugins.registry import METHODS, MethodSpec
 
-SMALL = CheckLimits(families=("llama",), max_new=24, samples=200)
+SMALL = CheckLimits(families=("llama",), max_new=20, samples=150)
 
 
 @dataclass(frozen=True)

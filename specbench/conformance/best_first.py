@@ -22,6 +22,7 @@ from specbench.conformance.world import Subject
 
 NAME = "best-first"
 MIN_GROUPS = 20
+MIN_ACCEPTS = 10  # accepted children of rank 0 or 1 (fewer: an untrained head's few lucky accepts judge nothing)
 ALPHA = 1e-3
 
 
@@ -48,6 +49,8 @@ def check(subject: Subject) -> Outcome:
                              f"accepted, fewer than {MIN_GROUPS})")
     first, second = log.accepted_ranks[0], log.accepted_ranks[1]
     what = f"over {log.groups} verified sibling groups whose parent was accepted, accepted by rank {ranks}"
+    if first + second < MIN_ACCEPTS:
+        return skipped(NAME, f"{what}: too few accepts of rank 0 or 1 to judge (fewer than {MIN_ACCEPTS})")
     if (first == 0 or first < second) and sign_test(first, second) >= ALPHA:
         return skipped(NAME, f"{what}: too few accepts to judge (rank 1 ahead by chance with p = "
                              f"{sign_test(first, second):.2g})")
