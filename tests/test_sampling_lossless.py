@@ -15,13 +15,13 @@ draft from the target's distribution: no residual), or it would prove nothing.
 """
 from __future__ import annotations
 
-import math
 import random
 from collections import Counter
 
 import pytest
 import torch
 
+from specbench.conformance.distribution import chi_square_pvalue  # (check-method's test, the same here)
 from specbench.engine.drafter import BaseDrafter, DraftContext, Proposal
 from specbench.engine import sampling as engine_sampling
 from specbench.engine.loop import Engine
@@ -59,23 +59,6 @@ def exact_distribution(model: torch.nn.Module, prompt: list[int], stop: set[int]
 
     walk([], 1.0)
     return dist
-
-
-def chi_square_pvalue(counts: Counter, exact: dict[tuple[int, ...], float]) -> float:
-    """Goodness of fit of ``counts`` to ``exact``; 0 when a sequence of probability 0 was drawn."""
-    n = sum(counts.values())
-    if any(seq not in exact for seq in counts):
-        return 0.0
-    big = [s for s in exact if exact[s] * n >= 5]
-    small = [s for s in exact if exact[s] * n < 5]
-    observed = [counts[s] for s in big] + ([sum(counts[s] for s in small)] if small else [])
-    expected = [exact[s] * n for s in big] + ([sum(exact[s] for s in small) * n] if small else [])
-    x2 = sum((o - e) ** 2 / e for o, e in zip(observed, expected))
-    k = len(observed) - 1
-    if k < 1:
-        return 1.0
-    z = ((x2 / k) ** (1 / 3) - (1 - 2 / (9 * k))) / math.sqrt(2 / (9 * k))
-    return 0.5 * math.erfc(z / math.sqrt(2))
 
 
 def sample_counts(engine: Engine, prompt: list[int], drafter) -> tuple[Counter, int]:

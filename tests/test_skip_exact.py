@@ -24,20 +24,17 @@ Methods are built as a run builds them (``build_drafter`` with ``tests/every_met
 from __future__ import annotations
 
 import math
-import random
 from pathlib import Path
 
-import numpy as np
 import pytest
 
 from every_method import QUESTIONS, every_method_options
 from hub_fixtures import tiny_family_dir
 from specbench.catalog import BASELINE
+from specbench.conformance.skip_pattern import RUN, SkipPattern as CoreSkipPattern
 from specbench.config.method_labels import label_options
 from specbench.datastore import corpora
 from specbench.engine.batch_loop import BatchDecoder, Request
-from specbench.budget.auto import Selection
-from specbench.budget.auto_budget import AutoBudget
 from specbench.budget.draft_or_skip import SequenceState
 from specbench.engine.drafter import DraftContext, Drafter, Proposal
 from specbench.engine.generation import Generation
@@ -65,21 +62,16 @@ MAX_NEW = 24
 MAX_NEW_OF = {"lookahead": 48}
 WIDTHS = [(2, True), (3, False)]  # (batch width, refill)
 SAMPLING = SamplingConfig(temperature=0.3, top_k=4, seed=0)  # sharp enough that echoed drafts are accepted
-RUN = 5  # skipped steps in a row of a long run
 
 
-def flat_cost(n, context=None, active=1) -> np.ndarray:
-    """A made-up cost curve almost flat in the rows, so ``select`` keeps most of each draft."""
-    return 1.0 + 0.01 * (np.asarray(n, dtype=float) - 1)
-
-
-class SkipPattern(AutoBudget):
-    """A ``AutoBudget`` whose draft-or-skip choice is a seeded random pattern (the rest is the budget's own).
+class SkipPattern(CoreSkipPattern):
+    """check-method's seeded skip pattern (``specbench/conformance/skip_pattern.py``) with the budget's own depth
+    hints and, unless asked, no draft dropped.
 
     Each candidate drafts with probability ``draft_chance``; with probability ``run_chance`` (and always after its
-    first draft) it first starts a run of ``RUN`` skipped steps. ``draft_chance`` 0 skips every step. ``history``
-    keeps each sequence's choices. With ``drop_chance`` a drafted step's draft is dropped whole after ``propose``
-    (the budget kept none of it): the drafter is told that nothing was verified.
+    first draft) it first starts a run of ``RUN`` skipped steps. ``draft_chance`` 0 skips every step. With
+    ``drop_chance`` a drafted step's draft is dropped whole after ``propose`` (the drafter is told that nothing
+    was verified).
 
     >>> p = SkipPattern(seed=1, draft_chance=0.0)
     >>> s = SequenceState()
@@ -88,50 +80,7 @@ class SkipPattern(AutoBudget):
     """
 
     def __init__(self, seed: int, draft_chance: float = 0.5, run_chance: float = 0.15, drop_chance: float = 0.0) -> None:
-        super().__init__(flat_cost, seed=seed, calibrate=False)
-        self.pattern = random.Random(seed)
-        self.draft_chance, self.run_chance, self.drop_chance = draft_chance, run_chance, drop_chance
-        self.history: dict[int, tuple[SequenceState, list[bool], list[int]]] = {}  # id -> (state, choices, run left)
-        self.dropped = 0  # drafts of which ``select`` / ``select_batch`` kept nothing
-
-    def plan(self, states: list[SequenceState], context: int | None, active: int = 1) -> list[bool]:
-        out = []
-        for s in states:
-            _, choices, run = self.history.setdefault(id(s), (s, [], [0]))  # (the state is kept: its id stays its own)
-            first_draft = choices.count(True) == 1 and choices[-1]  # just made: a run follows (if runs are on)
-            if run[0] == 0 and self.run_chance and (first_draft or self.pattern.random() < self.run_chance):
-                run[0] = RUN
-            go = run[0] == 0 and self.pattern.random() < self.draft_chance
-            run[0] = max(run[0] - 1, 0)
-            if not go:  # as ``draft_or_skip.choose`` counts a skipped step
-                s.skipped, s.skipped_steps = s.skipped + 1, s.skipped_steps + 1
-            choices.append(go)
-            out.append(go)
-        return out
-
-    def _drops(self) -> bool:
-        drop = self.pattern.random() < self.drop_chance
-        self.dropped += drop
-        return drop
-
-    def select(self, tree: DraftTree, draft_s: float = 0.0, aux_rows: int = 0, context: int | None = None) -> Selection:
-        """The budget's choice, or (``drop_chance``) none of the draft: the drafter proposed, nothing is verified."""
-        chosen = super().select(tree, draft_s, aux_rows, context)
-        return Selection([], 1.0, chosen.expected_seconds) if self._drops() else chosen
-
-    def select_batch(self, trees: list[DraftTree | None], *args, **kwargs) -> list[list[int]]:
-        return [[] if self._drops() else keep for keep in super().select_batch(trees, *args, **kwargs)]
-
-    def resumed_after_skips(self) -> set[int]:
-        """How many steps in a row were skipped before a sequence drafted again, over every sequence."""
-        gaps = set()
-        for _, choices, _ in self.history.values():
-            gap = 0
-            for go in choices:
-                if go and gap:
-                    gaps.add(gap)
-                gap = 0 if go else gap + 1
-        return gaps
+        super().__init__(seed, draft_chance, run_chance, drop_chance, depths=None)
 
 
 def max_new(label: str) -> int:
