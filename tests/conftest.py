@@ -13,6 +13,8 @@ if not any(a.startswith(("--benchmark-enable", "--benchmark-only")) for a in sys
     os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 import pytest  # noqa: E402
+
+import specbench  # noqa: E402,F401  (first: its finder maps specbench_methods / specbench_tasks onto this checkout)
 import torch  # noqa: E402
 from transformers import (  # noqa: E402
     GPT2Config,
