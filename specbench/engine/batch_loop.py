@@ -34,6 +34,7 @@ from specbench.engine.backends.contract import BatchedTarget, require
 from specbench.engine.batch_inputs import batch_inputs
 from specbench.budget.contract import WHOLE_DRAFT, Budget
 from specbench.budget.draft_or_skip import SequenceState
+from specbench.budget.outcome import StepOutcome
 from specbench.engine.draft_step import Draft, keep_nodes
 from specbench.engine.drafter import Drafter
 from specbench.engine.generation import Generation
@@ -251,8 +252,9 @@ class BatchDecoder:
             st.hot = st.hot and a == 1
             st.gen.step_times_s.append(now() - t_step)
         t = now()  # the budget learns the step (nothing but budget=auto does)
-        budget.end_step([s.seq for s in slots], drafting, emitted, draft_s, [d.asked_depth for d in drafts], rows,
-                        context - 1, verify_s, t - t_step, sizes)
+        budget.learn(StepOutcome(states=[s.seq for s in slots], drafted=drafting, emitted=emitted, draft_s=draft_s,
+                                 depths=[d.asked_depth for d in drafts], padded_rows=rows, context=context - 1,
+                                 verify_s=verify_s, step_s=t - t_step, rows_each=sizes))
         learn_s = now() - t
         for slot in slots:  # the step's bookkeeping is part of every slot's step
             slot.st.gen.step_times_s[-1] += learn_s

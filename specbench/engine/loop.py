@@ -31,6 +31,7 @@ from specbench.engine.backends.registry import DEFAULT_BACKEND
 from specbench.engine.backends.torch_backends import resolve_backend
 from specbench.budget.contract import WHOLE_DRAFT, Budget
 from specbench.budget.draft_or_skip import SequenceState
+from specbench.budget.outcome import StepOutcome
 from specbench.engine.draft_step import Draft
 from specbench.engine.drafter import Drafter
 from specbench.engine.generation import Generation
@@ -64,12 +65,11 @@ class Engine:
                  record_margins: bool = False) -> Generation:
         """Greedy-decode up to ``max_new_tokens`` after ``prompt_ids``; identical output for any drafter.
 
-        ``record_margins``: also keep each emitted token's top-2 margin (``Generation.token_margins``; the
-        emitting logits rows are kept, a view for AR's single row, and reduced after timing). ``sampling`` with
-        temperature > 0: sample from a generator seeded with ``seed``, distributed as AR sampling's for any
-        drafter (``sampling.py``). ``budget`` (``budget/contract.py``): whether a step drafts, how deep the drafter is
-        asked and what of its draft is verified; lossless whatever it chooses (``WholeDraft``: every draft whole;
-        ``FixedDepth(K)``: cut to depth K; ``AutoBudget``: only when and what pays here)."""
+        ``record_margins``: also keep each emitted token's top-2 margin (``Generation.token_margins``; the emitting
+        logits rows are kept, a view for AR's single row, and reduced after timing). ``sampling`` with temperature
+        > 0: sample from a generator seeded with ``seed``, distributed as AR sampling's for any drafter
+        (``sampling.py``). ``budget`` (``budget/contract.py``): whether a step drafts, how deep and what is verified;
+        lossless whatever it chooses (``WholeDraft``, ``FixedDepth(K)``, ``AutoBudget``: only when and what pays)."""
         if max_new_tokens < 1 or not prompt_ids:
             raise ValueError("max_new_tokens must be >= 1" if prompt_ids else "empty prompt")
         target, sync, now = self.target, self.sync, time.perf_counter
@@ -110,8 +110,10 @@ class Engine:
             emitted = step.emit(st, ver, logits, self.stop_ids, record_margins)
             step.feedback(st, drafter, budget, draft.tree, ver, logits, compiled.tree_rows, layer_states,
                           drafting, observe=seq is None or drafting)  # (a skipped drafter proposed nothing)
-            step.learn_step(budget, seq, drafting, len(emitted), t_draft, draft, int(compiled.input_ids.shape[1]),
-                            n_ctx, t_verify, now() - t_step)
+            if seq is not None:  # (a budget that plans nothing learns nothing: only budget=auto does)
+                budget.learn(StepOutcome(states=[seq], drafted=[drafting], emitted=[len(emitted)], draft_s=[t_draft],
+                                         depths=[draft.asked_depth], padded_rows=int(compiled.input_ids.shape[1]),
+                                         context=n_ctx, verify_s=t_verify, step_s=now() - t_step))
             gen.step_times_s.append(now() - t_step)  # (budget=auto's bookkeeping included)
             if emitted[-1] in self.stop_ids:
                 break

@@ -9,7 +9,7 @@ everything else, so the two cannot drift apart.
 - ``feedback``: the budget and the drafter learn which nodes were accepted; the verified rows' states are
   queued for the drafter;
 - what a drafter reads (``feature_layers``, ``reads_hidden``, ``reads_states``), what ``budget=auto`` prices
-  before a step (``ready``) and learns after it (``learn_step``, ``learn_prefill``).
+  before a step (``ready``) and learns of a prompt (``learn_prefill``; a step's ``Budget.learn``: the loops).
 
 Example (the single loop, greedy): ``st = start(...)`` after the prompt's forward; then every step
 ``d = draft(st, drafter, room, budget, t)``, a forward over ``compile_tree(st.root, d.tree)``,
@@ -213,14 +213,6 @@ def ready(seq: SequenceState, st: Decoding, room: int, reads: bool) -> SequenceS
     seq.room = room
     seq.hot = st.hot
     return seq
-
-
-def learn_step(budget: Budget, seq: SequenceState | None, drafted: bool, emitted: int, draft_s: float,
-               proposed: Draft, rows: int, context: int, verify_s: float, step_s: float) -> None:
-    """The budget learns one step of a single sequence it plans for (``seq``; ``DraftBudget.end_step``)."""
-    if seq is not None:
-        budget.end_step([seq], [drafted], [emitted], [draft_s], [proposed.asked_depth], rows, context, verify_s,
-                        step_s)
 
 
 def learn_prefill(budget: Budget, seq: SequenceState | None, target: Any, drafter: Drafter | None,
