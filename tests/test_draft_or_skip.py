@@ -52,15 +52,15 @@ def _plain_budget(gain: float, ratio: float) -> AutoBudget:
 def test_choose_warm_then_skip() -> None:
     s = SequenceState()
     # before WARM_STEPS drafted steps every candidate drafts, whatever the costs
-    assert choose([s], DraftGains(), [0.0], [0.0], 0.040, lambda d: 0.0, 1).drafting == [True]
+    assert choose([s], DraftGains(), [0.0], [0.0], 0.040, lambda d: 0.0, active=1).drafting == [True]
     gains = _learned(1.0)  # drafting doubles the forward for nothing
     assert gains.drafted >= WARM_STEPS
-    choice = choose([s], gains, [0.0], [0.0], 0.040, lambda d: 0.0, 1)
+    choice = choose([s], gains, [0.0], [0.0], 0.040, lambda d: 0.0, active=1)
     # skipped; its probe would waste a whole plain step: 80 ms for 1 token where a plain step costs 40
     assert choice.drafting == [False] and choice.seconds == pytest.approx(0.040)
     assert choice.waste == [pytest.approx(0.040)]
     # a drafter whose steps emit 3 tokens for twice the price drafts every step
-    assert choose([SequenceState()], _learned(3.0), [0.0], [0.0], 0.040, lambda d: 0.0, 1).drafting == [True]
+    assert choose([SequenceState()], _learned(3.0), [0.0], [0.0], 0.040, lambda d: 0.0, active=1).drafting == [True]
 
 
 def test_probes_spend_at_most_their_share_of_the_skipped_time() -> None:
@@ -92,7 +92,7 @@ def test_catch_up_is_priced_and_spread_over_the_room_left() -> None:
     assert budget.plan([ready(400)], 100) == [True]  # 1 s over ~133 drafted steps: 7.5 ms each
     budget.shared.probe_credit = 0.0
     assert budget.plan([ready(20)], 100) == [False]  # 1 s over ~7 steps: 150 ms each
-    waste = choose([ready(20)], budget.gains, [0.0], [1.0], 0.040, lambda d: 0.0, 1).waste[0]
+    waste = choose([ready(20)], budget.gains, [0.0], [1.0], 0.040, lambda d: 0.0, active=1).waste[0]
     assert waste == pytest.approx(1.0 + 0.080 - PROBE_TOKENS * 0.040)  # (one node: 2 tokens at most, not 3)
 
 
@@ -135,7 +135,8 @@ def test_choose_per_sequence_in_a_batch() -> None:
     for s, g in zip(states, (1.0, 6.0, 1.0, 6.0)):  # but those of sequences 1 and 3 emitted 6 of late
         for _ in range(10):
             s.gain.add(g)
-    assert choose(states, gains, [0.002] * 4, [0.0] * 4, 0.100, lambda d: 0.0, 4).drafting == [False, True, False, True]
+    choice = choose(states, gains, [0.002] * 4, [0.0] * 4, 0.100, lambda d: 0.0, active=4)
+    assert choice.drafting == [False, True, False, True]
 
 
 def test_step_costs_calibrate_per_bucket_and_batch() -> None:
@@ -230,7 +231,7 @@ def test_plan_keeps_a_choice_to_skip_while_nothing_drafts(monkeypatch) -> None:
         budget.gains.add(1, [1], 5.0)  # drafted steps emitted 1 token for five times the price: skip
     priced = []
     real = budget_mod.choose
-    monkeypatch.setattr(budget_mod, "choose", lambda *a: priced.append(1) or real(*a))
+    monkeypatch.setattr(budget_mod, "choose", lambda *a, **k: priced.append(1) or real(*a, **k))
     s = SequenceState()
     pattern = [budget.plan([s], 100)[0] for _ in range(3 * budget_mod.REPLAN_STEPS)]
     assert not any(pattern) and len(priced) == 3
@@ -260,7 +261,7 @@ def test_a_probe_verifies_at_least_one_node_whatever_the_learned_rates() -> None
     budget.learn(StepOutcome(states=[s], drafted=[True], emitted=[1], draft_s=[0.0],
                               depths=[3], padded_rows=2, context=100, verify_s=0.050, step_s=0.050))
     assert budget.gains.probe_ratio(1, 9.0) == pytest.approx(1.25) and budget.gains.forward_ratio(1) > 1.9
-    waste = choose([SequenceState()], budget.gains, [0.0], [0.0], 0.040, lambda d: 0.0, 1).waste[0]
+    waste = choose([SequenceState()], budget.gains, [0.0], [0.0], 0.040, lambda d: 0.0, active=1).waste[0]
     assert waste == pytest.approx(0.010)
     budget.shared.probe_credit = 0.0
     s2 = SequenceState()
@@ -315,7 +316,8 @@ def test_a_warm_budget_measures_the_plain_step_before_weighing_it() -> None:
     assert float(budget.costs.forward(1, 100)) == pytest.approx(1.4 * 0.030)  # (carried over from 5 rows)
     def drafts_on_value() -> bool:  # (``plan``'s choice before any probe)
         return choose([s], budget.gains, [0.010], [0.0], float(budget.costs.forward(1, 100)),
-                      lambda d: budget.costs.overhead(d), 1, None, lambda r: budget.costs.forward(r, 100)).k == 1
+                      lambda d: budget.costs.overhead(d), active=1,
+                      price_rows=lambda r: budget.costs.forward(r, 100)).k == 1
 
     assert drafts_on_value()
     for _ in range(PLAIN_SEEN):  # whatever drafting looks worth (just checked): 1.8 tokens / 64 ms > 1 / 43 ms
@@ -380,7 +382,7 @@ def test_one_batch_sizes_first_step_does_not_set_its_gain_alone() -> None:
     assert g.gain(4) > 2.0 and math.isclose(g.gain(2), g.gain(0))  # (an unseen size: every size's mean)
     s = SequenceState()
     fwd4 = lambda k: 0.160 if k == 0 else 0.192  # noqa: E731
-    assert choose([s] * 4, g, [0.001] * 4, [0.0] * 4, 0.160, lambda drafted: 0.0, 4).k == 4
+    assert choose([s] * 4, g, [0.001] * 4, [0.0] * 4, 0.160, lambda drafted: 0.0, active=4).k == 4
     assert best_k([g.tokens[4].mean] * 4, [0.001] * 4, fwd4, lambda k: 0.0, 4) == 0  # (size 4's own mean: skips)
     for _ in range(60):  # its own steps outweigh the prior once there are many
         g.add(4, [1, 1, 1, 1], 1.1)

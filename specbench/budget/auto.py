@@ -128,9 +128,9 @@ class DraftBudget:
         base = costs.draft_seconds(self.last_depth, active)
         plain = float(costs.forward(1, context, active))
         choice = choose(states, gains, [base] * len(states), [costs.catch_up_seconds(s.unseen, active)
-                        for s in states], plain, lambda drafted: costs.overhead(drafted, active), active,
-                        self._first_probe(gains, plain, context, active),
-                        lambda rows: costs.forward(rows, context, active))
+                        for s in states], plain, lambda drafted: costs.overhead(drafted, active), active=active,
+                        first_probe_ratio=self._first_probe(gains, plain, context, active),
+                        price_rows=lambda rows: costs.forward(rows, context, active))
         drafting, self._lead = list(choice.drafting), choice.lead
         credit = PROBE_COST * choice.seconds * drafting.count(False) / active  # this step's, per skipped share
         if not credited:

@@ -148,8 +148,9 @@ class BatchDecoder:
         root, logprob = step.first_root(logits, sampler)
         self._sync()
         took = now() - t  # time to first token, from the request's admission
-        st = step.start(req.prompt_ids, root, logprob, logits, hidden, None if states is None else states[0], sampler,
-                        self.record_margins, took, took, admitted_s=t - self._t0)
+        st = step.start(req.prompt_ids, root, logprob, logits, hidden, sampler=sampler, verify_s=took, step_s=took,
+                        layer_states=None if states is None else states[0], record_margins=self.record_margins,
+                        admitted_s=t - self._t0)
         gen = st.gen
         entry = _Slot(index, drafter, st, None if drafter is None else self.budget.sequence())
         if slot == len(slots):
@@ -244,8 +245,8 @@ class BatchDecoder:
             mine = None
             if states is not None and wanted[b]:  # this slot's layers, in its drafter's declared order
                 mine = states[b, : c.input_ids.shape[1], [layers.index(i) for i in wanted[b]]]
-            step.feedback(st, slot.drafter, budget, d.tree, ver, logits, c.tree_rows, mine, drafted,
-                          observe=not skipped[b])
+            step.feedback(st, slot.drafter, budget, d.tree, ver, logits, tree_rows=c.tree_rows, layer_states=mine,
+                          drafted=drafted, observe=not skipped[b])
             # in a batch every sequence drafts cold (``acceptance_stats.py``): a hot one's deep draft pads the whole
             # batch's forward, and wide padded forwards cost more than the batch profile says (pld@auto at B=8 drafted
             # three times as many steps hot, read 0.95x and its calibrated prediction missed by 14%)

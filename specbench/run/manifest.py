@@ -80,7 +80,7 @@ def _host_seconds() -> float:
     return measure_host_seconds(repeats=7)
 
 
-def write_run_manifest(ctx: RunContext, configs: dict, artifacts: dict, chat_template: dict[str, Any],
+def write_run_manifest(ctx: RunContext, configs: dict, artifacts: dict, chat_template: dict[str, Any], *,
                        estimate: Any = None, machine: Any = None, engine: dict[str, Any] | None = None) -> None:
     """Write (or, resuming, note a resumption in) the run's ``manifest.json``: everything a reader checks
     records against and every reader labels the run with. ``estimate``: the up-front estimate (``estimate.py``;

@@ -182,8 +182,8 @@ class Runner:
         self.servers = self._exits.enter_context(ServingRuns(ctx, encode))  # (servers up, or no-op)
         self.refs.margin_at = self.servers.margin_at
         configs.update({m: self.plan.options_of(m) for m in self.plan.engine_methods})
-        write_run_manifest(ctx, configs, artifacts, self.template_record(), self.estimate, self.machine,
-                           self.servers.describe())
+        write_run_manifest(ctx, configs, artifacts, self.template_record(), estimate=self.estimate,
+                           machine=self.machine, engine=self.servers.describe())
 
         existing = read_validated_records(self.run_dir, read_manifest(self.run_dir))
         records = {r.key: r for r in existing}
