@@ -25,7 +25,11 @@ from specbench.tree.draft_tree import DraftTree
 
 
 class Budget(Protocol):
-    """What the decode loops (``engine/loop.py``, ``engine/batch_loop.py``, ``engine/step.py``) ask of a budget."""
+    """What the decode loops (``engine/loop.py``, ``engine/batch_loop.py``, ``engine/step.py``) ask of a budget,
+    and the runner: whether it carries what it learned from one generation to the next (then a run isolates its
+    repeats from it as from a drafter's: ``run/drafter_state.py``; ``BaseDrafter.keeps_state_across_generations``)."""
+
+    keeps_state_across_generations: bool
 
     def sequence(self) -> SequenceState | None:
         """A new sequence's state, which ``plan`` prices (None: the budget plans nothing; every step drafts)."""
@@ -65,6 +69,8 @@ class Budget(Protocol):
 
 class WholeDraft:
     """The method's own draft, verified whole (its paper's setting): the budget that decides nothing."""
+
+    keeps_state_across_generations = False
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}()"

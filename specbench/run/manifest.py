@@ -118,7 +118,7 @@ def write_run_manifest(ctx: RunContext, configs: dict, artifacts: dict, chat_tem
         manifest["context_lengths"] = lengths
     if engine is not None:
         manifest["engine"] = engine
-    if ctx.budgets.auto:
+    if ctx.budgets.profile_path is not None:
         manifest["cost_profile"] = {"file": PROFILE_FILE, "cached": ctx.budgets.profile_path}
     path = ctx.run_dir / MANIFEST_FILE
     threads = manifest["backend"].get("threads") or torch.get_num_threads()  # (llama.cpp's, else torch's)
