@@ -20,8 +20,13 @@ import specbench.budget.auto as budget_module
 from specbench.budget.registry import Prices, make_budget
 from specbench.engine import step
 from specbench.budget.draft_or_skip import SequenceState
+from specbench.budget.outcome import StepOutcome
 from specbench.engine.drafter import BaseDrafter
 from specbench.engine.tree import DraftTree
+
+
+# an ``end_step`` event's fields besides its states: a ``StepOutcome``'s (``Budget.learn``)
+OUTCOME_KEYS = ("drafted", "emitted", "draft_s", "depths", "padded_rows", "context", "verify_s", "step_s", "rows_each")
 
 
 def tree_of(data: list | None) -> DraftTree | None:
@@ -85,8 +90,7 @@ def replay_run(run: dict, data: dict, seed: int | None = None) -> tuple[list[tup
                 budget.observe(tree_of(e["tree"]), e["accepted"], e["hot"])
             elif call == "end_step":
                 states = [None if i is None else seqs[i] for i in e["states"]]
-                budget.end_step(states, e["drafted"], e["emitted"], e["draft_s"], e["depths"], e["padded_rows"],
-                                e["context"], e["verify_s"], e["step_s"], e["rows_each"])
+                budget.learn(StepOutcome(states=states, **{k: e[k] for k in OUTCOME_KEYS}))
     summaries = [{"drafted_steps": s.drafted_steps, "skipped_steps": s.skipped_steps, "predicted_s": s.predicted_s,
                   "predicted_ar_s": s.predicted_ar_s} for _, s in sorted(seqs.items())]
     return out, summaries

@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 from specbench.budget.auto_budget import AutoBudget
+from specbench.budget.outcome import StepOutcome
 from specbench.budget.draft_or_skip import WARM_STEPS, DraftGains, SequenceState
 
 
@@ -22,11 +23,13 @@ def test_steps_that_found_nothing_do_not_warm_the_budget_up() -> None:
     budget, s = _flat_budget(), SequenceState()
     for _ in range(3 * WARM_STEPS):  # the drafter is called and finds nothing: one row, one token
         assert budget.plan([s], 100) == [True]
-        budget.end_step([s], [True], [1], [0.0001], [4], 1, 100, 0.040, 0.0402)
+        budget.learn(StepOutcome(states=[s], drafted=[True], emitted=[1], draft_s=[0.0001],
+                                  depths=[4], padded_rows=1, context=100, verify_s=0.040, step_s=0.0402))
     assert budget.gains.drafted == 0
     for _ in range(WARM_STEPS):  # drafts of 4 tokens verified in 5 rows, 2 tokens each
         assert budget.plan([s], 100) == [True]
-        budget.end_step([s], [True], [2], [0.0001], [4], 5, 100, 0.044, 0.0442)
+        budget.learn(StepOutcome(states=[s], drafted=[True], emitted=[2], draft_s=[0.0001],
+                                  depths=[4], padded_rows=5, context=100, verify_s=0.044, step_s=0.0442))
     assert budget.gains.drafted == WARM_STEPS
     # every step is in the means: 16 steps of which 4 emitted 2 tokens (decayed: the recent ones weigh more)
     assert 1.2 < budget.gains.gain(1) < 1.3 and budget.plan([s], 100) == [True]
@@ -45,7 +48,8 @@ def _skipping_budget(wide: float = 0.044) -> tuple[AutoBudget, SequenceState]:
     for _ in range(10_000):
         if budget.plan([s], 100) == [True]:
             return budget, s
-        budget.end_step([s], [False], [1], [0.0], [0], 1, 100, 0.040, 0.0401)
+        budget.learn(StepOutcome(states=[s], drafted=[False], emitted=[1], draft_s=[0.0],
+                                  depths=[0], padded_rows=1, context=100, verify_s=0.040, step_s=0.0401))
     raise AssertionError("the budget never probed")
 
 
@@ -57,7 +61,8 @@ def test_a_probe_that_found_nothing_keeps_the_credit_and_probes_again() -> None:
     assert s.probing
     credit, probes_before = budget._probe_spent, budget.gains.probe_tokens.get(1)
     lookup = 0.0001  # (cheaper than a step's credit, 0.2 ms)
-    budget.end_step([s], [True], [1], [lookup], [1], 1, 100, 0.040, 0.0403)
+    budget.learn(StepOutcome(states=[s], drafted=[True], emitted=[1], draft_s=[lookup],
+                              depths=[1], padded_rows=1, context=100, verify_s=0.040, step_s=0.0403))
     assert budget.shared.probe_credit == pytest.approx(credit - lookup)
     assert budget.gains.probe_tokens.get(1) is probes_before and budget.gains.drafted == 20
     assert s.drafted_steps == 0 and s.skipped > 0
@@ -72,7 +77,8 @@ def test_a_probe_is_charged_the_seconds_it_wasted(wide: float, emitted: int, kep
     budget, s = _skipping_budget(wide)
     assert s.probing
     credit = budget._probe_spent
-    budget.end_step([s], [True], [emitted], [0.0001], [1], 2, 100, wide, wide + 0.0003)
+    budget.learn(StepOutcome(states=[s], drafted=[True], emitted=[emitted], draft_s=[0.0001],
+                              depths=[1], padded_rows=2, context=100, verify_s=wide, step_s=wide + 0.0003))
     assert s.drafted_steps == 1 and budget.gains.probe_tokens[1].known
     if kept == "all":
         assert budget.shared.probe_credit == pytest.approx(credit)

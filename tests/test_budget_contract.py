@@ -76,3 +76,36 @@ def test_a_registered_budget_runs_batched(every_other) -> None:
 def test_unknown_budget_names_are_refused() -> None:
     with pytest.raises(KeyError, match="no draft budget named 'sometimes'"):
         make_budget("sometimes")
+
+
+def test_a_registered_budget_is_a_method_labels_budget(every_other) -> None:
+    """A label names a registered budget by its name (``budget_of``), the method factory builds it through the
+    registry, and a run measures no cost profile for it (it prices nothing)."""
+    from specbench.config.method_labels import budget_of
+    from specbench.errors import ConfigError
+    from specbench.run.methods_factory import budget_priced, build_budget
+
+    assert budget_of("pld@alt", {"budget": "every-other"}) == "every-other"
+    assert isinstance(build_budget("pld@alt", {"budget": "every-other"}), EveryOther)
+    assert not budget_priced("pld@alt", {"budget": "every-other"}) and budget_priced("pld@auto", {"budget": "auto"})
+    with pytest.raises(ConfigError, match="one of default, auto, every-other or a draft depth K >= 1, got 'fixed'"):
+        budget_of("pld", {"budget": "fixed"})  # (the kind of a depth K is not a name)
+    del BUDGET_KINDS["every-other"]
+    with pytest.raises(ConfigError, match="one of default, auto or a draft depth"):
+        budget_of("pld@alt", {"budget": "every-other"})
+    register_budget("every-other")(lambda value, prices: EveryOther())
+
+
+def test_a_run_asks_the_budget_whether_it_keeps_state(every_other) -> None:
+    """Repeats are isolated from a budget that learns across generations as it declares
+    (``Budget.keeps_state_across_generations``), not by its class."""
+    from specbench.budget.registry import Prices
+    from specbench.run.drafter_state import keeps_state
+
+    auto = make_budget("auto", Prices(lambda n, context=None: 0.04 + 0.001 * n))
+    assert keeps_state(auto) and not keeps_state(every_other) and not keeps_state(make_budget(2))
+
+    class Learning(EveryOther):
+        keeps_state_across_generations = True
+
+    assert keeps_state(Learning())

@@ -38,11 +38,11 @@ def test_padded_forward_grows_with_the_sequences_drafting() -> None:
 
 def test_batch_of_eight_skips_where_the_mean_ratio_drafted_all() -> None:
     g, states = _batch_gains(), [SequenceState() for _ in range(8)]
-    args = (g, [0.0002] * 8, [0.0] * 8, PLAIN_8, lambda drafted: 0.0, 8)
+    args = (g, [0.0002] * 8, [0.0] * 8, PLAIN_8, lambda drafted: 0.0)
     # priced at the mean ratio of steps where one sequence drafted (1.0625), all eight drafting looks 14% better
-    assert choose(states, *args).k == 8
+    assert choose(states, *args, active=8).k == 8
     # priced as the widest of the eight (65% of such steps are 6 rows wide), every choice loses to the plain step
-    assert choose(states, *args, price_rows=_price).k == 0
+    assert choose(states, *args, active=8, price_rows=_price).k == 0
 
 
 def test_probe_is_credited_with_what_probes_emitted() -> None:
@@ -50,13 +50,14 @@ def test_probe_is_credited_with_what_probes_emitted() -> None:
     for _ in range(20):  # drafted steps emit 1.5 tokens for twice a plain step's forward: skip
         g.add(1, [2], 2.0)
         g.add(1, [1], 2.0)
-    args = ([SequenceState()], g, [0.0], [0.0], 0.040, lambda drafted: 0.0, 1, 1.25)
-    before = choose(*args)
+    args = ([SequenceState()], g, [0.0], [0.0], 0.040, lambda drafted: 0.0)
+    before = choose(*args, active=1, first_probe_ratio=1.25)
     # before any probe, a probe is credited with a drafted step's mean (1.5): it looks like a gain of 10 ms
     assert before.k == 0 and before.waste[0] == pytest.approx(0.010 - 0.5 * 0.040, abs=5e-4)
     g.add(1, [1], 1.25, probe=True)  # a probe that found nothing to accept
     assert g.probe_gain(1, 9.0) == pytest.approx(1.0)
-    assert choose(*args).waste[0] == pytest.approx(0.010)  # its 2-row forward's 10 ms, for no token
+    # its 2-row forward's 10 ms, for no token
+    assert choose(*args, active=1, first_probe_ratio=1.25).waste[0] == pytest.approx(0.010)
 
 
 def test_cold_sequence_is_priced_by_cold_steps() -> None:
@@ -64,9 +65,9 @@ def test_cold_sequence_is_priced_by_cold_steps() -> None:
     for _ in range(20):  # streaks emit 5 tokens a drafted step, cold steps 1
         g.add(1, [5, 1], 1.5, hot=[True, False])
     cold, hot = SequenceState(), SequenceState(hot=True)
-    args = (g, [0.0], [0.0], 0.040, lambda drafted: 0.0, 1)
+    args = (g, [0.0], [0.0], 0.040, lambda drafted: 0.0)
     assert expected_gain(g, cold, 1) == pytest.approx(1.0) and expected_gain(g, hot, 1) > 4.5
-    assert choose([cold], *args).k == 0 and choose([hot], *args).k == 1
+    assert choose([cold], *args, active=1).k == 0 and choose([hot], *args, active=1).k == 1
     assert g.gain(1) == pytest.approx(3.0, abs=0.05)  # (priced with every step's mean, the cold one drafted)
 
 

@@ -68,6 +68,6 @@ def test_a_hot_sequence_drafts_where_the_pooled_mean_skips() -> None:
         gains.add(1, [4], 2.0, hot=[True])
     cold, hot = SequenceState(), SequenceState(hot=True)
     assert expected_gain(gains, cold, 1) < 2.0 < expected_gain(gains, hot, 1)
-    args = ([0.0], [0.0], 0.040, lambda drafted: 0.0, 1)
-    assert choose([cold], gains, *args).drafting == [False]
-    assert choose([hot], gains, *args).drafting == [True]
+    args = ([0.0], [0.0], 0.040, lambda drafted: 0.0)
+    assert choose([cold], gains, *args, active=1).drafting == [False]
+    assert choose([hot], gains, *args, active=1).drafting == [True]

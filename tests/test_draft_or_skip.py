@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from specbench.budget.auto_budget import AutoBudget
+from specbench.budget.outcome import StepOutcome
 from specbench.budget.draft_or_skip import (PROBE_COST, PROBE_TOKENS, WARM_STEPS, DraftGains, MethodLearning,
                                             SequenceState, best_k, choose)
 from specbench.budget.step_costs import CATCH_UP_FREE, StepCosts, row_bucket
@@ -51,15 +52,15 @@ def _plain_budget(gain: float, ratio: float) -> AutoBudget:
 def test_choose_warm_then_skip() -> None:
     s = SequenceState()
     # before WARM_STEPS drafted steps every candidate drafts, whatever the costs
-    assert choose([s], DraftGains(), [0.0], [0.0], 0.040, lambda d: 0.0, 1).drafting == [True]
+    assert choose([s], DraftGains(), [0.0], [0.0], 0.040, lambda d: 0.0, active=1).drafting == [True]
     gains = _learned(1.0)  # drafting doubles the forward for nothing
     assert gains.drafted >= WARM_STEPS
-    choice = choose([s], gains, [0.0], [0.0], 0.040, lambda d: 0.0, 1)
+    choice = choose([s], gains, [0.0], [0.0], 0.040, lambda d: 0.0, active=1)
     # skipped; its probe would waste a whole plain step: 80 ms for 1 token where a plain step costs 40
     assert choice.drafting == [False] and choice.seconds == pytest.approx(0.040)
     assert choice.waste == [pytest.approx(0.040)]
     # a drafter whose steps emit 3 tokens for twice the price drafts every step
-    assert choose([SequenceState()], _learned(3.0), [0.0], [0.0], 0.040, lambda d: 0.0, 1).drafting == [True]
+    assert choose([SequenceState()], _learned(3.0), [0.0], [0.0], 0.040, lambda d: 0.0, active=1).drafting == [True]
 
 
 def test_probes_spend_at_most_their_share_of_the_skipped_time() -> None:
@@ -91,7 +92,7 @@ def test_catch_up_is_priced_and_spread_over_the_room_left() -> None:
     assert budget.plan([ready(400)], 100) == [True]  # 1 s over ~133 drafted steps: 7.5 ms each
     budget.shared.probe_credit = 0.0
     assert budget.plan([ready(20)], 100) == [False]  # 1 s over ~7 steps: 150 ms each
-    waste = choose([ready(20)], budget.gains, [0.0], [1.0], 0.040, lambda d: 0.0, 1).waste[0]
+    waste = choose([ready(20)], budget.gains, [0.0], [1.0], 0.040, lambda d: 0.0, active=1).waste[0]
     assert waste == pytest.approx(1.0 + 0.080 - PROBE_TOKENS * 0.040)  # (one node: 2 tokens at most, not 3)
 
 
@@ -105,22 +106,25 @@ def test_a_new_task_starts_from_the_method_s_other_tasks() -> None:
     assert second.plan([SequenceState()], 100) == [True]  # nothing known anywhere: warm up
     s = SequenceState()
     for _ in range(WARM_STEPS):  # the first task: drafted steps emit 1 token at twice the price
-        first.end_step([s], [True], [1], [0.0], [4], 8, 100, 0.080, 0.080)
+        first.learn(StepOutcome(states=[s], drafted=[True], emitted=[1], draft_s=[0.0],
+                                 depths=[4], padded_rows=8, context=100, verify_s=0.080, step_s=0.080))
     second.gains.add(1, [1], 1.0)  # (one drafted step of its own is not enough to go by)
     assert second.plan([SequenceState()], 100) == [False]
     assert AutoBudget(cost, calibrate=False).plan([SequenceState()], 100) == [True]  # unshared: warms up
 
 
-def test_end_step_counts_its_own_time_in_the_next_overhead(monkeypatch) -> None:
+def test_learn_counts_its_own_time_in_the_next_overhead(monkeypatch) -> None:
     import specbench.budget.auto as budget_mod
 
-    clock = iter([0.0, 0.005, 1.0, 1.0])  # the first end_step takes 5 ms of bookkeeping
+    clock = iter([0.0, 0.005, 1.0, 1.0])  # the first learn takes 5 ms of bookkeeping
     monkeypatch.setattr(budget_mod.time, "perf_counter", lambda: next(clock))
     budget = AutoBudget(lambda n, context=None: np.full(np.shape(n), 0.040), calibrate=False)
     s = SequenceState()
-    budget.end_step([s], [False], [1], [0.0], [0], 1, 100, 0.040, 0.041)
+    budget.learn(StepOutcome(states=[s], drafted=[False], emitted=[1], draft_s=[0.0],
+                              depths=[0], padded_rows=1, context=100, verify_s=0.040, step_s=0.041))
     assert budget.costs.overhead(False) == pytest.approx(0.001)
-    budget.end_step([s], [False], [1], [0.0], [0], 1, 100, 0.040, 0.041)
+    budget.learn(StepOutcome(states=[s], drafted=[False], emitted=[1], draft_s=[0.0],
+                              depths=[0], padded_rows=1, context=100, verify_s=0.040, step_s=0.041))
     assert budget.costs.overhead(False) == pytest.approx((0.001 * 0.97 + 0.006) / 1.97)
 
 
@@ -131,7 +135,8 @@ def test_choose_per_sequence_in_a_batch() -> None:
     for s, g in zip(states, (1.0, 6.0, 1.0, 6.0)):  # but those of sequences 1 and 3 emitted 6 of late
         for _ in range(10):
             s.gain.add(g)
-    assert choose(states, gains, [0.002] * 4, [0.0] * 4, 0.100, lambda d: 0.0, 4).drafting == [False, True, False, True]
+    choice = choose(states, gains, [0.002] * 4, [0.0] * 4, 0.100, lambda d: 0.0, active=4)
+    assert choice.drafting == [False, True, False, True]
 
 
 def test_step_costs_calibrate_per_bucket_and_batch() -> None:
@@ -168,11 +173,12 @@ def test_step_costs_overhead_and_draft_fallbacks() -> None:
     assert costs.draft_seconds(6, active=8) == pytest.approx(0.012)  # another batch size: any size's figure
 
 
-def test_budget_end_step_learns_and_predicts() -> None:
+def test_budget_learns_and_predicts() -> None:
     budget = AutoBudget(lambda n, context=None: 0.010 + 0.001 * (np.asarray(n, dtype=float) - 1))
     s = SequenceState()
     # a drafted step: 5 rows predicted at 14 ms, took 28 ms (x2), drafting 3 ms, 1 ms besides; emitted 3 tokens
-    budget.end_step([s], [True], [3], [0.003], [4], 5, 100, 0.028, 0.032)
+    budget.learn(StepOutcome(states=[s], drafted=[True], emitted=[3], draft_s=[0.003],
+                              depths=[4], padded_rows=5, context=100, verify_s=0.028, step_s=0.032))
     assert s.predicted_s == pytest.approx(0.014)  # priced before the step was learned: nothing calibrated yet
     assert s.predicted_ar_s == pytest.approx(3 * 0.010)
     assert s.drafted_steps == 1 and s.skipped == 0 and budget.last_depth == 4
@@ -180,7 +186,8 @@ def test_budget_end_step_learns_and_predicts() -> None:
     assert budget.costs.draft_seconds(4) == pytest.approx(0.003)
     assert budget.costs.overhead(True) == pytest.approx(0.001)
     # the next identical step is priced with what the first taught it
-    budget.end_step([s], [True], [3], [0.003], [4], 5, 100, 0.028, 0.032)
+    budget.learn(StepOutcome(states=[s], drafted=[True], emitted=[3], draft_s=[0.003],
+                              depths=[4], padded_rows=5, context=100, verify_s=0.028, step_s=0.032))
     assert s.predicted_s == pytest.approx(0.014 + 0.032)
     # drafted steps' forwards cost 1.4 plain ones (the 5-row price over the 1-row one, each at its step)
     assert budget.gains.forward_ratio(1) == pytest.approx(1.4) and budget.gains.gain(1) == pytest.approx(3.0)
@@ -192,7 +199,8 @@ def test_drafted_forward_is_the_mean_price_not_the_price_of_the_mean_width() -> 
     budget = AutoBudget(cost, calibrate=False)
     s = SequenceState()
     for rows in (1, 7) * 5:
-        budget.end_step([s], [True], [1 if rows == 1 else 4], [0.0], [6], rows, 100, 0.04, 0.04)
+        budget.learn(StepOutcome(states=[s], drafted=[True], emitted=[1 if rows == 1 else 4], draft_s=[0.0],
+                                  depths=[6], padded_rows=rows, context=100, verify_s=0.04, step_s=0.04))
     assert budget.gains.forward_ratio(1) == pytest.approx((1.0 + 0.046 / 0.040) / 2, rel=0.02)
 
 
@@ -223,7 +231,7 @@ def test_plan_keeps_a_choice_to_skip_while_nothing_drafts(monkeypatch) -> None:
         budget.gains.add(1, [1], 5.0)  # drafted steps emitted 1 token for five times the price: skip
     priced = []
     real = budget_mod.choose
-    monkeypatch.setattr(budget_mod, "choose", lambda *a: priced.append(1) or real(*a))
+    monkeypatch.setattr(budget_mod, "choose", lambda *a, **k: priced.append(1) or real(*a, **k))
     s = SequenceState()
     pattern = [budget.plan([s], 100)[0] for _ in range(3 * budget_mod.REPLAN_STEPS)]
     assert not any(pattern) and len(priced) == 3
@@ -250,9 +258,10 @@ def test_a_probe_verifies_at_least_one_node_whatever_the_learned_rates() -> None
     # the probe's price is learned apart from full drafts': a plain step is 40 ms, drafted ones cost twice that, the
     # probe's 2-row forward 50 ms, so the next probe's waste is its 10 ms (a token of 1 at most: gains of 1.0)
     assert budget.gains.probe_ratio(1, 1.25) == pytest.approx(1.25)  # (none seen yet: the two-row forward's)
-    budget.end_step([s], [True], [1], [0.0], [3], 2, 100, 0.050, 0.050)
+    budget.learn(StepOutcome(states=[s], drafted=[True], emitted=[1], draft_s=[0.0],
+                              depths=[3], padded_rows=2, context=100, verify_s=0.050, step_s=0.050))
     assert budget.gains.probe_ratio(1, 9.0) == pytest.approx(1.25) and budget.gains.forward_ratio(1) > 1.9
-    waste = choose([SequenceState()], budget.gains, [0.0], [0.0], 0.040, lambda d: 0.0, 1).waste[0]
+    waste = choose([SequenceState()], budget.gains, [0.0], [0.0], 0.040, lambda d: 0.0, active=1).waste[0]
     assert waste == pytest.approx(0.010)
     budget.shared.probe_credit = 0.0
     s2 = SequenceState()
@@ -301,25 +310,32 @@ def test_a_warm_budget_measures_the_plain_step_before_weighing_it() -> None:
         budget.gains.add(1, [1.8], 1.7, rows=[5])  # type: ignore[list-item]
     s = SequenceState()
     for _ in range(3):  # drafted steps of 5 rows, measured at 1.4 times T(5), plus 10 ms of drafting
-        budget.end_step([s], [True], [2], [0.010], [4], 5, 100, 1.4 * 0.038, 1.4 * 0.038 + 0.011)
+        budget.learn(StepOutcome(states=[s], drafted=[True], emitted=[2], draft_s=[0.010],
+                                  depths=[4], padded_rows=5, context=100,
+                                  verify_s=1.4 * 0.038, step_s=1.4 * 0.038 + 0.011))
     assert float(budget.costs.forward(1, 100)) == pytest.approx(1.4 * 0.030)  # (carried over from 5 rows)
     def drafts_on_value() -> bool:  # (``plan``'s choice before any probe)
         return choose([s], budget.gains, [0.010], [0.0], float(budget.costs.forward(1, 100)),
-                      lambda d: budget.costs.overhead(d), 1, None, lambda r: budget.costs.forward(r, 100)).k == 1
+                      lambda d: budget.costs.overhead(d), active=1,
+                      price_rows=lambda r: budget.costs.forward(r, 100)).k == 1
 
     assert drafts_on_value()
     for _ in range(PLAIN_SEEN):  # whatever drafting looks worth (just checked): 1.8 tokens / 64 ms > 1 / 43 ms
         assert budget.plan([s], 100) == [False] and not s.probing
-        budget.end_step([s], [False], [1], [0.0], [0], 1, 100, 0.031, 0.0315)
+        budget.learn(StepOutcome(states=[s], drafted=[False], emitted=[1], draft_s=[0.0],
+                                  depths=[0], padded_rows=1, context=100, verify_s=0.031, step_s=0.0315))
     assert s.skipped_steps == PLAIN_SEEN and not budget.costs.plain_unpriced(1)
     assert float(budget.costs.forward(1, 100)) == pytest.approx(0.031)
     assert not drafts_on_value()  # priced: 1.8 / 64 ms < 1 / 31.5 ms
     # a price measured in a slow spell is not kept for the rest of the run: after PLAIN_REFRESH wider forwards
     # the next step is plain again, and its measurement outweighs the stale one (which keeps STALE_WEIGHT)
     for _ in range(PLAIN_REFRESH):
-        budget.end_step([s], [True], [2], [0.010], [4], 5, 100, 1.4 * 0.038, 1.4 * 0.038 + 0.011)
+        budget.learn(StepOutcome(states=[s], drafted=[True], emitted=[2], draft_s=[0.010],
+                                  depths=[4], padded_rows=5, context=100,
+                                  verify_s=1.4 * 0.038, step_s=1.4 * 0.038 + 0.011))
     assert budget.costs.plain_unpriced(1) and budget.plan([s], 100) == [False] and not s.probing
-    budget.end_step([s], [False], [1], [0.0], [0], 1, 100, 0.020, 0.0205)
+    budget.learn(StepOutcome(states=[s], drafted=[False], emitted=[1], draft_s=[0.0],
+                              depths=[0], padded_rows=1, context=100, verify_s=0.020, step_s=0.0205))
     stale = STALE_WEIGHT * COST_DECAY  # (decayed once more as the fresh one is added)
     fresh = (stale * 0.031 + 0.020) / (stale + 1)
     assert float(budget.costs.forward(1, 100)) == pytest.approx(fresh) and not budget.costs.plain_unpriced(1)
@@ -342,13 +358,15 @@ def test_a_narrow_lead_measures_the_plain_step_again_sooner(draft_s: float, refr
     s = SequenceState()
     for _ in range(PLAIN_SEEN):
         assert budget.plan([s], 100) == [False]
-        budget.end_step([s], [False], [1], [0.0], [0], 1, 100, 0.030, 0.030)
+        budget.learn(StepOutcome(states=[s], drafted=[False], emitted=[1], draft_s=[0.0],
+                                  depths=[0], padded_rows=1, context=100, verify_s=0.030, step_s=0.030))
     plans = []
     for _ in range(PLAIN_REFRESH + 1):  # 2 tokens / (draft_s + 38 ms) against 1 / 30 ms: 5% or 40% ahead
         plans.append(budget.plan([s], 100)[0])
         if not plans[-1]:
             break
-        budget.end_step([s], [True], [2], [draft_s], [4], 5, 100, 0.038, 0.038 + draft_s)
+        budget.learn(StepOutcome(states=[s], drafted=[True], emitted=[2], draft_s=[draft_s],
+                                  depths=[4], padded_rows=5, context=100, verify_s=0.038, step_s=0.038 + draft_s))
     near = budget._lead < NEAR_LEAD
     assert near == (refreshed_after == "near") and budget._lead > 0
     assert plans == [True] * (PLAIN_REFRESH_NEAR if near else PLAIN_REFRESH) + [False] and not s.probing
@@ -364,7 +382,7 @@ def test_one_batch_sizes_first_step_does_not_set_its_gain_alone() -> None:
     assert g.gain(4) > 2.0 and math.isclose(g.gain(2), g.gain(0))  # (an unseen size: every size's mean)
     s = SequenceState()
     fwd4 = lambda k: 0.160 if k == 0 else 0.192  # noqa: E731
-    assert choose([s] * 4, g, [0.001] * 4, [0.0] * 4, 0.160, lambda drafted: 0.0, 4).k == 4
+    assert choose([s] * 4, g, [0.001] * 4, [0.0] * 4, 0.160, lambda drafted: 0.0, active=4).k == 4
     assert best_k([g.tokens[4].mean] * 4, [0.001] * 4, fwd4, lambda k: 0.0, 4) == 0  # (size 4's own mean: skips)
     for _ in range(60):  # its own steps outweigh the prior once there are many
         g.add(4, [1, 1, 1, 1], 1.1)

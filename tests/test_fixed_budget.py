@@ -11,7 +11,7 @@ import pytest
 
 import specbench.config.method_labels
 import specbench.results.budget_oracle
-import specbench.run.budgets
+import specbench.run.methods_factory
 from conftest import make_tiny_model
 from test_batching import PerPrompt
 from test_engine_exact import OracleDrafter, RandomDrafter, greedy_reference
@@ -46,7 +46,7 @@ def test_bad_budgets_are_one_line_errors(value):
 
 
 def test_fixed_budgets_parse():
-    for module in (specbench.config.method_labels, specbench.run.budgets):  # (their examples: fixed budgets)
+    for module in (specbench.config.method_labels, specbench.run.methods_factory):  # (their examples: fixed budgets)
         assert doctest.testmod(module).failed == 0, module.__name__
     assert budget_of("pld", {"budget": "4"}) == 4 and budget_of("pld@b2", {"budget": 2}) == 2  # (YAML gives ints)
     assert budget_of("pld", {}) == "default" and budget_of("pld", {"budget": "auto"}) == "auto"

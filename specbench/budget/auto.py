@@ -47,6 +47,7 @@ from specbench.budget.draft_or_skip import (PROBE_COST, WARM_STEPS, DraftGains, 
                                             count_skips, fetch_prompt_states, probe)
 from specbench.budget.acceptance_stats import AcceptanceStats, first_guesses, probe_nodes
 from specbench.budget.draft_depth import best_depth
+from specbench.budget.outcome import StepOutcome
 from specbench.budget.step_costs import StepCosts
 from specbench.tree.draft_tree import DraftTree
 
@@ -70,7 +71,7 @@ class DraftBudget:
     ``cost(n, context)`` = seconds of a target forward of ``n`` new tokens (an array) after ``context``
     cached tokens (the cost profile's T, ``specbench/profiling/cost_profile.py``; ``context`` may be None);
     ``batch_cost(active, rows, context)`` the same for a padded batched forward (``profiling/batch_profile.py``).
-    Both are calibrated online by the run's own step timings (``step_costs.py``, fed by ``end_step``) unless
+    Both are calibrated online by the run's own step timings (``step_costs.py``, fed by ``learn``) unless
     ``calibrate`` is False (a made-up profile in a test). ``shared``: what this method's budgets on other tasks of
     the run learned (``draft_or_skip.MethodLearning``: costs, gains until this task is warm, probe credit).
     """
@@ -87,12 +88,12 @@ class DraftBudget:
         self.last_depth = 0  # the depth the last drafted step asked for (prices the next draft before it is made)
         # a kept choice to skip (``plan``): (shape, steps kept, credit per step, cheapest probe's waste)
         self._skip_all: tuple[tuple[int, int, int], int, float, float] | None = None
-        self._learn_s = 0.0  # the last ``end_step``'s own seconds: the next step's overhead includes them
+        self._learn_s = 0.0  # the last ``learn``'s own seconds: the next step's overhead includes them
         self._rates: dict[bool, np.ndarray] = {}  # this step's draw per regime (``depth_hint`` draws, ``select`` reuses it)
         self._hot = False  # the regime of the sequence ``depth_hint`` was last asked for (``acceptance_stats.py``)
         self._probing = False  # the last ``plan`` chose a probe (``select`` then keeps at least one node)
         self._lead = float("inf")  # the last priced choice's lead over a plain step (``StepCosts.plain_unpriced``)
-        self._probe_spent = 0.0  # the credit the last ``plan``'s probe took (``end_step`` gives back what it spared)
+        self._probe_spent = 0.0  # the credit the last ``plan``'s probe took (``learn`` gives back what it spared)
         self._active = 1  # the sequences of the last ``plan``'s forward (``depth_hint`` prices their drafting seconds)
         self._deepest: DraftTree | None = None  # the drafter's deepest draft so far (``depth_hint`` values depths by it)
 
@@ -127,9 +128,9 @@ class DraftBudget:
         base = costs.draft_seconds(self.last_depth, active)
         plain = float(costs.forward(1, context, active))
         choice = choose(states, gains, [base] * len(states), [costs.catch_up_seconds(s.unseen, active)
-                        for s in states], plain, lambda drafted: costs.overhead(drafted, active), active,
-                        self._first_probe(gains, plain, context, active),
-                        lambda rows: costs.forward(rows, context, active))
+                        for s in states], plain, lambda drafted: costs.overhead(drafted, active), active=active,
+                        first_probe_ratio=self._first_probe(gains, plain, context, active),
+                        price_rows=lambda rows: costs.forward(rows, context, active))
         drafting, self._lead = list(choice.drafting), choice.lead
         credit = PROBE_COST * choice.seconds * drafting.count(False) / active  # this step's, per skipped share
         if not credited:
@@ -159,18 +160,16 @@ class DraftBudget:
         warm = max(self.gains.drafted, self.shared.gains.drafted) >= WARM_STEPS
         return fetch_prompt_states(self.shared, warm, self.costs.prompt_states_seconds(rows))
 
-    def end_step(self, states: list[SequenceState | None], drafted: list[bool], emitted: list[int],
-                 draft_s: list[float], depths: list[int], padded_rows: int, context: int | None, verify_s: float,
-                 step_s: float, rows_each: list[int] | None = None) -> None:
-        """Learn one step of ``len(states)`` sequences (None: a sequence without a drafter): its forward of
-        ``padded_rows`` rows took ``verify_s``, the whole step ``step_s``; sequence i drafted (``drafted[i]``,
-        for ``draft_s[i]`` seconds, asked ``depths[i]`` tokens deep) and emitted ``emitted[i]`` tokens. Each
-        state first adds the step's price as predicted before this step was learned (its share of it).
-        ``rows_each``: each sequence's own rows in the forward (None: ``padded_rows`` each)."""
+    def learn(self, outcome: StepOutcome) -> None:
+        """Learn one step (``outcome.py``: each sequence's draft and tokens, the forward's and the step's seconds).
+        Each state (None: a sequence without a drafter) first adds the step's price as predicted before this step
+        was learned (its share of it)."""
         t0 = time.perf_counter()
-        costs, active = self.costs, len(states)
+        states, drafted, emitted, draft_s, depths = (outcome.states, outcome.drafted, outcome.emitted,
+                                                     outcome.draft_s, outcome.depths)
+        padded_rows, context, costs, active = outcome.padded_rows, outcome.context, self.costs, outcome.active
         called = [i for i, d in enumerate(drafted) if d]
-        own_rows = {i: padded_rows if rows_each is None else rows_each[i] for i in called}
+        own_rows = {i: outcome.rows_of(i) for i in called}
         # a probe that found nothing (its root alone verified) is a plain step: it teaches nothing and spends only
         # its drafting seconds of the credit, so the next step probes again (pld@auto on GSM8K: 1 probe in 40 steps)
         empty = [i for i in called if own_rows[i] <= 1 and states[i] is not None and states[i].probing]
@@ -194,8 +193,9 @@ class DraftBudget:
             if s is not None:
                 s.predicted_s += predicted / active
                 s.predicted_ar_s += n * plain / active
-        costs.observe_forward(padded_rows, context, verify_s, active)
-        costs.observe_overhead(bool(used), step_s + self._learn_s - verify_s - sum(draft_s[i] for i in called), active)
+        costs.observe_forward(padded_rows, context, outcome.verify_s, active)
+        overhead_s = outcome.step_s + self._learn_s - outcome.verify_s - sum(draft_s[i] for i in called)
+        costs.observe_overhead(bool(used), overhead_s, active)
         for i in called:
             costs.observe_draft(depths[i], draft_s[i], active, unseen[i])
         if used:
@@ -205,7 +205,8 @@ class DraftBudget:
             rows = [own_rows[i] for i, p in zip(used, probing) if not p]
             verified = sum(own_rows[i] > 1 for i in used)
             for gains in (self.gains, self.shared.gains):  # (all probing: the step drafted only as a probe)
-                gains.add(active, [emitted[i] for i in used], ratio, all(probing), hot, rows, probing, verified)
+                gains.add(active, [emitted[i] for i in used], ratio, all(probing), hot=hot, rows=rows, probing=probing,
+                          verified=verified)
         for i in used:  # (a skipped step was counted when ``plan`` chose it)
             s = states[i]
             if s is not None:

@@ -22,6 +22,8 @@ from specbench.tree.draft_tree import DraftTree
 class AutoBudget(DraftBudget):
     """``DraftBudget`` answering the contract: one per (method, task) of a run, state kept across generations."""
 
+    keeps_state_across_generations = True  # (its acceptance counts, costs and random draws)
+
     def sequence(self) -> SequenceState | None:
         return SequenceState()
 

@@ -3,7 +3,7 @@ way in and a new budget needs one class and one registration (``registry.py``), 
 
 A budget answers, each step of each sequence: whether it drafts (``plan``), how deep its drafter is asked
 (``depth``, within ``room``), which nodes of the draft are verified (``keep``, ``keep_batch``), and learns what
-was accepted (``observe``) and what the step cost (``end_step``). Three are built in:
+was accepted (``observe``) and what the step did and cost (``learn``, a ``StepOutcome``). Three are built in:
 
 - ``WholeDraft``: the method's paper setting, every draft verified whole (the null object: it answers "all");
 - ``FixedDepth(k)``: every draft cut to depth k, and the drafter told so (``budget=K``);
@@ -20,11 +20,16 @@ from __future__ import annotations
 from typing import Any, Callable, Protocol
 
 from specbench.budget.draft_or_skip import SequenceState
+from specbench.budget.outcome import StepOutcome
 from specbench.tree.draft_tree import DraftTree
 
 
 class Budget(Protocol):
-    """What the decode loops (``engine/loop.py``, ``engine/batch_loop.py``, ``engine/step.py``) ask of a budget."""
+    """What the decode loops (``engine/loop.py``, ``engine/batch_loop.py``, ``engine/step.py``) ask of a budget,
+    and the runner: whether it carries what it learned from one generation to the next (then a run isolates its
+    repeats from it as from a drafter's: ``run/drafter_state.py``; ``BaseDrafter.keeps_state_across_generations``)."""
+
+    keeps_state_across_generations: bool
 
     def sequence(self) -> SequenceState | None:
         """A new sequence's state, which ``plan`` prices (None: the budget plans nothing; every step drafts)."""
@@ -58,12 +63,14 @@ class Budget(Protocol):
     def observe(self, tree: DraftTree | None, accepted: list[int], hot: bool) -> bool:
         """Learn a drafted step's accepted nodes; returns whether the sequence is hot now (``acceptance_stats``)."""
 
-    def end_step(self, *args: Any, **kwargs: Any) -> None:
-        """Learn one step's seconds and outcome (``auto.DraftBudget.end_step``)."""
+    def learn(self, outcome: StepOutcome) -> None:
+        """Learn one step's outcome and seconds (``outcome.py``; ``auto.DraftBudget.learn``)."""
 
 
 class WholeDraft:
     """The method's own draft, verified whole (its paper's setting): the budget that decides nothing."""
+
+    keeps_state_across_generations = False
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}()"
@@ -99,7 +106,7 @@ class WholeDraft:
     def observe(self, tree: DraftTree | None, accepted: list[int], hot: bool) -> bool:
         return False  # (only budget=auto reads the regime: the others pay nothing for it)
 
-    def end_step(self, *args: Any, **kwargs: Any) -> None:
+    def learn(self, outcome: StepOutcome) -> None:
         return None
 
 

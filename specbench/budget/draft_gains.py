@@ -132,7 +132,7 @@ class DraftGains:
             return float(tokens)
         return max(float(tokens), self._get(self.cold_hits, active, float(tokens)))
 
-    def add(self, active: int, tokens: list[int], forward_ratio: float, probe: bool = False,
+    def add(self, active: int, tokens: list[int], forward_ratio: float, probe: bool = False, *,
             hot: list[bool] | None = None, rows: list[int] | None = None, probing: list[bool] | None = None,
             verified: int | None = None) -> None:
         """One step in which ``len(tokens)`` sequences drafted and emitted ``tokens``; ``probe``: only as a probe;

@@ -195,7 +195,7 @@ def amortised(base: float, catch_up: float, gain: float, room: int) -> float:
 
 
 def choose(states: list[SequenceState], gains: DraftGains, base_s: list[float], catch_up_s: list[float],
-           plain_forward: float, overhead: Callable[[bool], float], active: int,
+           plain_forward: float, overhead: Callable[[bool], float], *, active: int,
            first_probe_ratio: float | None = None,
            price_rows: Callable[[np.ndarray], np.ndarray] | None = None) -> Choice:
     """Which of the candidate ``states`` draft this step on their value (module docstring), and each other one's

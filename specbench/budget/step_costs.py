@@ -151,7 +151,7 @@ class StepCosts:
     # -- the forward -------------------------------------------------------------------------------------
     def profile(self, rows: int | np.ndarray, context: int | None, active: int = 1) -> np.ndarray:
         """The profile's seconds of the verify forward (uncalibrated). A step prices the same few row counts at
-        one context several times (plan, end_step): those are remembered until the context moves on, since
+        one context several times (plan, learn): those are remembered until the context moves on, since
         one interpolation of the profile costs about 40 us, 1% of a 40 ms step over the five a step makes."""
         if np.ndim(rows) == 0:
             key = (int(rows), active, context)

@@ -22,7 +22,8 @@ import re
 from typing import Any
 
 from specbench.catalog import BASELINE
-from specbench.budget.names import AUTO, BUDGETS, DEFAULT_BUDGET, RUN_BUDGETS
+from specbench.budget.names import AUTO, DEFAULT_BUDGET, RUN_BUDGETS
+from specbench.budget.registry import budget_names
 from specbench.errors import ConfigError
 from specbench.files.safe_names import is_safe_variant
 
@@ -49,16 +50,18 @@ def label_options(label: str, all_options: dict[str, dict[str, Any]]) -> dict[st
 
 
 def budget_of(label: str, options: dict[str, Any] | None) -> str | int:
-    """``default``, ``auto`` or a fixed draft depth ``K >= 1`` as an int (a one-line error otherwise, or for
-    anything but ``default`` on the baseline).
+    """``default``, ``auto``, a fixed draft depth ``K >= 1`` as an int or the name of a budget registered
+    (``budget/registry.register_budget``); a one-line error otherwise, or for anything but ``default`` on the
+    baseline.
 
     >>> budget_of("pld", {"budget": "4"}), budget_of("pld", {})
     (4, 'default')
     """
     value = str((options or {}).get(BUDGET_KEY, DEFAULT_BUDGET))
     fixed = re.fullmatch(r"[0-9]+", value) is not None and int(value) >= 1  # (YAML's ints arrive as ints)
-    if value not in BUDGETS and not fixed:
-        raise ConfigError(f"{label}.budget must be one of {', '.join(BUDGETS)} or a draft depth K >= 1, got {value!r}")
+    names = budget_names()
+    if value not in names and not fixed:
+        raise ConfigError(f"{label}.budget must be one of {', '.join(names)} or a draft depth K >= 1, got {value!r}")
     if value != DEFAULT_BUDGET and split_label(label)[0] == BASELINE:
         raise ConfigError(f"{label}: budget={value} needs a drafting method (the baseline drafts nothing)")
     return int(value) if fixed else value

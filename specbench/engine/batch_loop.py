@@ -34,6 +34,7 @@ from specbench.engine.backends.contract import BatchedTarget, require
 from specbench.engine.batch_inputs import batch_inputs
 from specbench.budget.contract import WHOLE_DRAFT, Budget
 from specbench.budget.draft_or_skip import SequenceState
+from specbench.budget.outcome import StepOutcome
 from specbench.engine.draft_step import Draft, keep_nodes
 from specbench.engine.drafter import Drafter
 from specbench.engine.generation import Generation
@@ -147,8 +148,9 @@ class BatchDecoder:
         root, logprob = step.first_root(logits, sampler)
         self._sync()
         took = now() - t  # time to first token, from the request's admission
-        st = step.start(req.prompt_ids, root, logprob, logits, hidden, None if states is None else states[0], sampler,
-                        self.record_margins, took, took, admitted_s=t - self._t0)
+        st = step.start(req.prompt_ids, root, logprob, logits, hidden, sampler=sampler, verify_s=took, step_s=took,
+                        layer_states=None if states is None else states[0], record_margins=self.record_margins,
+                        admitted_s=t - self._t0)
         gen = st.gen
         entry = _Slot(index, drafter, st, None if drafter is None else self.budget.sequence())
         if slot == len(slots):
@@ -243,16 +245,17 @@ class BatchDecoder:
             mine = None
             if states is not None and wanted[b]:  # this slot's layers, in its drafter's declared order
                 mine = states[b, : c.input_ids.shape[1], [layers.index(i) for i in wanted[b]]]
-            step.feedback(st, slot.drafter, budget, d.tree, ver, logits, c.tree_rows, mine, drafted,
-                          observe=not skipped[b])
+            step.feedback(st, slot.drafter, budget, d.tree, ver, logits, tree_rows=c.tree_rows, layer_states=mine,
+                          drafted=drafted, observe=not skipped[b])
             # in a batch every sequence drafts cold (``acceptance_stats.py``): a hot one's deep draft pads the whole
             # batch's forward, and wide padded forwards cost more than the batch profile says (pld@auto at B=8 drafted
             # three times as many steps hot, read 0.95x and its calibrated prediction missed by 14%)
             st.hot = st.hot and a == 1
             st.gen.step_times_s.append(now() - t_step)
         t = now()  # the budget learns the step (nothing but budget=auto does)
-        budget.end_step([s.seq for s in slots], drafting, emitted, draft_s, [d.asked_depth for d in drafts], rows,
-                        context - 1, verify_s, t - t_step, sizes)
+        budget.learn(StepOutcome(states=[s.seq for s in slots], drafted=drafting, emitted=emitted, draft_s=draft_s,
+                                 depths=[d.asked_depth for d in drafts], padded_rows=rows, context=context - 1,
+                                 verify_s=verify_s, step_s=t - t_step, rows_each=sizes))
         learn_s = now() - t
         for slot in slots:  # the step's bookkeeping is part of every slot's step
             slot.st.gen.step_times_s[-1] += learn_s

@@ -39,7 +39,7 @@ class Draft:
         return 0 if self.aux is None else len(self.aux)
 
 
-def draft_step(drafter: Drafter, ctx: DraftContext, room: int, budget: Budget, started: float,
+def draft_step(drafter: Drafter, ctx: DraftContext, room: int, budget: Budget, started: float, *,
                select: bool = True, vocab: int | None = None) -> Draft:
     """The drafter's proposal for ``ctx``, checked against a target whose logits are ``vocab`` wide (None: not
     checked), cut to ``room - 1`` draft tokens and to the part ``budget`` keeps (priced with the drafting seconds

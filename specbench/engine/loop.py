@@ -31,6 +31,7 @@ from specbench.engine.backends.registry import DEFAULT_BACKEND
 from specbench.engine.backends.torch_backends import resolve_backend
 from specbench.budget.contract import WHOLE_DRAFT, Budget
 from specbench.budget.draft_or_skip import SequenceState
+from specbench.budget.outcome import StepOutcome
 from specbench.engine.draft_step import Draft
 from specbench.engine.drafter import Drafter
 from specbench.engine.generation import Generation
@@ -64,12 +65,11 @@ class Engine:
                  record_margins: bool = False) -> Generation:
         """Greedy-decode up to ``max_new_tokens`` after ``prompt_ids``; identical output for any drafter.
 
-        ``record_margins``: also keep each emitted token's top-2 margin (``Generation.token_margins``; the
-        emitting logits rows are kept, a view for AR's single row, and reduced after timing). ``sampling`` with
-        temperature > 0: sample from a generator seeded with ``seed``, distributed as AR sampling's for any
-        drafter (``sampling.py``). ``budget`` (``budget/contract.py``): whether a step drafts, how deep the drafter is
-        asked and what of its draft is verified; lossless whatever it chooses (``WholeDraft``: every draft whole;
-        ``FixedDepth(K)``: cut to depth K; ``AutoBudget``: only when and what pays here)."""
+        ``record_margins``: also keep each emitted token's top-2 margin (``Generation.token_margins``; the emitting
+        logits rows are kept, a view for AR's single row, and reduced after timing). ``sampling`` with temperature
+        > 0: sample from a generator seeded with ``seed``, distributed as AR sampling's for any drafter
+        (``sampling.py``). ``budget`` (``budget/contract.py``): whether a step drafts, how deep and what is verified;
+        lossless whatever it chooses (``WholeDraft``, ``FixedDepth(K)``, ``AutoBudget``: only when and what pays)."""
         if max_new_tokens < 1 or not prompt_ids:
             raise ValueError("max_new_tokens must be >= 1" if prompt_ids else "empty prompt")
         target, sync, now = self.target, self.sync, time.perf_counter
@@ -78,9 +78,9 @@ class Engine:
         self.backend.prepare(self.model)
         cache = self.backend.new_cache(self.model, len(prompt_ids) + max_new_tokens + DRAFT_HEADROOM)
         seq, layers, hidden = self._begin(drafter, prompt_ids, budget)
-        st = self._prefill(prompt_ids, cache, sampler, record_margins, t_start, layers, hidden)
+        st = self._prefill(prompt_ids, cache, sampler, record_margins, t_start, layers=layers, want_hidden=hidden)
         gen = st.gen
-        step.learn_prefill(budget, seq, self.target, drafter, len(prompt_ids), gen.verify_times_s[0], hidden)
+        step.learn_prefill(budget, seq, self.target, drafter, st, hidden)
         while st.root not in self.stop_ids and len(gen.output_ids) < max_new_tokens:
             room = max_new_tokens - len(gen.output_ids)  # tokens this step may still emit
             t_step = now()
@@ -108,10 +108,12 @@ class Engine:
             gen.add_pass(draft.tree, draft.aux_rows, t_draft, t_verify)
             # 5. emit and stop
             emitted = step.emit(st, ver, logits, self.stop_ids, record_margins)
-            step.feedback(st, drafter, budget, draft.tree, ver, logits, compiled.tree_rows, layer_states,
-                          drafting, observe=seq is None or drafting)  # (a skipped drafter proposed nothing)
-            step.learn_step(budget, seq, drafting, len(emitted), t_draft, draft, int(compiled.input_ids.shape[1]),
-                            n_ctx, t_verify, now() - t_step)
+            step.feedback(st, drafter, budget, draft.tree, ver, logits, tree_rows=compiled.tree_rows,
+                          layer_states=layer_states, drafted=drafting, observe=seq is None or drafting)
+            if seq is not None:  # (a budget that plans nothing learns nothing: only budget=auto does)
+                budget.learn(StepOutcome(states=[seq], drafted=[drafting], emitted=[len(emitted)], draft_s=[t_draft],
+                                         depths=[draft.asked_depth], padded_rows=int(compiled.input_ids.shape[1]),
+                                         context=n_ctx, verify_s=t_verify, step_s=now() - t_step))
             gen.step_times_s.append(now() - t_step)  # (budget=auto's bookkeeping included)
             if emitted[-1] in self.stop_ids:
                 break
@@ -137,7 +139,7 @@ class Engine:
         return seq, layers, hidden
 
     def _prefill(self, prompt_ids: list[int], cache: object, sampler: Sampler | None, record_margins: bool,
-                 t_start: float, layers: tuple[int, ...] = (), want_hidden: bool = True) -> Decoding:
+                 t_start: float, *, layers: tuple[int, ...] = (), want_hidden: bool = True) -> Decoding:
         """Run the prompt through the target; its greedy (or sampled) next token is the first root.
         ``want_hidden`` False: no drafter reads hidden states (a backend may then return zero-width ones)."""
         target, now = self.target, time.perf_counter
@@ -148,7 +150,7 @@ class Engine:
         root, logprob = step.first_root(logits, sampler)
         self.sync()
         t_end = now()
-        return step.start(prompt_ids, root, logprob, logits, hidden, layer_states, sampler, record_margins, t_end - t,
-                          t_end - t_start)
+        return step.start(prompt_ids, root, logprob, logits, hidden, layer_states=layer_states, sampler=sampler,
+                          record_margins=record_margins, verify_s=t_end - t, step_s=t_end - t_start)
 
 

@@ -9,12 +9,12 @@ everything else, so the two cannot drift apart.
 - ``feedback``: the budget and the drafter learn which nodes were accepted; the verified rows' states are
   queued for the drafter;
 - what a drafter reads (``feature_layers``, ``reads_hidden``, ``reads_states``), what ``budget=auto`` prices
-  before a step (``ready``) and learns after it (``learn_step``, ``learn_prefill``).
+  before a step (``ready``) and learns of a prompt (``learn_prefill``; a step's ``Budget.learn``: the loops).
 
 Example (the single loop, greedy): ``st = start(...)`` after the prompt's forward; then every step
 ``d = draft(st, drafter, room, budget, t)``, a forward over ``compile_tree(st.root, d.tree)``,
-``ver = accept(compiled, logits, hidden, st.sampler, d)``, ``emit(st, ver, logits, stop_ids)`` and
-``feedback(st, drafter, budget, d.tree, ver)``.
+``ver = accept(compiled, logits, hidden, st.sampler, d)``, ``emit(st, ver, logits, stop_ids, False)`` and
+``feedback(st, drafter, budget, d.tree, ver, logits, tree_rows=compiled.tree_rows)``.
 """
 from __future__ import annotations
 
@@ -65,7 +65,7 @@ def first_root(logits: torch.Tensor, sampler: Sampler | None) -> tuple[int, floa
     return first_token(logits, sampler)
 
 
-def start(prompt_ids: list[int], root: int, logprob: float | None, logits: torch.Tensor, hidden: torch.Tensor,
+def start(prompt_ids: list[int], root: int, logprob: float | None, logits: torch.Tensor, hidden: torch.Tensor, *,
           layer_states: torch.Tensor | None, sampler: Sampler | None, record_margins: bool, verify_s: float,
           step_s: float, admitted_s: float | None = None) -> Decoding:
     """A generation's state after its prompt's forward (``hidden`` [prompt, h], ``layer_states`` [prompt, m, h]
@@ -83,7 +83,7 @@ def start(prompt_ids: list[int], root: int, logprob: float | None, logits: torch
                     [] if layer_states is None else [layer_states], vocab=int(logits.shape[-1]))
 
 
-def draft(st: Decoding, drafter: Drafter, room: int, budget: Budget, started: float, select: bool = True,
+def draft(st: Decoding, drafter: Drafter, room: int, budget: Budget, started: float, *, select: bool = True,
           target_draft: SelfDraft | None = None) -> Draft:
     """Step 1: the drafter proposes from the context it may read (``draft_step.py`` shapes the proposal), asked as
     deep as ``budget`` says, its draft cut to the room the budget leaves (``Budget.room``: a fixed depth K cuts
@@ -99,7 +99,7 @@ def draft(st: Decoding, drafter: Drafter, room: int, budget: Budget, started: fl
     ctx = DraftContext(st.tokens, st.prompt_len, st.last_hidden, max_depth, unseen, sampler=st.sampler,
                        layer_states=unseen_layers, target_draft=target_draft)
     try:
-        out = draft_step(drafter, ctx, room, budget, started, select, st.vocab)
+        out = draft_step(drafter, ctx, room, budget, started, select=select, vocab=st.vocab)
     finally:
         if target_draft is not None:  # verification writes where the draft's rows were
             target_draft.rewind()
@@ -136,7 +136,7 @@ def emit(st: Decoding, ver: Verification, logits: torch.Tensor, stop_ids: set[in
 
 
 def feedback(st: Decoding, drafter: Drafter | None, budget: Budget, tree: DraftTree | None,
-             ver: Verification, logits: torch.Tensor, tree_rows: int, layer_states: torch.Tensor | None = None,
+             ver: Verification, logits: torch.Tensor, *, tree_rows: int, layer_states: torch.Tensor | None = None,
              drafted: bool = True, observe: bool = True) -> None:
     """After ``emit``: tell the budget and the drafter which nodes were accepted; keep the rows' hidden states for
     the drafter (and the chosen layers' states, ``layer_states`` [n, m, h] of every verified row, when it asked).
@@ -215,16 +215,9 @@ def ready(seq: SequenceState, st: Decoding, room: int, reads: bool) -> SequenceS
     return seq
 
 
-def learn_step(budget: Budget, seq: SequenceState | None, drafted: bool, emitted: int, draft_s: float,
-               proposed: Draft, rows: int, context: int, verify_s: float, step_s: float) -> None:
-    """The budget learns one step of a single sequence it plans for (``seq``; ``DraftBudget.end_step``)."""
-    if seq is not None:
-        budget.end_step([seq], [drafted], [emitted], [draft_s], [proposed.asked_depth], rows, context, verify_s,
-                        step_s)
-
-
-def learn_prefill(budget: Budget, seq: SequenceState | None, target: Any, drafter: Drafter | None,
-                  rows: int, seconds: float, hidden: bool) -> None:
-    """The budget learns the prompt's price with or without its hidden states, where they cost more."""
+def learn_prefill(budget: Budget, seq: SequenceState | None, target: Any, drafter: Drafter | None, st: Decoding,
+                  hidden: bool) -> None:
+    """The budget learns the price of ``st``'s prompt (its first pass) with or without its hidden states, where
+    they cost more."""
     if seq is not None and prices_prompt_states(target, drafter):
-        budget.learn_prefill(rows, seconds, hidden)
+        budget.learn_prefill(st.prompt_len, st.gen.verify_times_s[0], hidden)

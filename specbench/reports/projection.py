@@ -72,8 +72,8 @@ def priced_depths(s: Steps, d: Drafting) -> np.ndarray:
     if d.kind != MODEL or d.max_new_tokens is None or np.array_equal(s.depths, s.sizes):
         return s.depths
     asked = d.max_new_tokens - s.before - 1
-    if d.depth_cap is not None:
-        asked = np.minimum(asked, d.depth_cap)
+    if d.depth_limit is not None:
+        asked = np.minimum(asked, d.depth_limit)
     return np.maximum(asked, s.depths)
 
 

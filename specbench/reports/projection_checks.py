@@ -158,7 +158,7 @@ def drafting_for(label: str, manifest: dict[str, Any], onto: MachineCosts, profi
     cap = budget if isinstance(budget, int) and not isinstance(budget, bool) else None
     room = (manifest.get("config") or {}).get("max_new_tokens")
     asked = isinstance(room, int) and str(budget) != "auto"  # (auto's hint is not recorded: the drafted depth)
-    return Drafting(MODEL, steps=entry["steps"], max_new_tokens=room if asked else None, depth_cap=cap)
+    return Drafting(MODEL, steps=entry["steps"], max_new_tokens=room if asked else None, depth_limit=cap)
 
 
 @dataclass(frozen=True)

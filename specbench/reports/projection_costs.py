@@ -67,7 +67,7 @@ class Drafting:
     # what the engine asked of a drafter each step (``engine/step.py``): min(tokens left - 1, a fixed budget K);
     # None (runs without max_new_tokens, and budget=auto, whose hint is not recorded): the drafted depth
     max_new_tokens: int | None = None
-    depth_cap: int | None = None
+    depth_limit: int | None = None  # a fixed budget K (None: none)
 
 
 def drafting_seconds(d: Drafting, recorded_s: Sequence[float], depths: Sequence[int],

@@ -21,7 +21,7 @@ from typing import Any
 
 from specbench.catalog import BASELINE
 from specbench.engine.batch_loop import BatchDecoder, Request
-from specbench.budget.auto_budget import AutoBudget
+from specbench.budget.contract import WHOLE_DRAFT, Budget
 from specbench.engine.sampling_config import generation_seed
 from specbench.run.batch_jobs import BatchJob, batch_jobs
 from specbench.run.context import RunContext
@@ -50,12 +50,12 @@ class BatchRuns:
         learns its finished jobs in plan order (``drafter_state.replay``)."""
         r = self.ctx
         if job.method == BASELINE:
-            return [r.budgets.auto.get(job.slot[:2])]
+            return [r.budgets.budget_for(*job.slot[:2])]
         if job.slot not in self.pools:
             self.pools.open(job.slot)
             mine = [j for j in batch_jobs(r.plan) if j.slot == job.slot]
-            replay(mine, self.existing, r.prompt_for, self.isolation, self.pools, r.budgets.auto)
-        return self.pools.parts(job, r.budgets.auto)
+            replay(mine, self.existing, r.prompt_for, self.isolation, self.pools, r.budgets.by_slot)
+        return self.pools.parts(job, r.budgets.by_slot)
 
     def warm_up(self, jobs: list[BatchJob]) -> None:
         """One short batched generation per (batch size, task, method) left to time, on its first job's prompts."""
@@ -85,12 +85,12 @@ class BatchRuns:
                              done, writer)
 
     def _generate(self, job: BatchJob, max_new_tokens: int, prompts: list[list[int]] | None = None,
-                  drafters: list[Any] | None = None, budget: AutoBudget | None = None) -> list[Any]:
+                  drafters: list[Any] | None = None, budget: Budget = WHOLE_DRAFT) -> list[Any]:
         r = self.ctx
         prompts = prompts or [r.prompt_for(u.reference(), q) for u, q in zip(job.units, job.questions)]
         requests = [Request(p, generation_seed(r.cfg.seed, u.task, u.question_id, u.turn, u.repeat))
                     for u, p in zip(job.units, prompts)]
         decoder = BatchDecoder(r.engine, max_new_tokens, sampling=r.sampling,
-                               budget=r.budgets.budget_for(job.method, budget), batch_cost=r.budgets.batch_cost)
+                               budget=budget, batch_cost=r.budgets.batch_cost)
         with method_faults(job.method):
             return decoder.generate(requests, drafters, job.size, job.refill)

@@ -3,8 +3,8 @@ once the model and the engine are up, and the batched runner, the budgets, the e
 instead of the runner itself.
 
 Example: ``ctx.prompt_for(Unit("gsm8k", "12", 1), q)`` -> the turn-1 prompt ids; ``ctx.new_drafter("pld",
-"gsm8k")`` -> a fresh drafter, its config and the env its factory filled; ``ctx.budgets.fixed_depths["pld@2"]``
--> 2.
+"gsm8k")`` -> a fresh drafter, its config and the env its factory filled; ``ctx.budgets.budget_for("pld@k2",
+"gsm8k")`` -> ``FixedDepth(2)``, the budget its generations run with (``ctx.new_budget`` builds a fresh one).
 """
 from __future__ import annotations
 
@@ -12,8 +12,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from specbench.budget.auto_budget import AutoBudget
-from specbench.budget.contract import WHOLE_DRAFT, Budget, FixedDepth
+from specbench.budget.contract import WHOLE_DRAFT, Budget
+from specbench.budget.registry import Prices
 from specbench.engine.loop import Engine
 from specbench.engine.sampling_config import SamplingConfig
 from specbench.models.loading import LoadedModel
@@ -21,7 +21,7 @@ from specbench.paths import cache_dir
 from specbench.prompts.task import Question
 from specbench.results.record import Record, Unit
 from specbench.run.method_env import MethodEnv
-from specbench.run.methods_factory import build_drafter
+from specbench.run.methods_factory import build_budget, build_drafter
 from specbench.run.plan import Plan
 
 
@@ -37,22 +37,18 @@ class Row:
 
 @dataclass
 class RunBudgets:
-    """A run's draft budgets (``budgets.build_budgets``): one ``budget=auto`` state per (method label, task), the
-    cost function they price with (warm-up budgets share it), the batched forwards' costs, the cost profile's
-    file, and each fixed budget's depth K by method label."""
+    """A run's draft budgets (``budgets.build_budgets``): one per (method label, task), built once by the method
+    factory; the cost function the priced ones (``budget=auto``) price with (warm-up budgets share it), the
+    batched forwards' costs and the cost profile's file (None: no budget of the run is priced)."""
 
-    auto: dict[tuple[str, str], AutoBudget] = field(default_factory=dict)
+    by_slot: dict[tuple[str, str], Budget] = field(default_factory=dict)
     cost: Any = None
     batch_cost: Any = None
     profile_path: str | None = None
-    fixed_depths: dict[str, int] = field(default_factory=dict)
 
-    def budget_for(self, method: str, auto: Budget | None) -> Budget:
-        """What a generation of ``method`` runs with: its ``budget=auto`` part ``auto``, else its fixed depth or
-        its whole draft."""
-        if auto is not None:
-            return auto
-        return FixedDepth(self.fixed_depths[method]) if method in self.fixed_depths else WHOLE_DRAFT
+    def budget_for(self, method: str, task: str) -> Budget:
+        """What a generation of ``method`` on ``task`` runs with (outside the plan: the whole draft)."""
+        return self.by_slot.get((method, task), WHOLE_DRAFT)
 
 
 @dataclass
@@ -85,6 +81,11 @@ class RunContext:
         env = MethodEnv.for_task(self.loaded, self.plan.data_dir, cache_dir(), task, self.plan.config.split)
         drafter, cfg = build_drafter(method, self.plan.options_of(method), env)
         return drafter, cfg, env
+
+    def new_budget(self, method: str) -> Budget:
+        """A fresh budget of ``method`` (a warm-up's: what it learns never reaches a timed generation), priced with
+        the run's costs and learning on its own."""
+        return build_budget(method, self.plan.options_of(method), Prices(self.budgets.cost))
 
     def record(self, gen: Any, row: Row, wall: float, memory: tuple[str, int],
                batch_wall: float | None = None) -> Record:

@@ -62,7 +62,7 @@ def measure_drafters(lm: Any, req: DeviceRequest, cache_dir: Any) -> dict[str, d
     for label in req.drafters:
         try:
             entry = measure_drafter(label, label_options(label, req.method_options), env, req.depths or DEPTHS,
-                                    req.repeats)
+                                    repeats=req.repeats)
         except Exception as e:  # (one drafter that cannot be built here must not cost the whole profile)
             print(f"warning: drafter {label} not profiled ({type(e).__name__}: {str(e).splitlines()[0][:200]})",
                   file=sys.stderr)

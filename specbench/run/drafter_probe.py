@@ -17,7 +17,7 @@ from specbench.profiling.draft_cost import CONTEXT, DEPTHS, DRAFT_COSTS, REPEATS
 from specbench.profiling.profile_spread import SPREAD, relative_spread
 
 
-def measure_drafter(label: str, options: dict[str, Any], env: Any, depths: tuple[int, ...] = DEPTHS,
+def measure_drafter(label: str, options: dict[str, Any], env: Any, depths: tuple[int, ...] = DEPTHS, *,
                     repeats: int = REPEATS, context: int = CONTEXT, seed: int = 0) -> dict[str, Any]:
     """A profile entry for ``label``'s drafter built from ``options`` on ``env``'s target with random weights:
     its identity and, per depth, the median seconds of ``propose`` and the draft's width."""

@@ -23,7 +23,7 @@ import copy
 import dataclasses
 from typing import Any, Callable, Hashable, Iterable, Sequence
 
-from specbench.budget.auto import DraftBudget
+from specbench.budget.contract import WHOLE_DRAFT
 from specbench.prompts.task import Question
 from specbench.results.record import Unit
 from specbench.run.driver import DraftedJob
@@ -37,10 +37,10 @@ def learn(drafter: Any, prompt_ids: list[int], output_ids: list[int]) -> None:
 
 
 def keeps_state(part: Any) -> bool:
-    """Whether a drafter or draft budget carries state from one generation to the next: a ``DraftBudget``
-    always (its acceptance counts and random draws), a drafter when it declares so
-    (``BaseDrafter.keeps_state_across_generations``); AR's None never."""
-    return isinstance(part, DraftBudget) or (part is not None and bool(part.keeps_state_across_generations))
+    """Whether a drafter or draft budget carries state from one generation to the next, as it declares
+    (``BaseDrafter.keeps_state_across_generations``, ``Budget.keeps_state_across_generations``: ``budget=auto``'s
+    acceptance counts and random draws); AR's None never."""
+    return part is not None and bool(part.keeps_state_across_generations)
 
 
 class RepeatIsolation:
@@ -147,8 +147,8 @@ class DrafterPools:
 
     def parts(self, job: DraftedJob, budgets: dict[tuple[str, str], Any]) -> list[Any]:
         """What times ``job`` live (``RepeatIsolation.parts_for``): its slot's drafters, then its (method, task)'s
-        ``budget=auto`` state from ``budgets`` (None for any other budget)."""
-        return [*self.grown(job.slot, job.width), budgets.get((job.method, job.units[0].task))]
+        budget from ``budgets`` (``RunBudgets.by_slot``)."""
+        return [*self.grown(job.slot, job.width), budgets.get((job.method, job.units[0].task), WHOLE_DRAFT)]
 
 
 def replay(jobs: Iterable[DraftedJob], records: dict, prompt_for: Callable[[Unit, Question], list[int]],

@@ -42,7 +42,7 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable, Hashable, Protocol, Sequence
 
-from specbench.budget.auto_budget import AutoBudget
+from specbench.budget.contract import Budget
 from specbench.models.device import synchronize
 from specbench.profiling.memory import peak_memory, reset_peak
 from specbench.prompts.task import Question
@@ -127,15 +127,13 @@ def timed_generations(device: Any, generate: Callable[[], list[Any]]) -> tuple[l
     return gens, Timing(wall, cpu, peak_memory(device))
 
 
-def warm_parts(ctx: RunContext, method: str, task: str, count: int) -> tuple[list[Any], AutoBudget | None]:
+def warm_parts(ctx: RunContext, method: str, task: str, count: int) -> tuple[list[Any], Budget]:
     """Fresh parts for a warm-up of ``method`` on ``task``: ``count`` drafters built the way the timed ones are
     (their artifacts not recorded again) and, for a ``budget=auto`` method, a budget of its own priced with the
     run's costs. A drafter or budget that learns across generations would otherwise have seen the first timed
     question's answer before it is timed, and a resumed run, whose warm-up is on another question, would not give
     the same records."""
-    drafters = [ctx.new_drafter(method, task)[0] for _ in range(count)]
-    budgets = ctx.budgets
-    return drafters, AutoBudget(budgets.cost) if (method, task) in budgets.auto else None
+    return [ctx.new_drafter(method, task)[0] for _ in range(count)], ctx.new_budget(method)
 
 
 def write_missing(ctx: RunContext, rows: Sequence[Row], record_of: Callable[[int], Record], done: set,

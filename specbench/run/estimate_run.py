@@ -22,8 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from specbench.catalog import BASELINE
-from specbench.config.method_labels import budget_of, split_label
-from specbench.budget.names import AUTO
+from specbench.config.method_labels import split_label
 from specbench.errors import ConfigError
 from specbench.models.context import config_context
 from specbench.paths import cache_dir
@@ -42,7 +41,7 @@ from specbench.run.serving_rows import concurrency_jobs
 from specbench.run.estimate import (Cost, PendingBuild, RunEstimate, Work, estimate_work, format_estimate, priced,
                                     unique_builds)
 from specbench.run.method_env import MethodEnv
-from specbench.run.methods_factory import method_config
+from specbench.run.methods_factory import budget_priced, method_config
 
 # forwards timed when no profile exists: T(1), and T(64) for prefills (a prefill's cost per token is about
 # a wide forward's); after one untimed round, the median of 3 (about 1 s for the embedded model on 2 cores)
@@ -71,7 +70,7 @@ def estimate_run(ctx: RunContext) -> RunEstimate | None:
         return None
     cost, source, profile_missing = run_cost(ctx, prompts)
     builds = first_use_builds(ctx)
-    if profile_missing and any(budget_of(m, plan.options_of(m)) == AUTO for m in plan.methods):
+    if profile_missing and any(budget_priced(m, plan.options_of(m)) for m in plan.methods):
         builds.append(profile_build(ctx, cost))
     limited = None
     if any(len(qs) > LIMIT_HINT for qs in plan.questions.values()):

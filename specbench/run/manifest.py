@@ -80,7 +80,7 @@ def _host_seconds() -> float:
     return measure_host_seconds(repeats=7)
 
 
-def write_run_manifest(ctx: RunContext, configs: dict, artifacts: dict, chat_template: dict[str, Any],
+def write_run_manifest(ctx: RunContext, configs: dict, artifacts: dict, chat_template: dict[str, Any], *,
                        estimate: Any = None, machine: Any = None, engine: dict[str, Any] | None = None) -> None:
     """Write (or, resuming, note a resumption in) the run's ``manifest.json``: everything a reader checks
     records against and every reader labels the run with. ``estimate``: the up-front estimate (``estimate.py``;
@@ -118,7 +118,7 @@ def write_run_manifest(ctx: RunContext, configs: dict, artifacts: dict, chat_tem
         manifest["context_lengths"] = lengths
     if engine is not None:
         manifest["engine"] = engine
-    if ctx.budgets.auto:
+    if ctx.budgets.profile_path is not None:
         manifest["cost_profile"] = {"file": PROFILE_FILE, "cached": ctx.budgets.profile_path}
     path = ctx.run_dir / MANIFEST_FILE
     threads = manifest["backend"].get("threads") or torch.get_num_threads()  # (llama.cpp's, else torch's)

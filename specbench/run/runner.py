@@ -178,12 +178,12 @@ class Runner:
         self.estimate = announce_estimate(ctx) if self.progress else None  # before the first-use builds it counts
         drafters, configs, artifacts = self._build_drafters()
         self.drafters = drafters
-        ctx.budgets = build_budgets(ctx, configs)
+        ctx.budgets = build_budgets(ctx)
         self.servers = self._exits.enter_context(ServingRuns(ctx, encode))  # (servers up, or no-op)
         self.refs.margin_at = self.servers.margin_at
         configs.update({m: self.plan.options_of(m) for m in self.plan.engine_methods})
-        write_run_manifest(ctx, configs, artifacts, self.template_record(), self.estimate, self.machine,
-                           self.servers.describe())
+        write_run_manifest(ctx, configs, artifacts, self.template_record(), estimate=self.estimate,
+                           machine=self.machine, engine=self.servers.describe())
 
         existing = read_validated_records(self.run_dir, read_manifest(self.run_dir))
         records = {r.key: r for r in existing}
@@ -201,7 +201,7 @@ class Runner:
         for slot, drafter in drafters.items():  # a sequence's pool: its one drafter, built above
             pools.open(slot, [drafter])
         replay([SequenceJob(m, u, q) for u, q, m in jobs if m in self.plan.methods], records, self.prompt_for,
-               isolation, pools, ctx.budgets.auto)
+               isolation, pools, ctx.budgets.by_slot)
         total = len(jobs) + sum(len(j.units) for j in (*batch_jobs(self.plan), *concurrency_jobs(self.plan)))
         left = len(todo) + sum(sum((j.method, u) not in done for u in j.units) for j in pending + engine_pending)
         bar = SeededBar(self.estimate and self.estimate.per_record_s, len(self.plan.all_methods), total=total,
@@ -221,7 +221,7 @@ class Runner:
                     writer.write(self.servers.one(row))
                     bar.update(1)
                     continue
-                drafter, budget = isolation.parts_for(job.slot, job.units, pools.parts(job, ctx.budgets.auto))
+                drafter, budget = isolation.parts_for(job.slot, job.units, pools.parts(job, ctx.budgets.by_slot))
                 rec = self._one(row, drafter, budget)
                 writer.write(rec)
                 if isolation.learns(unit):
@@ -253,16 +253,15 @@ class Runner:
         for task, q in first_pending(todo).items():
             prompt = self.prompt_for(Unit(task, q.question_id, 1), q)
             parts = {m: warm_parts(self.ctx, m, task, 1) for m in self.plan.methods}
-            run_budgets = self.ctx.budgets
             for _ in range(self.cfg.warmup):
                 for method in self.plan.methods:
                     (drafter,), budget = parts[method]
                     with method_faults(method):
                         self.engine.generate(prompt, drafter, self.cfg.max_new_tokens,
                                              record_margins=method == BASELINE and self.sampling.greedy,
-                                             sampling=self.sampling, budget=run_budgets.budget_for(method, budget))
+                                             sampling=self.sampling, budget=budget)
 
-    def _one(self, row: Row, drafter: Any, budget: Budget | None = None) -> Record:
+    def _one(self, row: Row, drafter: Any, budget: Budget) -> Record:
         """``row``'s timed generation, its record checked (its prompt built and fit-checked outside the timing)."""
         method, unit, prompt = row.method, row.unit, row.prompt
         greedy = self.sampling.greedy
@@ -270,7 +269,7 @@ class Runner:
         with method_faults(method):  # (a drafter's fault: one line naming it; the records before it stay)
             gen, wall, memory = self._timed(prompt, drafter,
                                             record_margins=method == BASELINE and greedy, seed=seed,
-                                            budget=self.ctx.budgets.budget_for(method, budget))
+                                            budget=budget)
         return self.checked(self.ctx.record(gen, row, wall, memory), unit, prompt)
 
     def checked(self, rec: Record, unit: Unit, prompt: list[int]) -> Record:

@@ -105,12 +105,12 @@ class Recorder(DraftBudget):
         self.events.append({"call": "observe", "tree": tree_json(tree), "accepted": list(accepted_nodes), "hot": hot})
         super().observe(tree, accepted_nodes, hot)
 
-    def end_step(self, states, drafted, emitted, draft_s, depths, padded_rows, context, verify_s, step_s,
-                 rows_each=None):
-        self.events.append({"call": "end_step", "states": [self._seq(s) for s in states], "drafted": drafted,
-                            "emitted": emitted, "draft_s": draft_s, "depths": depths, "padded_rows": padded_rows,
-                            "context": context, "verify_s": verify_s, "step_s": step_s, "rows_each": rows_each})
-        super().end_step(states, drafted, emitted, draft_s, depths, padded_rows, context, verify_s, step_s, rows_each)
+    def learn(self, outcome):
+        self.events.append({"call": "end_step", "states": [self._seq(s) for s in outcome.states],
+                            "drafted": outcome.drafted, "emitted": outcome.emitted, "draft_s": outcome.draft_s,
+                            "depths": outcome.depths, "padded_rows": outcome.padded_rows, "context": outcome.context,
+                            "verify_s": outcome.verify_s, "step_s": outcome.step_s, "rows_each": outcome.rows_each})
+        super().learn(outcome)
 
     def summaries(self):
         return [{"drafted_steps": s.drafted_steps, "skipped_steps": s.skipped_steps, "predicted_s": s.predicted_s,

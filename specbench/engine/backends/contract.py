@@ -93,8 +93,8 @@ class Target(Protocol):
     def scratch_cache(self, capacity: int) -> Any: ...
 
     def run(self, input_ids: torch.Tensor, cache: Any, n_ctx: int, position_offsets: torch.Tensor | None = None,
-            ancestor_mask: torch.Tensor | None = None, last_logits_only: bool = False, layers: tuple[int, ...] = (),
-            hidden: bool = True) -> Forward: ...
+            ancestor_mask: torch.Tensor | None = None, *, last_logits_only: bool = False,
+            layers: tuple[int, ...] = (), hidden: bool = True) -> Forward: ...
 
     def forward(self, input_ids: torch.Tensor, cache: Any, n_ctx: int, position_offsets: torch.Tensor | None = None,
                 ancestor_mask: torch.Tensor | None = None,

@@ -73,7 +73,7 @@ class TargetModel:
         ``last_logits_only`` (prefill): the output head runs on the last row alone, logits ``[1, V]``;
         hidden states are still returned for every row.
         """
-        out = self.run(input_ids, cache, n_ctx, position_offsets, ancestor_mask, last_logits_only)
+        out = self.run(input_ids, cache, n_ctx, position_offsets, ancestor_mask, last_logits_only=last_logits_only)
         return out.hidden, out.logits
 
     def run(
@@ -83,6 +83,7 @@ class TargetModel:
         n_ctx: int,
         position_offsets: torch.Tensor | None = None,  # [n]
         ancestor_mask: torch.Tensor | None = None,  # [n, n] bool
+        *,
         last_logits_only: bool = False,
         layers: tuple[int, ...] = (),
         hidden: bool = True,

@@ -108,12 +108,12 @@ class LlamaTarget:
 
     def forward(self, input_ids: torch.Tensor, cache: LlamaCache, n_ctx: int, position_offsets: torch.Tensor | None = None,
                 ancestor_mask: torch.Tensor | None = None, last_logits_only: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
-        out = self.run(input_ids, cache, n_ctx, position_offsets, ancestor_mask, last_logits_only)
+        out = self.run(input_ids, cache, n_ctx, position_offsets, ancestor_mask, last_logits_only=last_logits_only)
         return out.hidden, out.logits
 
     def run(self, input_ids: torch.Tensor, cache: LlamaCache, n_ctx: int, position_offsets: torch.Tensor | None = None,
-            ancestor_mask: torch.Tensor | None = None, last_logits_only: bool = False, layers: tuple[int, ...] = (),
-            hidden: bool = True) -> Forward:
+            ancestor_mask: torch.Tensor | None = None, *, last_logits_only: bool = False,
+            layers: tuple[int, ...] = (), hidden: bool = True) -> Forward:
         """``TargetModel.run`` on llama.cpp: (hidden [n, h], logits [n, V] or [1, V]); ``hidden=False``: a
         zero-width hidden [n, 0] (no drafter reads it) and the prompt's head on its last row alone."""
         self.check_layers(layers)
