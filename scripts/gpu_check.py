@@ -11,7 +11,11 @@
    ``specbench project RUN --onto`` prices a CPU run of the embedded model with it (``gpucheck/embedded_profile.py``);
 6. first visit: AR's decode step the first time it meets a prompt's lengths against the second time (a
    kernel that builds per shape would slow the method timed first, AR, alone);
-7. ``summary.md`` and ``summary.json`` in ``--out`` (default ``$OUT``, else a new temporary folder).
+7. the ``compiled`` backend (``gpucheck/compiled_step.py``): the 7B shape's T(n) compiled against eager and the
+   bandwidth floor, the same CLI run on ``fast`` and ``compiled`` (speedups, ranking), every method exact through
+   it in three dtypes; ``--only compiled`` runs the environment and these alone (one 8-minute device call),
+   ``--only eager`` every step but these;
+8. ``summary.md`` and ``summary.json`` in ``--out`` (default ``$OUT``, else a new temporary folder).
 
 Exits 1 when a step finds a MISMATCH or crashes (a crashed step is recorded and the next one runs), else 0.
 ``--device cpu`` is the smoke mode CI runs (tiny sizes, about a minute on 2 cores).
@@ -21,6 +25,7 @@ Example: ``python scripts/gpu_check.py --device cpu --out /tmp/check`` writes ``
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import shutil
 import subprocess
@@ -46,6 +51,9 @@ from gpucheck.summary import exit_status, run_step, write_summary  # noqa: E402
 # most 150 s, under 12 minutes in all when every budget is used up. A step past its budget stops and says so. CPU
 # smoke mode times the embedded shape on a few forwards only (seconds on 2 cores) and each drafter at depth 1; its
 # exactness step took 61 s with 21 methods beside the test suite on 2 cores, so its budget is 150 s.
+# The compiled steps (``--only compiled``) on CUDA: 180 + 120 + 90 s at most, about 7 minutes with the wheels'
+# install, so one 8-minute device call runs them; a 7B shape compiles in tens of seconds per row bucket, so
+# T(n) stops at its budget rather than overrun. CPU smoke mode: its exactness budget lets the float32 cell alone run.
 MODES: dict[str, dict[str, Any]] = {
     "cuda": {"families": ("llama", "qwen2", "gpt2", "neox"), "dtypes": ("float32", "bfloat16", "float16"),
              "exact_tokens": 24, "exact_limit": 2, "exact_budget_s": 270,
@@ -53,13 +61,15 @@ MODES: dict[str, dict[str, Any]] = {
              "profile_budget_s": 120, "visit_hidden": 256, "visit_tokens": 24, "visit_dtype": "float16",
              "device_dtypes": ("float32", "bfloat16"), "device_contexts": (128, 512, 1024),
              "device_sizes": (1, 2, 4, 8, 16, 32, 64, 128), "device_repeats": 5, "device_drafters": "all",
-             "device_depths": None, "device_budget_s": 150},
+             "device_depths": None, "device_budget_s": 150,
+             "compiled_t_budget_s": 180, "compiled_cli_budget_s": 120, "compiled_exact_budget_s": 90},
     "cpu": {"families": ("llama", "qwen2", "gpt2", "neox"), "dtypes": ("float32", "bfloat16", "float16"),
             "exact_tokens": 12, "exact_limit": 1, "exact_budget_s": 150,
             "cli_hidden": 64, "cli_tokens": 12, "cli_limit": 4, "cli_dtype": "float32", "cli_budget_s": 90,
             "profile_budget_s": 30, "visit_hidden": 64, "visit_tokens": 12, "visit_dtype": "float32",
             "device_dtypes": ("float32",), "device_contexts": (16,), "device_sizes": (1, 2), "device_repeats": 1,
-            "device_drafters": "all", "device_depths": (1,), "device_budget_s": 60},
+            "device_drafters": "all", "device_depths": (1,), "device_budget_s": 60,
+            "compiled_t_budget_s": 60, "compiled_cli_budget_s": 150, "compiled_exact_budget_s": 1},
 }
 NEEDED = ("pydivsufsort", "faiss", "matplotlib", "transformers", "safetensors", "tokenizers", "yaml", "tabulate")
 
@@ -70,6 +80,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--out", default=None, help="folder of summary.md, summary.json, "
                    "profile.json, device-profile-embedded*.json "
                    "(default $OUT, else a new temporary folder)")
+    p.add_argument("--only", choices=("all", "compiled", "eager"), default="all",
+                   help="compiled: the environment and the compiled backend's steps alone (about 7 minutes on an "
+                        "H200: one device call); eager: every step but those; all (default): both, about 18")
     args = p.parse_args(argv)
     if args.device.split(":")[0] not in MODES:
         p.error(f"--device must be cuda[:N] or cpu, got {args.device!r}")
@@ -175,6 +188,41 @@ def first_visit(work: Path, device: str, mode: dict[str, Any]) -> tuple[str, dic
     return "passed", got
 
 
+def compiled_t(out: Path, device: str, mode: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+    """The 7B shape's T(n) compiled and eager, against the bandwidth floor (``gpucheck/compiled_step.py``)."""
+    from gpucheck.compiled_step import t_of_n
+
+    got = t_of_n(device, device == "cpu", time.monotonic() + mode["compiled_t_budget_s"])
+    (out / "compiled-t-of-n.json").write_text(json.dumps(got, indent=1))
+    return ("stopped" if got.get("error") else "passed"), got
+
+
+def compiled_cli(work: Path, device: str, mode: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+    """The same CLI run on ``fast`` and ``compiled``; ``failed`` on a non-zero exit or a MISMATCH."""
+    from gpucheck.compiled_step import cli_both
+
+    got = cli_both(work, device, device == "cpu", mode["compiled_cli_budget_s"])
+    runs = [got[b] for b in ("fast", "compiled")]
+    if any(r.get("exit") is None for r in runs):
+        return "stopped", {**got, "error": "a run stopped at the step's time limit"}
+    bad = [b for b in ("fast", "compiled") if got[b]["exit"] != 0 or got[b]["mismatch"]]
+    return ("failed", {**got, "error": f"failed or MISMATCH on: {', '.join(bad)}"}) if bad else ("passed", got)
+
+
+def compiled_exact(work: Path, device: str, mode: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+    """Every method through ``--backend compiled`` on tiny Llamas per dtype: 0 MISMATCH."""
+    from gpucheck.compiled_step import exact_compiled
+    from gpucheck.exactness import all_methods
+
+    got = exact_compiled(work, device, all_methods(), time.monotonic() + mode["compiled_exact_budget_s"],
+                         device == "cpu")
+    mismatches = sum(c["MISMATCH"] for cell in got["cells"] for c in cell["methods"].values())
+    got["mismatches"] = mismatches
+    if mismatches:
+        return "failed", {**got, "error": f"{mismatches} MISMATCH records"}
+    return ("stopped", {**got, "error": got["stopped"]}) if got["stopped"] else ("passed", got)
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the steps in order, write the summary, return the exit status."""
     args = parse_args(argv)
@@ -185,12 +233,18 @@ def main(argv: list[str] | None = None) -> int:
     os.environ["SPECBENCH_CACHE"] = str(work / "cache")  # datastores and profiles of the check stay in it
     start = time.monotonic()
     try:
-        steps = [run_step("environment", lambda: environment(args.device)),
-                 run_step("exactness", lambda: exactness(work, args.device, mode)),
-                 run_step("cli", lambda: cli(work, args.device, mode)),
-                 run_step("cost profile", lambda: cost_profile(out, args.device, mode)),
-                 run_step("device profile", lambda: device_profile(out, work, args.device, mode)),
-                 run_step("first visit", lambda: first_visit(work, args.device, mode))]
+        out.mkdir(parents=True, exist_ok=True)
+        steps = [run_step("environment", lambda: environment(args.device))]
+        if args.only in ("all", "eager"):
+            steps += [run_step("exactness", lambda: exactness(work, args.device, mode)),
+                      run_step("cli", lambda: cli(work, args.device, mode)),
+                      run_step("cost profile", lambda: cost_profile(out, args.device, mode)),
+                      run_step("device profile", lambda: device_profile(out, work, args.device, mode)),
+                      run_step("first visit", lambda: first_visit(work, args.device, mode))]
+        if args.only in ("all", "compiled"):
+            steps += [run_step("compiled T(n)", lambda: compiled_t(out, args.device, mode)),
+                      run_step("compiled cli", lambda: compiled_cli(work, args.device, mode)),
+                      run_step("compiled exactness", lambda: compiled_exact(work, args.device, mode))]
     finally:
         if cache_before is None:
             os.environ.pop("SPECBENCH_CACHE", None)

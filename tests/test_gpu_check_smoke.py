@@ -21,7 +21,7 @@ def test_cpu_smoke_mode_passes_and_writes_its_summary(tmp_path: Path, monkeypatc
     # the device profile step times a model of the embedded shape (135M random weights), a few forwards of it in
     # smoke mode (seconds): the suite's guard against profiling real-size models lets this one through
     monkeypatch.setattr(conftest, "PROFILE_PARAMETER_LIMIT", 200_000_000)
-    assert gpu_check.main(["--device", "cpu", "--out", str(tmp_path)]) == 0
+    assert gpu_check.main(["--device", "cpu", "--out", str(tmp_path), "--only", "eager"]) == 0
     summary = json.loads((tmp_path / "summary.json").read_text())
     assert [s["status"] for s in summary["steps"]] == ["passed"] * 6
     exact = summary["steps"][1]["figures"]
@@ -43,6 +43,29 @@ def test_cpu_smoke_mode_passes_and_writes_its_summary(tmp_path: Path, monkeypatc
     assert sorted(p.name for p in tmp_path.iterdir()) == ["device-profile-embedded.json", "profile.json",
                                                          "summary.json", "summary.md"]
     assert "| pld | 0 / 0 of" in (tmp_path / "summary.md").read_text()
+
+
+def test_cpu_smoke_of_the_compiled_steps(tmp_path: Path) -> None:
+    """``--only compiled``: T(n) compiled and eager with the floor, the same CLI run on both backends (exact, a
+    speedup per method, what was compiled, before any timing), and the first exactness cell through it."""
+    p = gpu_check.parse_args(["--device", "cpu"])
+    assert p.only == "all"
+    status = gpu_check.main(["--device", "cpu", "--out", str(tmp_path), "--only", "compiled"])
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    steps = {s["name"]: s for s in summary["steps"]}
+    assert list(steps) == ["environment", "compiled T(n)", "compiled cli", "compiled exactness"] and status == 0
+    t = steps["compiled T(n)"]["figures"]
+    assert set(t["compiled_ms"]) == set(t["eager_ms"]) == {"1", "2", "4"} and t["floor_ms"] > 0
+    assert json.loads((tmp_path / "compiled-t-of-n.json").read_text())["floor_ms"] == t["floor_ms"]
+    cli = steps["compiled cli"]
+    assert cli["status"] == "passed", cli["error"]
+    for backend in ("fast", "compiled"):
+        assert cli["figures"][backend]["mismatch"] == 0 and set(cli["figures"][backend]["speedup"]) == {"pld", "eagle"}
+    assert cli["figures"]["compiled"]["compiled"][0]["first_use"] == 0
+    assert cli["figures"]["compiled"]["compiled"][0]["shapes"] >= 4
+    exact = steps["compiled exactness"]
+    assert exact["figures"]["mismatches"] == 0 and exact["figures"]["cells"][0]["backend"] == "compiled"
+    assert "swift" not in exact["figures"]["cells"][0]["methods"] and "pld" in exact["figures"]["cells"][0]["methods"]
 
 
 def assert_embedded_profile(path: Path, figures: dict) -> None:

@@ -287,7 +287,7 @@ def test_skip_option_parses_and_refuses_bad_sets() -> None:
 
 def test_a_backend_that_cannot_skip_layers_refuses_in_one_line() -> None:
     target = SimpleNamespace(caps=SimpleNamespace(skips_layers=False))
-    with pytest.raises(ConfigError, match=r"cannot run \(llama.cpp runs its graph whole\); use --backend fast$"):
+    with pytest.raises(ConfigError, match=r"cannot run \(it runs the graph whole: llama.cpp, compiled\); use --backend fast$"):
         check_self_draft(target, SwiftDrafter(SwiftConfig()))
     check_self_draft(target, None)  # AR needs nothing
     from specbench.engine.backends.llamacpp.spec import LLAMACPP

@@ -38,8 +38,9 @@ def count_classes(records: list[Any]) -> dict[str, dict[str, int]]:
 
 
 def run_cell(root: Path, family: str, dtype: str, device: str, methods: tuple[str, ...],
-             max_new_tokens: int, limit: int) -> dict[str, Any]:
-    """Run ``methods`` on a tiny ``family`` model in ``dtype`` on ``device``; the cell's per-method counts."""
+             max_new_tokens: int, limit: int, backend: str = "auto") -> dict[str, Any]:
+    """Run ``methods`` on a tiny ``family`` model in ``dtype`` on ``device`` through ``backend``; the cell's
+    per-method counts."""
     model_dir = root / f"model-{family}"
     if not (model_dir / "config.json").is_file():
         tiny_family_dir(model_dir, family, seed=5)
@@ -48,13 +49,14 @@ def run_cell(root: Path, family: str, dtype: str, device: str, methods: tuple[st
     options = {m: o for m, o in every_method_options(str(model_dir)).items() if m in methods}
     config = RunConfig(methods=methods, tasks=(f"jsonl:{tasks}",), limit=limit, max_new_tokens=max_new_tokens,
                        repeats=1, warmup=0, model=str(model_dir), device=device, dtype=dtype, chat_template="raw",
-                       out_dir=str(root / "runs" / f"{family}-{dtype}"), method_options=options)
+                       out_dir=str(root / "runs" / f"{family}-{dtype}-{backend}"), method_options=options,
+                       backend=backend)
     start = time.perf_counter()
     plan = make_plan(config)
     Runner(plan, run_dir_for(plan), progress=False).execute()
     counts = count_classes(read_records(run_dir_for(plan)))
     missing = sorted(set(methods) - {"ar"} - set(counts))
-    return {"family": family, "dtype": dtype, "methods": counts, "missing": missing,
+    return {"family": family, "dtype": dtype, "backend": backend, "methods": counts, "missing": missing,
             "seconds": round(time.perf_counter() - start, 1)}
 
 

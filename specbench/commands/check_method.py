@@ -22,7 +22,7 @@ ECHO = "check-method-echo"  # (``conformance/tiny.py``'s corpus: each prompt wit
 TINY_DEFAULTS: dict[str, dict[str, str]] = {
     "rest": {"corpus": ECHO}, "crest": {"corpus": ECHO}, "samd": {"corpus": ECHO},
     "dresd": {"corpus": ECHO, "max_tokens": "3000", "k": "8", "nprobe": "4"},
-    **{m: {"checkpoint": "random"} for m in ("eagle", "eagle3", "medusa", "hydra", "redrafter")},
+    **{m: {"checkpoint": "random"} for m in ("eagle", "eagle3", "medusa", "hydra", "redrafter", "dflash", "ddtree")},
     # llama.cpp's n-gram sizes rarely match on the tiny models' short texts
     "ngram-simple": {"size_n": "1", "size_m": "8"}, "ngram-map-k": {"size_n": "1", "size_m": "4"},
     "ngram-map-k4v": {"size_n": "1", "size_m": "4"}, "ngram-mod": {"n_match": "1", "n_max": "4", "n_min": "1"},

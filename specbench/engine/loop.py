@@ -26,7 +26,7 @@ import torch
 
 from specbench.engine import step
 from specbench.engine.aux_rows import append_aux
-from specbench.engine.backends.contract import Backend, checked_target
+from specbench.engine.backends.contract import Backend, WarmsUp, checked_target
 from specbench.engine.backends.registry import DEFAULT_BACKEND
 from specbench.engine.backends.torch_backends import resolve_backend
 from specbench.budget.contract import WHOLE_DRAFT, Budget
@@ -67,12 +67,12 @@ class Engine:
 
         ``record_margins``: also keep each emitted token's top-2 margin (``Generation.token_margins``; the emitting
         logits rows are kept, a view for AR's single row, and reduced after timing). ``sampling`` with temperature
-        > 0: sample from a generator seeded with ``seed``, distributed as AR sampling's for any drafter
-        (``sampling.py``). ``budget`` (``budget/contract.py``): whether a step drafts, how deep and what is verified;
-        lossless whatever it chooses (``WholeDraft``, ``FixedDepth(K)``, ``AutoBudget``: only when and what pays)."""
+        > 0: sample from a generator seeded with ``seed``, as AR sampling for any drafter (``sampling.py``). ``budget``
+        (``budget/contract.py``): whether a step drafts, how deep, what is verified; lossless whatever it chooses."""
         if max_new_tokens < 1 or not prompt_ids:
             raise ValueError("max_new_tokens must be >= 1" if prompt_ids else "empty prompt")
         target, sync, now = self.target, self.sync, time.perf_counter
+        self.warm_up(len(prompt_ids) + max_new_tokens, drafter)  # (before the clock: a compiled backend's shapes)
         t_start = now()
         sampler = None if sampling is None or sampling.greedy else Sampler(sampling, seed, target.device)
         self.backend.prepare(self.model)
@@ -119,6 +119,12 @@ class Engine:
                 break
         gen.add_drafter_state(drafter)
         return gen if seq is None else gen.add_budget_summary(seq)
+
+    def warm_up(self, positions: int, drafter: Drafter | None = None) -> None:
+        """What the backend does before a generation of ``positions`` prompt and new positions (draft headroom
+        added here) is timed, when it declares any (``contract.WarmsUp``); nothing otherwise."""
+        if isinstance(self.backend, WarmsUp):
+            self.backend.warm_up(self.model, positions + DRAFT_HEADROOM, bool(step.feature_layers(drafter)))
 
     def _begin(self, drafter: Drafter | None, prompt_ids: list[int],
                budget: Budget = WHOLE_DRAFT) -> tuple[SequenceState | None, tuple[int, ...], bool]:

@@ -182,7 +182,7 @@ def check_self_draft(target: Any, drafter: Drafter | None) -> None:
     """One-line ``ConfigError`` for a drafter that drafts with the target on a backend that cannot skip layers."""
     if drafter is not None and drafter.drafts_with_target and not target.caps.skips_layers:
         raise ConfigError("this method drafts with the target's own layers skipped, which this backend cannot run "
-                          "(llama.cpp runs its graph whole); use --backend fast")
+                          "(it runs the graph whole: llama.cpp, compiled); use --backend fast")
 
 
 def feature_layers(drafter: Drafter | None) -> tuple[int, ...]:

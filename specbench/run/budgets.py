@@ -10,7 +10,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from specbench.budget.registry import Prices, shared_prices
+from specbench.engine.backends.contract import PadsRows
 from specbench.files.jsonfile import save_json
 from specbench.paths import cache_dir
 from specbench.profiling.batch_profile import batch_cost_function, cached_batch_costs, load_batch_costs
@@ -36,11 +39,30 @@ def build_budgets(ctx: RunContext) -> RunBudgets:
     else:
         profile, path = cached_cost_profile(ctx.loaded, ctx.engine.backend, cache_dir(), longest=ctx.longest_context)
         save_profile(profile, kept)
-    cost = cost_function(profile)
+    cost = padded_cost(cost_function(profile), ctx.engine.backend)
     prices = {m: shared_prices(cost) for m in priced}  # (one method's budgets share what the text does not change)
     budgets = {(m, t): build_budget(m, plan.options_of(m), prices.get(m, Prices()))
                for m in plan.methods for t in plan.tasks}
     return RunBudgets(budgets, cost, _batch_costs(ctx, Path(path), cost), str(path))
+
+
+def padded_cost(cost: Any, backend: Any) -> Any:
+    """``cost`` priced at the rows a step pays for on ``backend``: a backend that pads its forwards
+    (``contract.PadsRows``: the compiled one's row buckets) costs ``T(16)`` for 9 rows; any other, ``cost`` itself.
+
+    >>> from types import SimpleNamespace
+    >>> padded = padded_cost(lambda n, context=None: n * 1.0, SimpleNamespace(padded_rows=lambda n: 16 if n > 8 else n))
+    >>> padded(9), padded(4), padded(np.array([1, 9])).tolist()
+    (16.0, 4.0, [1.0, 16.0])
+    """
+    if not isinstance(backend, PadsRows):
+        return cost
+    pad = np.vectorize(lambda n: backend.padded_rows(int(np.ceil(n))), otypes=[float])
+
+    def at(n: Any, context: Any = None) -> Any:
+        return cost(backend.padded_rows(int(np.ceil(n))) if np.ndim(n) == 0 else pad(n), context)
+
+    return at
 
 
 def _batch_costs(ctx: RunContext, profile_path: Path, cost: Any) -> Any:

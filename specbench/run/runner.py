@@ -40,6 +40,7 @@ from specbench.run.batch_jobs import batch_jobs
 from specbench.run.batch_runner import BatchRuns
 from specbench.run.budgets import build_budgets
 from specbench.run.context import Row, RunContext
+from specbench.run.compile_record import record_compile
 from specbench.run.context_fit import check_up_front
 from specbench.run.drafter_state import DrafterPools, RepeatIsolation, first_pending, replay
 from specbench.run.driver import SequenceJob, job_rows, timed_generations, warm_parts
@@ -240,6 +241,7 @@ class Runner:
                                     refresh=False)
                 bar.update(self.servers.time_job(job, done, writer))
         bar.close()
+        record_compile(self.run_dir, self.engine.backend.describe(lm.model))  # (what a compiled backend compiled)
         return self.refs.mismatches
 
     def _warm_up(self, todo: list[tuple[Unit, Question, str]]) -> None:
@@ -267,6 +269,7 @@ class Runner:
         greedy = self.sampling.greedy
         seed = generation_seed(self.cfg.seed, unit.task, unit.question_id, unit.turn, unit.repeat)
         with method_faults(method):  # (a drafter's fault: one line naming it; the records before it stay)
+            self.engine.warm_up(len(prompt) + self.cfg.max_new_tokens, drafter)  # (a compiled backend's shapes)
             gen, wall, memory = self._timed(prompt, drafter,
                                             record_margins=method == BASELINE and greedy, seed=seed,
                                             budget=budget)

@@ -80,6 +80,23 @@ class TrimsRows(Protocol):
     def trim(self, n_ctx: int, rows: list[int]) -> None: ...
 
 
+@runtime_checkable
+class WarmsUp(Protocol):
+    """A backend with work to do before a generation of ``positions`` positions is timed (``compiled``: compiling
+    its shapes); the engine calls ``warm_up`` before its clock starts, the runner before a job's
+    (``Engine.warm_up``). ``layers``: whether the generation reads intermediate layers' states."""
+
+    def warm_up(self, model: Any, positions: int, layers: bool = False) -> None: ...
+
+
+@runtime_checkable
+class PadsRows(Protocol):
+    """A backend whose forward of ``n`` rows runs as more (``compiled``: the row bucket holding them), so a step
+    is priced at the rows it pays for (``run/budgets.py``): ``padded_rows(9)`` -> 16."""
+
+    def padded_rows(self, rows: int) -> int: ...
+
+
 class Target(Protocol):
     """The forward the decode loop runs (``target.TargetModel`` on torch, ``llamacpp.target.LlamaTarget``)."""
 

@@ -1,4 +1,5 @@
-"""Engine backends by name: the built-in ``reference``, ``fast`` and ``llamacpp``, and any a plugin registers.
+"""Engine backends by name: the built-in ``reference``, ``fast``, ``llamacpp`` and ``compiled``, and any a plugin
+registers.
 
 A new backend is one package and one ``register_backend(BackendSpec(...))`` (``contract.py`` says what the spec
 declares); its spec's ``caps`` declare its optional abilities, the one place they are declared, and they are
@@ -16,6 +17,7 @@ import importlib
 from typing import Any
 
 from specbench.engine.backends.contract import BackendSpec, TargetCaps
+from specbench.engine.backends.compiled.spec import COMPILED
 from specbench.engine.backends.llamacpp.spec import LLAMACPP
 
 DEFAULT_BACKEND = "auto"
@@ -75,6 +77,7 @@ def load_model_for(backend: str, name: str, dtype: str, device: str, threads: in
 register_backend(BackendSpec("reference", "transformers as loaded", _TORCH))
 register_backend(BackendSpec("fast", "preallocated KV cache; oneDNN-packed, fused linears on CPU", _TORCH))
 register_backend(LLAMACPP)
+register_backend(COMPILED)
 
 __all__ = ["BackendSpec", "TargetCaps", "DEFAULT_BACKEND", "backend_choices", "backend_names", "backend_spec",
            "dtype_hint", "load_model_for", "register_backend"]

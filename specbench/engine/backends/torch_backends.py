@@ -34,7 +34,7 @@ from specbench.engine.backends.packed_linear import describe as describe_packing
 from specbench.engine.backends.packed_linear import is_packed, pack_linears, packing_supported, unpack_linears
 from specbench.engine.backends.target import TargetModel
 
-_STATE_ATTR = "_specbench_backend"
+STATE_ATTR = "_specbench_backend"  # (a backend's state of the shared model: compiled/backend.py reads it too)
 
 
 @dataclass(frozen=True)
@@ -54,13 +54,13 @@ class TorchBackend:
     def prepare(self, model: torch.nn.Module) -> None:
         """Put ``model`` in this backend's state (idempotent, cheap when already there)."""
         state = (self.name, self.packed)
-        if getattr(model, _STATE_ATTR, None) == state:
+        if getattr(model, STATE_ATTR, None) == state:
             return  # the common case, once per generation: no walk over the modules
         if self.packed:
             pack_linears(model)
         elif is_packed(model):
             unpack_linears(model)
-        setattr(model, _STATE_ATTR, state)
+        setattr(model, STATE_ATTR, state)
 
     def new_cache(self, model: torch.nn.Module, capacity: int) -> Any:
         """An empty KV cache for one generation of up to about ``capacity`` positions."""
